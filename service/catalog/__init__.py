@@ -1,0 +1,1 @@
+"""The GPU catalog: specs of every GPU type the advisor knows."""

@@ -1,0 +1,176 @@
+"""Catalog queries and writes. Keyword-only arguments, callable from routes, CLI and tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import String, cast, func, or_, update
+from sqlmodel import Session, col, select
+
+from service.catalog.models import (
+    NOT_NULL_FIELDS,
+    PRECISION_COLUMN,
+    Gpu,
+    GpuCreate,
+    GpuReplace,
+    GpuUpdate,
+)
+from service.common import utcnow
+from service.engine.types import GpuSpec
+from service.errors import (
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    PreconditionRequired,
+    Unprocessable,
+    field_error,
+)
+
+SORTABLE = (
+    "slug", "name", "vendor", "launch_year", "memory_gb", "memory_bandwidth_gb_s",
+    "fp64_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
+    "int8_tops", "tdp_w", "interconnect_bandwidth_gb_s", "created_at", "updated_at",
+)
+
+
+def get_gpu(session: Session, *, slug: str) -> Gpu:
+    gpu = session.exec(select(Gpu).where(Gpu.slug == slug)).first()
+    if gpu is None:
+        raise NotFound(f"No GPU with slug '{slug}'")
+    return gpu
+
+
+def list_gpus(
+    session: Session,
+    *,
+    vendor: str | None = None,
+    form_factor: str | None = None,
+    min_memory_gb: float | None = None,
+    precision: str | None = None,
+    q: str | None = None,
+    sort: str = "slug",
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Gpu], int]:
+    stmt = select(Gpu)
+    if vendor:
+        stmt = stmt.where(func.lower(Gpu.vendor) == vendor.lower())
+    if form_factor:
+        stmt = stmt.where(Gpu.form_factor == form_factor)
+    if min_memory_gb is not None:
+        stmt = stmt.where(Gpu.memory_gb >= min_memory_gb)
+    if precision:
+        stmt = stmt.where(getattr(Gpu, PRECISION_COLUMN[precision]).is_not(None))
+    if q:
+        like = f"%{q.lower()}%"
+        stmt = stmt.where(
+            or_(
+                func.lower(Gpu.slug).like(like),
+                func.lower(Gpu.name).like(like),
+                func.lower(Gpu.architecture).like(like),
+                func.lower(cast(Gpu.aliases, String)).like(like),
+            )
+        )
+    total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
+    descending = sort.startswith("-")
+    column = getattr(Gpu, sort.lstrip("-"))
+    order = column.desc().nulls_last() if descending else column.asc().nulls_last()
+    rows = session.exec(stmt.order_by(order, col(Gpu.slug)).limit(limit).offset(offset)).all()
+    return list(rows), int(total)
+
+
+def create_gpu(session: Session, *, data: GpuCreate) -> Gpu:
+    if session.exec(select(Gpu.id).where(Gpu.slug == data.slug)).first() is not None:
+        raise Conflict(
+            f"A GPU with slug '{data.slug}' already exists",
+            errors=[field_error("body.slug", "already exists")],
+        )
+    gpu = Gpu.model_validate(data)
+    session.add(gpu)
+    session.flush()
+    return gpu
+
+
+def _compare_and_set(session: Session, *, slug: str, if_match: int | None,
+                     values: dict[str, Any]) -> Gpu:
+    """Apply ``values`` only if the row is still at version ``if_match`` (one atomic UPDATE)."""
+    if if_match is None:
+        raise PreconditionRequired("Send If-Match with the ETag from GET /v1/gpus/{slug}")
+    result = session.execute(
+        update(Gpu)
+        .where(col(Gpu.slug) == slug, col(Gpu.version) == if_match)
+        .values(**values, version=col(Gpu.version) + 1, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    if result.rowcount == 0:  # type: ignore[attr-defined]
+        current = get_gpu(session, slug=slug)
+        raise PreconditionFailed(
+            f"If-Match \"{if_match}\" does not match the current ETag \"{current.version}\""
+        )
+    session.expire_all()
+    return get_gpu(session, slug=slug)
+
+
+def replace_gpu(session: Session, *, slug: str, data: GpuReplace, if_match: int | None) -> Gpu:
+    return _compare_and_set(session, slug=slug, if_match=if_match, values=data.model_dump())
+
+
+def patch_gpu(session: Session, *, slug: str, data: GpuUpdate, if_match: int | None) -> Gpu:
+    changes = data.model_dump(exclude_unset=True)
+    nulls = sorted(k for k, v in changes.items() if v is None and k in NOT_NULL_FIELDS)
+    if nulls:
+        raise Unprocessable(
+            "These fields cannot be null",
+            errors=[field_error(f"body.{k}", "may not be null") for k in nulls],
+        )
+    return _compare_and_set(session, slug=slug, if_match=if_match, values=changes)
+
+
+def delete_gpu(session: Session, *, slug: str, if_match: int | None) -> None:
+    from service.quotes.service import count_quotes_for_gpu  # the other domain's service
+
+    gpu = get_gpu(session, slug=slug)
+    if if_match is not None and if_match != gpu.version:
+        raise PreconditionFailed(
+            f"If-Match \"{if_match}\" does not match the current ETag \"{gpu.version}\""
+        )
+    quotes = count_quotes_for_gpu(session, gpu_slug=slug)
+    if quotes:
+        raise Conflict(f"GPU '{slug}' has {quotes} price quotes; delete them first")
+    session.delete(gpu)
+    session.flush()
+
+
+def to_spec(gpu: Gpu) -> GpuSpec:
+    """The engine's view of a catalog row."""
+    return GpuSpec(
+        slug=gpu.slug,
+        name=gpu.name,
+        vendor=gpu.vendor,
+        form_factor=gpu.form_factor,
+        memory_gb=gpu.memory_gb,
+        memory_bandwidth_gb_s=gpu.memory_bandwidth_gb_s,
+        tdp_w=gpu.tdp_w,
+        fp64_tflops=gpu.fp64_tflops,
+        fp64_tensor_tflops=gpu.fp64_tensor_tflops,
+        fp32_tflops=gpu.fp32_tflops,
+        tf32_tflops=gpu.tf32_tflops,
+        bf16_tflops=gpu.bf16_tflops,
+        fp16_tflops=gpu.fp16_tflops,
+        fp8_tflops=gpu.fp8_tflops,
+        int8_tops=gpu.int8_tops,
+        interconnect=gpu.interconnect,
+        interconnect_bandwidth_gb_s=gpu.interconnect_bandwidth_gb_s,
+        max_gpus_per_node=gpu.max_gpus_per_node,
+        pcie_gen=gpu.pcie_gen,
+        architecture=gpu.architecture,
+    )
+
+
+def all_gpus(session: Session) -> list[Gpu]:
+    return list(session.exec(select(Gpu).order_by(col(Gpu.slug))).all())
+
+
+def catalog_fingerprint(session: Session) -> tuple[int, str | None]:
+    count, latest = session.exec(select(func.count(), func.max(Gpu.updated_at))).one()
+    return int(count), latest.isoformat() if latest else None

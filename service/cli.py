@@ -1,0 +1,153 @@
+"""The `gpu-advisor` command: serve, migrate, seed, keys, export-openapi, and more."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from sqlmodel import Session
+
+from service.config import Settings, get_settings
+from service.db import make_engine
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = get_settings()
+    if getattr(args, "database_url", None):
+        settings = settings.model_copy(update={"database_url": args.database_url})
+    return settings
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from service.migrate import upgrade
+
+    url = _settings(args).database_url
+    upgrade(url)
+    print(f"migrated {_redact(url)} to head")
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    from service.seeding import seed
+
+    result = seed(make_engine(_settings(args).database_url), force=args.force)
+    if result.skipped:
+        print("catalog not empty: seed skipped (use --force to add missing seed rows)")
+    else:
+        print(f"seeded {result.gpus} GPUs and {result.quotes} quotes")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.main import create_app
+    from service.migrate import upgrade
+    from service.seeding import seed
+
+    settings = _settings(args)
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
+    result = seed(engine)
+    if not result.skipped:
+        print(f"seeded {result.gpus} GPUs and {result.quotes} quotes", file=sys.stderr)
+    app = create_app(settings, engine=engine)
+    port = args.port if args.port is not None else int(os.environ.get("PORT", "8000"))
+    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+def cmd_export_openapi(args: argparse.Namespace) -> int:
+    from service.main import create_app
+    from service.openapi_doc import openapi_json
+
+    text = openapi_json(create_app(Settings(database_url="sqlite://")))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from service.security import ApiKey, create_key, revoke_key
+
+    engine = make_engine(_settings(args).database_url)
+    with Session(engine) as session:
+        if args.keys_cmd == "create":
+            row, key = create_key(session, name=args.name, role=args.role)
+            session.commit()
+            print(key)
+            print(f"created {row.role} key '{row.name}' (prefix {row.prefix}); "
+                  "store it now: it is not shown again", file=sys.stderr)
+        elif args.keys_cmd == "revoke":
+            n = revoke_key(session, prefix_or_name=args.key)
+            session.commit()
+            print(f"revoked {n} key(s)")
+            return 0 if n else 1
+        else:
+            from sqlmodel import col, select
+
+            for row in session.exec(select(ApiKey).order_by(col(ApiKey.id))).all():
+                state = "revoked" if row.revoked_at else "active"
+                print(f"{row.prefix}\t{row.role}\t{state}\t{row.name}")
+    return 0
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-advisor", description=__doc__)
+    parser.add_argument("--database-url", help="Overrides DATABASE_URL")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="Migrate, seed an empty database, and serve HTTP")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=None, help="Default: $PORT or 8000")
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("migrate", help="Upgrade the schema to head").set_defaults(func=cmd_migrate)
+
+    seed = sub.add_parser("seed", help="Load the seed catalog and quotes into an empty database")
+    seed.add_argument("--force", action="store_true",
+                      help="Add missing seed rows to a non-empty DB")
+    seed.set_defaults(func=cmd_seed)
+
+    export = sub.add_parser("export-openapi", help="Print the OpenAPI document")
+    export.add_argument("-o", "--output")
+    export.set_defaults(func=cmd_export_openapi)
+
+    keys = sub.add_parser("keys", help="Manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_cmd", required=True)
+    create = keys_sub.add_parser("create", help="Create a key; prints it once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--role", choices=["admin", "reader"], required=True)
+    revoke = keys_sub.add_parser("revoke", help="Revoke keys by prefix or name")
+    revoke.add_argument("key", help="Key prefix (as `keys list` shows) or name")
+    keys_sub.add_parser("list", help="List keys (never the secrets)")
+    keys.set_defaults(func=cmd_keys)
+
+    for extra in _EXTRA_COMMANDS:
+        extra(sub)
+    return parser
+
+
+_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []  # type: ignore[type-arg]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

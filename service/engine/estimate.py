@@ -1,0 +1,384 @@
+"""One workload on ``gpu_count`` GPUs of one type: the full estimate, feasible or not."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from service.engine import constants as c
+from service.engine import inference as inf
+from service.engine import memory as mem
+from service.engine import parallelism as par
+from service.engine import training as tr
+from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.types import (
+    Assumption,
+    Estimate,
+    GpuSpec,
+    MemoryBreakdown,
+    Parallelism,
+    Precision,
+    TransformerModel,
+    Workload,
+)
+
+NODE_SEARCH_LIMIT = 4096
+"""Largest GPU count :func:`min_gpus_to_fit` searches."""
+
+
+def _assumptions(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
+    names: list[str] = []
+    for group in (c.COMMON_KEYS, *groups, c.LINK_KEYS):
+        names.extend(n for n in group if n not in names)
+    return tuple(c.ASSUMPTIONS[n] for n in names)
+
+
+def _power_w(gpu: GpuSpec, gpu_count: int) -> float:
+    return gpu_count * gpu.tdp_w * c.POWER_UTILIZATION
+
+
+def _no_rate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
+    reason = f"{gpu.name} has no {workload.precision} throughput figure"
+    if workload.precision == "fp64":
+        reason = f"{gpu.name} has no FP64 support listed; FP64 work cannot fall back"
+    return Estimate(
+        gpu_slug=gpu.slug,
+        gpu_count=gpu_count,
+        fits=False,
+        precision_used=workload.precision,
+        memory_per_gpu_gb=0.0,
+        memory_available_gb=gpu.memory_gb,
+        memory=MemoryBreakdown(),
+        parallelism=par.make_layout(gpu, gpu_count, 1, 1, "none").parallelism,
+        bound=None,
+        infeasible_reasons=(reason,),
+        assumptions=_assumptions(),
+    )
+
+
+def estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
+    """Estimate ``workload`` on ``gpu_count`` x ``gpu``: memory per GPU, fit, speed, energy.
+
+    The workload is assumed valid (see :func:`validate_workload`).
+    """
+    if gpu_count < 1:
+        raise ValueError("gpu_count must be >= 1")
+    rate = peak_rate(gpu, workload.precision, matmul=True)
+    if rate is None:
+        return _no_rate(workload, gpu, gpu_count)
+    if workload.kind == "compute":
+        result = _estimate_compute(workload, gpu, gpu_count, rate)
+    elif workload.kind == "training":
+        result = _estimate_training(workload, gpu, gpu_count, rate)
+    else:
+        result = _estimate_inference(workload, gpu, gpu_count, rate)
+    warnings = list(result.warnings)
+    if rate.warning:
+        warnings.insert(0, rate.warning)
+    if workload.precision == "fp64" and not rate.tensor:
+        warnings.append(
+            f"FP64 runs on {gpu.name}'s vector units at {rate.tflops:g} TFLOPS "
+            "(no FP64 tensor cores)"
+        )
+    return replace(result, warnings=tuple(warnings), compute_tflops_used=rate.tflops)
+
+
+# ---------------------------------------------------------------- compute jobs
+
+
+def _estimate_compute(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+    spec = workload.compute
+    assert spec is not None
+    if workload.precision == "fp64" and rate.tensor:
+        eff = c.EFF_FP64_TENSOR
+    elif rate.tensor:
+        eff = c.EFF_COMPUTE_JOB
+    else:
+        eff = c.EFF_NON_TENSOR
+    compute_s = spec.total_tflop / (rate.tflops * eff)
+    memory_s = spec.total_gb_moved / bandwidth_gb_s(gpu)
+    scale = n * (c.PARALLEL_EFFICIENCY if n > 1 else 1.0)
+    total_s = max(compute_s, memory_s) / scale
+    per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
+    usable_gb = mem.usable_memory_bytes(gpu.memory_gb) / c.GB
+    fits = per_gpu_gb <= usable_gb
+    needed = _min_compute_gpus(spec.memory_gb, usable_gb)
+    hours = total_s / 3600.0
+    power = _power_w(gpu, n)
+    layout = par.make_layout(gpu, n, 1, 1, "none")
+    return Estimate(
+        gpu_slug=gpu.slug,
+        gpu_count=n,
+        fits=fits,
+        precision_used=rate.precision_used,
+        memory_per_gpu_gb=per_gpu_gb,
+        memory_available_gb=gpu.memory_gb,
+        memory=MemoryBreakdown(
+            activations=spec.memory_gb / n, overhead=c.FRAMEWORK_OVERHEAD_GB
+        ),
+        parallelism=replace(layout.parallelism, data_parallel=n),
+        bound="compute" if compute_s >= memory_s else "memory_bandwidth",
+        time_to_complete_hours=hours,
+        power_w=power,
+        energy_kwh=power * hours / 1000.0,
+        infeasible_reasons=() if fits else (f"needs {per_gpu_gb:.1f} GB per GPU",),
+        fixes=() if fits or needed is None else (f"needs {needed} GPUs",),
+        min_gpus_to_fit=needed,
+        assumptions=_assumptions(c.COMPUTE_KEYS),
+    )
+
+
+def _min_compute_gpus(memory_gb: float, usable_gb: float) -> int | None:
+    room = usable_gb - c.FRAMEWORK_OVERHEAD_GB
+    if room <= 0:
+        return None
+    n = max(1, math.ceil(memory_gb / room))
+    return n if n <= NODE_SEARCH_LIMIT else None
+
+
+# ---------------------------------------------------------------- training
+
+
+def _estimate_training(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+    spec = workload.training
+    model = workload.model
+    assert spec is not None and model is not None
+    prec = rate.precision_used
+    plan = tr.plan_training(workload, gpu, n, prec)
+    recompute = spec.activation_checkpointing
+    step = tr.step_time(workload, gpu, plan, rate, recompute)
+    warnings: list[str] = []
+    if plan.fits and plan.accumulation > 1:
+        warnings.append(
+            f"micro-batch {plan.micro_batch} x {plan.accumulation} gradient-accumulation steps "
+            "per GPU to fit memory"
+        )
+    if spec.batch_size < plan.layout.parallelism.data_parallel:
+        warnings.append("global batch smaller than the data-parallel degree: GPUs idle")
+    seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
+    step_s = step.total_s
+    samples_s = spec.batch_size / step_s
+    tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
+    hours = _training_hours(workload, samples_s, seq)
+    power = _power_w(gpu, n)
+    fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan)
+    return Estimate(
+        gpu_slug=gpu.slug,
+        gpu_count=n,
+        fits=plan.fits,
+        precision_used=prec,
+        memory_per_gpu_gb=plan.memory.total,
+        memory_available_gb=gpu.memory_gb,
+        memory=plan.memory,
+        parallelism=plan.layout.parallelism,
+        bound=step.bound,
+        samples_per_s=samples_s,
+        tokens_per_s=tokens_s,
+        step_time_ms=step_s * 1e3,
+        time_to_complete_hours=hours,
+        power_w=power,
+        energy_kwh=None if hours is None else power * hours / 1000.0,
+        warnings=tuple(warnings),
+        infeasible_reasons=reasons,
+        fixes=fixes,
+        min_gpus_to_fit=needed,
+        micro_batch_size=plan.micro_batch,
+        gradient_accumulation_steps=plan.accumulation,
+        assumptions=_assumptions(c.TRAINING_KEYS),
+    )
+
+
+def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
+    spec = workload.training
+    assert spec is not None
+    if spec.tokens is not None:
+        samples = spec.tokens / seq
+    elif spec.samples is not None:
+        samples = spec.samples
+    elif spec.epochs is not None and spec.dataset_samples is not None:
+        samples = spec.epochs * spec.dataset_samples
+    else:
+        return None
+    return samples / samples_s / 3600.0
+
+
+def _training_fixes(
+    workload: Workload, gpu: GpuSpec, n: int, prec: Precision, plan: tr.TrainPlan
+) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
+    if plan.fits:
+        return (), (), n
+    spec = workload.training
+    assert spec is not None
+    reasons = (
+        f"needs {plan.memory.total:.1f} GB per GPU at micro-batch 1; "
+        f"{gpu.memory_gb:g} GB available",
+    )
+    fixes: list[str] = []
+    if not spec.activation_checkpointing and tr.plan_training(
+        workload, gpu, n, prec, checkpointing=True
+    ).fits:
+        fixes.append("fits with activation checkpointing")
+    if spec.sharding not in ("auto", "zero3") and n > 1:
+        if tr.plan_training(workload, gpu, n, prec, sharding="zero3").fits:
+            fixes.append("fits with sharding zero3 (FSDP)")
+    needed = min_gpus_to_fit(workload, gpu)
+    if needed is not None and needed > n:
+        fixes.append(f"needs {needed} GPUs")
+    return tuple(fixes), reasons, needed
+
+
+# ---------------------------------------------------------------- inference
+
+
+def _estimate_inference(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+    spec = workload.inference
+    assert spec is not None
+    prec = rate.precision_used
+    usable = mem.usable_memory_bytes(gpu.memory_gb)
+    min_batch = spec.batch_size or 1
+    placement, size, fits = inf.place(workload, gpu, n, prec, min_batch)
+    warnings: list[str] = []
+    if spec.batch_size is not None:
+        timing = inf.timing(workload, gpu, placement, rate, spec.batch_size)
+    else:
+        # throughput mode: every split that fits, the largest batch meeting the limits,
+        # keep the split with the most requests/s (ties go to the smaller split)
+        timing = inf.timing(workload, gpu, placement, rate, 1)
+        best = -1.0
+        for option, option_size, option_fits in inf.placements(workload, gpu, n, prec, 1):
+            if fits and not option_fits:
+                continue
+            max_fit = max(1, option_size.max_batch(usable))
+            for candidate in inf.batch_candidates(max_fit):
+                t = inf.timing(workload, gpu, option, rate, candidate)
+                if inf.meets(spec, t):
+                    rps = inf.throughput(spec, t, option)[0]
+                    if rps > best * 1.001:
+                        best, timing = rps, t
+                        placement, size = option, option_size
+                    break
+    batch = timing.batch
+    ttft, tpot, latency = inf.latency_checks(spec, timing)
+    has_limits = any(
+        x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
+    )
+    latency_ok = inf.meets(spec, timing) if has_limits else None
+    requests_s, _ = inf.throughput(spec, timing, placement)
+    tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
+    if spec.target_requests_per_s is not None and requests_s < spec.target_requests_per_s:
+        replicas_needed = math.ceil(
+            spec.target_requests_per_s / (requests_s / placement.replicas)
+        )
+        warnings.append(
+            f"{requests_s:.3g} requests/s is below the target "
+            f"{spec.target_requests_per_s:g}; needs ~{replicas_needed} replicas of "
+            f"{placement.tp * placement.pp} GPU(s)"
+        )
+    dominant = timing.prefill
+    if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
+        dominant = timing.decode
+    power = _power_w(gpu, n)
+    breakdown = size.breakdown(batch)
+    fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown)
+    return Estimate(
+        gpu_slug=gpu.slug,
+        gpu_count=n,
+        fits=fits,
+        precision_used=prec,
+        memory_per_gpu_gb=breakdown.total,
+        memory_available_gb=gpu.memory_gb,
+        memory=breakdown,
+        parallelism=placement.layout.parallelism,
+        bound=dominant.bound,
+        samples_per_s=requests_s,
+        tokens_per_s=tokens_s,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        latency_ms=latency,
+        batch_size=batch,
+        requests_per_s=requests_s,
+        power_w=power,
+        energy_kwh=power / 1000.0,
+        latency_ok=latency_ok,
+        warnings=tuple(warnings),
+        infeasible_reasons=reasons,
+        fixes=fixes,
+        min_gpus_to_fit=needed,
+        replicas=placement.replicas,
+        assumptions=_assumptions(c.INFERENCE_KEYS),
+    )
+
+
+def _inference_fixes(
+    workload: Workload,
+    gpu: GpuSpec,
+    n: int,
+    prec: Precision,
+    fits: bool,
+    breakdown: MemoryBreakdown,
+) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
+    if fits:
+        return (), (), n
+    reasons = (
+        f"needs {breakdown.total:.1f} GB per GPU; {gpu.memory_gb:g} GB available",
+    )
+    fixes: list[str] = []
+    spec = workload.inference
+    assert spec is not None
+    wps: tuple[Precision, ...] = ("int8", "int4")
+    for wp in wps:
+        current = workload.weight_precision
+        if current == "int4" or (current == "int8" and wp == "int8"):
+            continue
+        quantized = replace(workload, weight_precision=wp)
+        if inf.place(quantized, gpu, n, prec, spec.batch_size or 1)[2]:
+            fixes.append(f"fits with {wp} weights")
+            break
+    needed = min_gpus_to_fit(workload, gpu)
+    if needed is not None and needed > n:
+        fixes.append(f"needs {needed} GPUs")
+    return tuple(fixes), reasons, needed
+
+
+# ---------------------------------------------------------------- search
+
+
+def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision) -> bool:
+    if workload.kind == "training":
+        return tr.plan_training(workload, gpu, n, prec).fits
+    if workload.kind == "inference":
+        spec = workload.inference
+        assert spec is not None
+        return inf.place(workload, gpu, n, prec, spec.batch_size or 1)[2]
+    spec_c = workload.compute
+    assert spec_c is not None
+    return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
+        mem.usable_memory_bytes(gpu.memory_gb) / c.GB
+    )
+
+
+def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[int]:
+    """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    counts = [n for n in (1, 2, 4, 8) if n <= per_node]
+    if per_node not in counts:
+        counts.append(per_node)
+    nodes = 2
+    while nodes * per_node <= limit:
+        counts.append(nodes * per_node)
+        nodes = nodes + 1 if nodes < 16 else nodes * 2
+    return counts
+
+
+def min_gpus_to_fit(workload: Workload, gpu: GpuSpec) -> int | None:
+    """Smallest GPU count (1, 2, 4, 8, then whole nodes up to 4096) at which it fits memory."""
+    rate = peak_rate(gpu, workload.precision)
+    if rate is None:
+        return None
+    for n in gpu_count_candidates(gpu):
+        if _fits(workload, gpu, n, rate.precision_used):
+            return n
+    return None
+
+
+__all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism"]

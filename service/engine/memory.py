@@ -1,0 +1,164 @@
+"""Bytes needed per GPU: weights, gradients, optimizer states, activations, KV cache.
+
+All functions return bytes [B]; callers convert to GB (1e9 B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.engine import constants as c
+from service.engine.types import (
+    GenericModel,
+    ModelSpec,
+    Optimizer,
+    Precision,
+    Sharding,
+    TransformerModel,
+)
+
+SIXTEEN_BIT: frozenset[Precision] = frozenset({"bf16", "fp16", "fp8", "int8", "int4"})
+
+
+def weight_bytes_per_param(precision: Precision, weight_precision: Precision | None) -> float:
+    """Bytes per stored weight [B/param]. int8/int4 weights are weight-only quantized and carry
+    group scales (:data:`constants.QUANT_SCALE_OVERHEAD`)."""
+    if weight_precision in ("int8", "int4"):
+        return c.BYTES_PER_ELEMENT[weight_precision] * (1.0 + c.QUANT_SCALE_OVERHEAD)
+    if weight_precision is not None:
+        return c.BYTES_PER_ELEMENT[weight_precision]
+    return c.BYTES_PER_ELEMENT[precision]
+
+
+def activation_bytes_per_element(precision: Precision) -> float:
+    """Activation element size [B]: 16-bit for mixed precision (fp8 training keeps bf16)."""
+    return 2.0 if precision in SIXTEEN_BIT else c.BYTES_PER_ELEMENT[precision]
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Unsharded model-state bytes per parameter [B/param]."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+
+def training_state_bytes(precision: Precision, optimizer: Optimizer) -> StateBytes:
+    """Per-parameter training state. Mixed precision (16-bit compute): 2 weights + 2 grads +
+    4 fp32 master + optimizer moments (Adam 8) = 16 B/param (ZeRO paper §3). Full fp32: 4+4+8."""
+    moments = {
+        "adamw": c.ADAM_STATE_BYTES,
+        "sgd": c.SGD_STATE_BYTES,
+        "adafactor": c.ADAFACTOR_STATE_BYTES,
+    }[optimizer]
+    if precision in SIXTEEN_BIT:
+        return StateBytes(2.0, 2.0, c.MASTER_WEIGHT_BYTES + moments)
+    scale = c.BYTES_PER_ELEMENT[precision] / 4.0  # fp32/tf32 -> 1, fp64 -> 2
+    elem = c.BYTES_PER_ELEMENT[precision]
+    return StateBytes(elem, elem, moments * scale)
+
+
+def shard_divisors(sharding: Sharding, dp: int) -> tuple[int, int, int]:
+    """Divisors of (weights, gradients, optimizer) under ZeRO stage ``sharding`` over ``dp``
+    data-parallel ranks (Rajbhandari et al. 2020: ZeRO-1 states, -2 + grads, -3 + weights)."""
+    if dp <= 1 or sharding in ("none", "auto"):
+        return 1, 1, 1
+    if sharding == "zero1":
+        return 1, 1, dp
+    if sharding == "zero2":
+        return 1, dp, dp
+    return dp, dp, dp
+
+
+def moe_expert_params(model: TransformerModel) -> float:
+    """Total parameters held in routed experts [params] (0 for dense models)."""
+    if model.experts <= 1:
+        return 0.0
+    if model.active_params is not None and model.experts > model.experts_per_token:
+        per_expert = (model.params - model.active_params) / (
+            model.experts - model.experts_per_token
+        )
+        return max(0.0, per_expert * model.experts)
+    # SwiGLU expert: gate, up, down projections (Mixtral/Llama style)
+    return 3.0 * model.hidden_size * model.intermediate_size * model.experts * model.layers
+
+
+def active_params(model: ModelSpec) -> float:
+    """Parameters used per token [params]: MoE counts only the routed experts."""
+    if isinstance(model, GenericModel):
+        return model.params
+    if model.active_params is not None:
+        return model.active_params
+    if model.experts <= 1:
+        return model.params
+    expert_total = moe_expert_params(model)
+    return model.params - expert_total * (1 - model.experts_per_token / model.experts)
+
+
+def transformer_activation_bytes(
+    model: TransformerModel,
+    seq_len: int,
+    micro_batch: int,
+    tp: int,
+    *,
+    flash_attention: bool,
+    checkpointing: bool,
+    elem_bytes: float,
+) -> float:
+    """Activations kept for backward per GPU [B] (Korthikanti et al. 2022, eqs. 1-2).
+
+    Per layer at 16-bit without sequence parallelism: s*b*h*(10 + 24/t + 5*a*s/(h*t)); the
+    attention-score term disappears with flash attention. MoE layers keep top-k MLP activations
+    (the MLP share is 19 of the 34). Full checkpointing keeps 2*s*b*h per layer plus one layer's
+    working set. fp32 logits for the loss are added (split across t).
+    """
+    s, b, h, a = seq_len, micro_batch, model.hidden_size, model.attention_heads
+    mlp_extra = 19.0 * (model.experts_per_token - 1) if model.experts > 1 else 0.0
+    linear = (c.ACT_COEF_LINEAR - 24.0) + (24.0 + mlp_extra) / tp
+    attention = 0.0 if flash_attention else c.ACT_COEF_ATTENTION * a * s / (h * tp)
+    per_layer = s * b * h * (linear + attention) * elem_bytes / 2.0
+    if checkpointing:
+        body = model.layers * c.ACT_COEF_CHECKPOINT * s * b * h * elem_bytes / 2.0 + per_layer
+    else:
+        body = model.layers * per_layer
+    logits = s * b * model.vocab_size * c.LOGIT_BYTES / tp
+    return body + logits
+
+
+def generic_activation_bytes(
+    model: GenericModel, micro_batch: int, elem_bytes: float, *, training: bool
+) -> float:
+    """Activation bytes for a CNN/detector [B] from its per-sample figure at 16-bit."""
+    per_sample = model.activation_mb_per_sample * 1e6 * elem_bytes / 2.0
+    if not training:
+        per_sample *= c.INFERENCE_LIVE_ACT_FRACTION
+    return per_sample * micro_batch
+
+
+def kv_bytes_per_token(model: TransformerModel, kv_precision: Precision) -> float:
+    """KV cache per token [B]: 2 (K and V) x layers x kv_heads x head_dim x bytes (GQA-aware).
+
+    Llama-2-7B fp16: 2*32*32*128*2 = 524,288 B = 0.5 MiB; Llama-2-70B (g=8): 327,680 B.
+    """
+    head_dim = model.hidden_size / model.attention_heads
+    return 2.0 * model.layers * model.kv_heads * head_dim * c.BYTES_PER_ELEMENT[kv_precision]
+
+
+def inference_activation_bytes(
+    model: ModelSpec, batch: int, prompt_tokens: int, tp: int, elem_bytes: float
+) -> float:
+    """Live activations during inference [B]: one prefill chunk's single-layer working set."""
+    if isinstance(model, GenericModel):
+        return generic_activation_bytes(model, batch, elem_bytes, training=False)
+    tokens = min(batch * max(prompt_tokens, 1), c.PREFILL_CHUNK_TOKENS)
+    return tokens * model.hidden_size * c.ACT_COEF_LINEAR * elem_bytes / 2.0 / tp
+
+
+def usable_memory_bytes(memory_gb: float) -> float:
+    """Memory a job may allocate on one GPU [B], after the fragmentation reserve."""
+    return memory_gb * c.GB * (1.0 - c.MEMORY_RESERVE_FRACTION)

@@ -1,0 +1,118 @@
+"""How n GPUs split the work: nodes, tensor/pipeline/data parallel degrees, and the links used.
+
+Tensor parallelism stays inside one fast-interconnect domain (NVLink / Infinity Fabric); PCIe
+cards with NVLink bridges form pairs only. Collectives that leave a node use the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.engine import constants as c
+from service.engine.types import GpuSpec, Parallelism, Sharding
+
+FAST_LINKS = ("nvlink", "infinity_fabric")
+BRIDGED_FORM_FACTORS = ("pcie", "workstation", "consumer")
+
+
+def node_layout(gpu: GpuSpec, gpu_count: int) -> tuple[int, int]:
+    """(nodes, gpus per node) for ``gpu_count`` GPUs, filling nodes first."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    if gpu_count <= per_node:
+        return 1, gpu_count
+    nodes = -(-gpu_count // per_node)
+    return nodes, per_node
+
+
+def fast_domain_size(gpu: GpuSpec) -> int:
+    """GPUs joined by the fast interconnect (1 when there is none)."""
+    if gpu.interconnect not in FAST_LINKS or not gpu.interconnect_bandwidth_gb_s:
+        return 1
+    if gpu.form_factor in BRIDGED_FORM_FACTORS:
+        return min(c.BRIDGE_PAIR_SIZE, gpu.max_gpus_per_node)
+    return max(1, gpu.max_gpus_per_node)
+
+
+def pcie_gb_s(gpu: GpuSpec) -> float:
+    """Achievable one-way PCIe bandwidth [GB/s] for the card's generation."""
+    gen = gpu.pcie_gen or c.DEFAULT_PCIE_GEN
+    return c.PCIE_GB_S.get(gen, c.PCIE_GB_S[c.DEFAULT_PCIE_GEN])
+
+
+def fast_link_gb_s(gpu: GpuSpec) -> float:
+    """One-way fast-interconnect bandwidth [GB/s] (datasheet totals are bidirectional)."""
+    total = gpu.interconnect_bandwidth_gb_s or 0.0
+    return total * c.LINK_DIRECTIONAL_FRACTION
+
+
+def group_link(gpu: GpuSpec, gpus_in_node: int, spans_nodes: bool) -> tuple[str, float]:
+    """The slowest link a collective crosses when it involves ``gpus_in_node`` GPUs of a node
+    (and other nodes when ``spans_nodes``), with its one-way bandwidth [GB/s]."""
+    if gpus_in_node <= 1 and not spans_nodes:
+        return "none", 0.0
+    domain = fast_domain_size(gpu)
+    if domain > 1 and gpus_in_node <= domain:
+        name = "nvlink" if gpu.interconnect == "nvlink" else "infinity_fabric"
+        intra = (name, fast_link_gb_s(gpu))
+    else:
+        intra = ("pcie", pcie_gb_s(gpu))
+    if spans_nodes:
+        return "network", min(c.NETWORK_GB_S_PER_GPU, intra[1])
+    return intra
+
+
+def tp_candidates(gpu: GpuSpec, gpu_count: int) -> list[int]:
+    """Allowed tensor-parallel degrees: powers of 2 inside the fast domain and the count."""
+    limit = min(fast_domain_size(gpu), gpu_count)
+    degrees = [1]
+    while degrees[-1] * 2 <= limit:
+        degrees.append(degrees[-1] * 2)
+    return degrees
+
+
+def powers_of_two_upto(n: int) -> list[int]:
+    out = [1]
+    while out[-1] * 2 <= n:
+        out.append(out[-1] * 2)
+    return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A chosen split and the links each kind of collective crosses."""
+
+    parallelism: Parallelism
+    tp_link_gb_s: float
+    dp_link_gb_s: float
+    dp_link: str
+
+
+def make_layout(
+    gpu: GpuSpec, gpu_count: int, tp: int, pp: int, sharding: Sharding
+) -> Layout:
+    """Build the :class:`Parallelism` record for ``tp`` x ``pp`` x dp = ``gpu_count``."""
+    nodes, per_node = node_layout(gpu, gpu_count)
+    dp = max(1, gpu_count // (tp * pp))
+    _, tp_bw = group_link(gpu, tp, spans_nodes=False)
+    spans = nodes > 1
+    # data-parallel (and pipeline) peers share the node with the TP group: the whole node's
+    # GPUs must sit in one fast domain for their collectives to stay on it
+    dp_name, dp_bw = group_link(gpu, per_node, spans_nodes=spans)
+    if dp * pp > 1:
+        slowest, slowest_bw = dp_name, dp_bw
+    elif tp > 1:
+        slowest, slowest_bw = group_link(gpu, tp, spans_nodes=False)
+    else:
+        slowest, slowest_bw = "none", 0.0
+    parallelism = Parallelism(
+        gpu_count=gpu_count,
+        nodes=nodes,
+        gpus_per_node=per_node,
+        data_parallel=dp,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        sharding=sharding if dp > 1 else "none",
+        link=slowest,
+        link_bandwidth_gb_s=slowest_bw or None,
+    )
+    return Layout(parallelism, tp_bw, dp_bw, dp_name)

@@ -1,0 +1,132 @@
+"""Roofline time: compute vs memory bandwidth vs interconnect.
+
+Peak rates come from the GPU spec (dense tensor figures, [TFLOPS]); efficiencies are named
+constants in :mod:`service.engine.constants`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.engine import constants as c
+from service.engine.types import Bound, GpuSpec, Precision
+
+FALLBACK_ORDER: dict[Precision, tuple[Precision, ...]] = {
+    "fp64": ("fp64",),
+    "fp32": ("fp32",),
+    "tf32": ("tf32", "fp32"),
+    "bf16": ("bf16", "fp16", "tf32", "fp32"),
+    "fp16": ("fp16", "bf16", "tf32", "fp32"),
+    "fp8": ("fp8", "fp16", "bf16", "tf32", "fp32"),
+    "int8": ("int8", "fp16", "bf16", "tf32", "fp32"),
+    "int4": ("int8", "fp16", "bf16", "tf32", "fp32"),
+}
+"""Nearest supported precision, in order. FP64 never falls back."""
+
+TENSOR_PRECISIONS: frozenset[Precision] = frozenset({"tf32", "bf16", "fp16", "fp8", "int8"})
+
+
+@dataclass(frozen=True)
+class PeakRate:
+    """The compute rate a precision runs at on one GPU."""
+
+    tflops: float
+    precision_used: Precision
+    tensor: bool
+    """True when the figure is a tensor/matrix-core rate."""
+    warning: str | None = None
+
+
+def _raw_rate(gpu: GpuSpec, precision: Precision) -> float | None:
+    rates: dict[Precision, float | None] = {
+        "fp32": gpu.fp32_tflops,
+        "tf32": gpu.tf32_tflops,
+        "bf16": gpu.bf16_tflops,
+        "fp16": gpu.fp16_tflops,
+        "fp8": gpu.fp8_tflops,
+        "int8": gpu.int8_tops,
+    }
+    value = rates.get(precision)
+    return value if value is not None and value > 0 else None
+
+
+def peak_rate(gpu: GpuSpec, precision: Precision, *, matmul: bool = True) -> PeakRate | None:
+    """Dense peak [TFLOPS] for ``precision`` on ``gpu``, falling back when unsupported.
+
+    FP64 uses the FP64 tensor rate for matrix work when the GPU has one, else the vector rate;
+    it never falls back to a lower precision. Returns None when nothing applies (e.g. no FP64).
+    Consumer GeForce fp16/bf16 catalog figures already are the FP32-accumulate rate.
+    """
+    if precision == "fp64":
+        if matmul and gpu.fp64_tensor_tflops:
+            return PeakRate(gpu.fp64_tensor_tflops, "fp64", True)
+        if gpu.fp64_tflops:
+            return PeakRate(gpu.fp64_tflops, "fp64", False)
+        return None
+    wanted: Precision = "int8" if precision == "int4" else precision
+    for candidate in FALLBACK_ORDER[precision]:
+        rate = _raw_rate(gpu, candidate)
+        if rate is None:
+            continue
+        warning = None
+        if candidate != wanted:
+            warning = (
+                f"{gpu.name} has no {wanted} support; runs at {candidate} ({rate:g} TFLOPS)"
+            )
+        return PeakRate(rate, candidate, candidate in TENSOR_PRECISIONS, warning)
+    return None
+
+
+def bandwidth_gb_s(gpu: GpuSpec) -> float:
+    """Achievable memory bandwidth [GB/s]."""
+    return gpu.memory_bandwidth_gb_s * c.EFF_MEMORY_BW
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """Roofline time of one phase [s] and what bounds it."""
+
+    compute_s: float
+    memory_s: float
+    comm_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.comm_s
+
+    @property
+    def bound(self) -> Bound:
+        if self.comm_s > max(self.compute_s, self.memory_s):
+            return "interconnect"
+        return "compute" if self.compute_s >= self.memory_s else "memory_bandwidth"
+
+
+def roofline(
+    flops: float,
+    bytes_moved: float,
+    rate_tflops: float,
+    compute_eff: float,
+    bandwidth: float,
+    comm_s: float = 0.0,
+) -> PhaseTime:
+    """Time [s] of ``flops`` [FLOP] and ``bytes_moved`` [B] at ``rate_tflops`` x efficiency and
+    ``bandwidth`` [GB/s] (already efficiency-scaled); ``comm_s`` is exposed link time."""
+    compute_s = flops / (rate_tflops * 1e12 * compute_eff)
+    memory_s = bytes_moved / (bandwidth * c.GB)
+    return PhaseTime(compute_s, memory_s, comm_s)
+
+
+def all_reduce_s(nbytes: float, ranks: int, link_gb_s: float) -> float:
+    """Ring all-reduce time [s]: volume 2(n-1)/n x bytes over the one-way link bandwidth."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    volume = 2.0 * (ranks - 1) / ranks * nbytes
+    return volume / (link_gb_s * c.GB * c.COLLECTIVE_EFFICIENCY) + c.COLLECTIVE_LATENCY_S
+
+
+def all_gather_s(nbytes: float, ranks: int, link_gb_s: float) -> float:
+    """Ring all-gather (or reduce-scatter) time [s] of ``nbytes`` total: (n-1)/n x bytes."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    volume = (ranks - 1) / ranks * nbytes
+    return volume / (link_gb_s * c.GB * c.COLLECTIVE_EFFICIENCY) + c.COLLECTIVE_LATENCY_S

@@ -1,0 +1,220 @@
+"""Plain frozen dataclasses the engine reads and returns.
+
+Units are in the field names (``_gb``, ``_gb_s``, ``_tflops``, ``_ms``, ``_w``). The engine
+never sees database rows or HTTP payloads: the shell converts them into these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
+FormFactor = Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]
+Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
+WorkloadKind = Literal["training", "inference", "compute"]
+Optimizer = Literal["adamw", "sgd", "adafactor"]
+Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
+Bound = Literal["compute", "memory_bandwidth", "interconnect"]
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU type as the engine sees it. Tensor figures are DENSE; None = unsupported."""
+
+    slug: str
+    name: str
+    vendor: str
+    form_factor: FormFactor
+    memory_gb: float
+    memory_bandwidth_gb_s: float
+    tdp_w: float
+    fp64_tflops: float | None = None
+    fp64_tensor_tflops: float | None = None
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    int8_tops: float | None = None
+    interconnect: Interconnect = "pcie"
+    interconnect_bandwidth_gb_s: float | None = None
+    """Per-GPU GPU-to-GPU bandwidth inside a node [GB/s] (NVLink total, or PCIe)."""
+    max_gpus_per_node: int = 8
+    pcie_gen: int | None = None
+    architecture: str = ""
+
+
+@dataclass(frozen=True)
+class TransformerModel:
+    """A decoder-only or encoder transformer. ``params`` is the total parameter count."""
+
+    params: float
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    vocab_size: int
+    intermediate_size: int
+    experts: int = 1
+    experts_per_token: int = 1
+    active_params: float | None = None
+    """Parameters used per token (MoE); None = ``params``."""
+    encoder_only: bool = False
+    name: str = "custom"
+
+
+@dataclass(frozen=True)
+class GenericModel:
+    """Any other network (CNN, detector): size and forward cost per sample."""
+
+    params: float
+    gflops_per_sample: float
+    """Forward pass cost per sample [GFLOP] (1 MAC = 2 FLOP)."""
+    activation_mb_per_sample: float
+    """Activation memory kept for backward per sample at 16-bit [MB]."""
+    name: str = "custom"
+
+
+ModelSpec = TransformerModel | GenericModel
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    batch_size: int
+    """Global batch, in samples (sequences for transformers)."""
+    seq_len: int | None = None
+    tokens: float | None = None
+    samples: float | None = None
+    epochs: float | None = None
+    dataset_samples: float | None = None
+    optimizer: Optimizer = "adamw"
+    activation_checkpointing: bool = False
+    sharding: Sharding = "auto"
+    flash_attention: bool = True
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    batch_size: int | None = None
+    max_ttft_ms: float | None = None
+    max_tpot_ms: float | None = None
+    max_latency_ms: float | None = None
+    target_requests_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class ComputeSpec:
+    total_tflop: float
+    total_gb_moved: float = 0.0
+    memory_gb: float = 0.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: WorkloadKind
+    precision: Precision
+    model: ModelSpec | None = None
+    weight_precision: Precision | None = None
+    kv_cache_precision: Precision | None = None
+    training: TrainingSpec | None = None
+    inference: InferenceSpec | None = None
+    compute: ComputeSpec | None = None
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A named constant the estimate used, with its value, unit and source."""
+
+    name: str
+    value: float | str
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Memory per GPU [GB] (1 GB = 1e9 bytes)."""
+
+    weights: float = 0.0
+    gradients: float = 0.0
+    optimizer_states: float = 0.0
+    activations: float = 0.0
+    kv_cache: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return (
+            self.weights
+            + self.gradients
+            + self.optimizer_states
+            + self.activations
+            + self.kv_cache
+            + self.overhead
+        )
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    gpu_count: int
+    nodes: int
+    gpus_per_node: int
+    data_parallel: int
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    sharding: Sharding = "none"
+    link: str = "none"
+    """The slowest link the job's collectives cross.
+
+    One of nvlink, infinity_fabric, pcie, network, none.
+    """
+    link_bandwidth_gb_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one workload needs and how fast it runs on ``gpu_count`` GPUs of one type.
+
+    Fields that do not apply to the workload kind are None.
+    """
+
+    gpu_slug: str
+    gpu_count: int
+    fits: bool
+    precision_used: Precision
+    memory_per_gpu_gb: float
+    memory_available_gb: float
+    memory: MemoryBreakdown
+    parallelism: Parallelism
+    bound: Bound | None
+    samples_per_s: float | None = None
+    tokens_per_s: float | None = None
+    step_time_ms: float | None = None
+    time_to_complete_hours: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    latency_ms: float | None = None
+    batch_size: int | None = None
+    requests_per_s: float | None = None
+    """Inference: completed requests per second for this group of GPUs (one replica)."""
+    power_w: float | None = None
+    energy_kwh: float | None = None
+    """Training/compute: energy to finish. Inference: energy per hour of serving."""
+    latency_ok: bool | None = None
+    """Inference: all requested latency limits hold (None when none were given)."""
+    warnings: tuple[str, ...] = ()
+    infeasible_reasons: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+    """The smallest changes that make it fit ("needs 2 GPUs", "fits with int8 weights")."""
+    min_gpus_to_fit: int | None = None
+    assumptions: tuple[Assumption, ...] = field(default=())
+    micro_batch_size: int | None = None
+    """Training: per-GPU micro-batch (samples) actually run; the rest is gradient accumulation."""
+    gradient_accumulation_steps: int | None = None
+    replicas: int | None = None
+    """Inference: independent model copies the GPUs form (gpu_count / (TP x PP))."""
+    compute_tflops_used: float | None = None
+    """Dense peak per GPU [TFLOPS] at ``precision_used`` that the roofline used."""

@@ -1,0 +1,114 @@
+"""Consistency checks on a workload's numbers, each naming the offending field."""
+
+from __future__ import annotations
+
+from service.engine.types import GenericModel, TransformerModel, Workload
+
+
+def _model_errors(model: TransformerModel) -> list[tuple[str, str]]:
+    errors: list[tuple[str, str]] = []
+    if model.attention_heads > 0 and model.hidden_size % model.attention_heads:
+        errors.append(
+            (
+                "model.hidden_size",
+                f"hidden_size {model.hidden_size} is not divisible by "
+                f"attention_heads {model.attention_heads}",
+            )
+        )
+    if model.kv_heads > model.attention_heads:
+        errors.append(("model.kv_heads", "kv_heads cannot exceed attention_heads"))
+    elif model.kv_heads > 0 and model.attention_heads % model.kv_heads:
+        errors.append(
+            (
+                "model.kv_heads",
+                f"attention_heads {model.attention_heads} is not divisible by "
+                f"kv_heads {model.kv_heads}",
+            )
+        )
+    if model.experts_per_token > model.experts:
+        errors.append(
+            (
+                "model.experts_per_token",
+                f"experts_per_token {model.experts_per_token} exceeds experts {model.experts}",
+            )
+        )
+    if model.active_params is not None and model.active_params > model.params:
+        errors.append(("model.active_params", "active_params exceeds params"))
+    implied = 12.0 * model.layers * model.hidden_size**2
+    if model.experts == 1 and model.params < 0.2 * implied:
+        errors.append(
+            (
+                "model.params",
+                f"params {model.params:.3g} is far below 12*layers*hidden^2 = {implied:.3g}",
+            )
+        )
+    return errors
+
+
+def validate_workload(workload: Workload) -> list[tuple[str, str]]:
+    """Return (field path, message) for every inconsistent number; empty when valid."""
+    errors: list[tuple[str, str]] = []
+    model = workload.model
+    if isinstance(model, TransformerModel):
+        errors.extend(_model_errors(model))
+    if workload.kind != "compute" and model is None:
+        errors.append(("model", f"a {workload.kind} workload needs a model"))
+    if workload.weight_precision is not None and workload.kind == "training":
+        if workload.weight_precision in ("int8", "int4"):
+            errors.append(
+                ("weight_precision", "quantized weights apply to inference only")
+            )
+    if workload.kind == "training":
+        errors.extend(_training_errors(workload))
+    elif workload.kind == "inference":
+        errors.extend(_inference_errors(workload))
+    elif workload.compute is None:
+        errors.append(("compute", "a compute workload needs a compute spec"))
+    return errors
+
+
+def _training_errors(workload: Workload) -> list[tuple[str, str]]:
+    spec = workload.training
+    if spec is None:
+        return [("training", "a training workload needs a training spec")]
+    errors: list[tuple[str, str]] = []
+    if spec.batch_size < 1:
+        errors.append(("training.batch_size", "batch_size must be >= 1"))
+    if isinstance(workload.model, TransformerModel) and not spec.seq_len:
+        errors.append(("training.seq_len", "seq_len is required to train a transformer"))
+    has_work = (
+        spec.tokens is not None
+        or spec.samples is not None
+        or (spec.epochs is not None and spec.dataset_samples is not None)
+    )
+    if spec.epochs is not None and spec.dataset_samples is None:
+        errors.append(("training.dataset_samples", "epochs need dataset_samples"))
+    elif not has_work:
+        errors.append(
+            ("training.tokens", "give tokens, samples, or epochs with dataset_samples")
+        )
+    if spec.tokens is not None and isinstance(workload.model, GenericModel):
+        errors.append(("training.tokens", "tokens apply to transformers; use samples"))
+    return errors
+
+
+def _inference_errors(workload: Workload) -> list[tuple[str, str]]:
+    spec = workload.inference
+    if spec is None:
+        return [("inference", "an inference workload needs an inference spec")]
+    errors: list[tuple[str, str]] = []
+    if isinstance(workload.model, TransformerModel):
+        if spec.prompt_tokens + spec.output_tokens <= 0:
+            errors.append(
+                (
+                    "inference.prompt_tokens",
+                    "prompt_tokens + output_tokens must be > 0 for a transformer",
+                )
+            )
+        if workload.model.encoder_only and spec.output_tokens > 0:
+            errors.append(
+                ("inference.output_tokens", "an encoder-only model generates no tokens")
+            )
+    if spec.batch_size is not None and spec.batch_size < 1:
+        errors.append(("inference.batch_size", "batch_size must be >= 1"))
+    return errors

@@ -1,0 +1,248 @@
+"""RFC 9457 problem details for every error: one base class, one renderer."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DBAPIError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+PROBLEM_JSON = "application/problem+json"
+PROBLEM_BASE = "https://gpu-advisor.dev/problems/"
+
+log = logging.getLogger("gpu_advisor")
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="Dotted path of the bad input: body.memory_gb, query.limit")
+    message: str
+    type: str | None = None
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {
+                "type": "https://gpu-advisor.dev/problems/validation-error",
+                "title": "Request validation failed",
+                "status": 422,
+                "detail": "1 invalid field",
+                "errors": [{"field": "body.memory_gb", "message": "must be > 0"}],
+            }
+        }
+    )
+
+    type: str
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None
+    errors: list[FieldError] = Field(default_factory=list)
+
+
+class ProblemError(Exception):
+    """Base class of every expected failure; the handler renders it as problem+json."""
+
+    status = 400
+    slug = "bad-request"
+    title = "Bad request"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        errors: list[FieldError] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail
+        self.errors = errors or []
+        self.headers = headers or {}
+
+
+class NotFound(ProblemError):
+    status, slug, title = 404, "not-found", "Not found"
+
+
+class Conflict(ProblemError):
+    status, slug, title = 409, "conflict", "Conflict"
+
+
+class PreconditionFailed(ProblemError):
+    status, slug, title = 412, "precondition-failed", "Precondition failed"
+
+
+class PreconditionRequired(ProblemError):
+    status, slug, title = 428, "precondition-required", "Precondition required"
+
+
+class Unauthorized(ProblemError):
+    status, slug, title = 401, "unauthorized", "Authentication required"
+
+
+class Forbidden(ProblemError):
+    status, slug, title = 403, "forbidden", "Forbidden"
+
+
+class PayloadTooLarge(ProblemError):
+    status, slug, title = 413, "payload-too-large", "Request body too large"
+
+
+class Unprocessable(ProblemError):
+    status, slug, title = 422, "validation-error", "Request validation failed"
+
+
+class ServiceUnavailable(ProblemError):
+    status, slug, title = 503, "service-unavailable", "Service unavailable"
+
+
+def field_error(field: str, message: str, type_: str | None = None) -> FieldError:
+    return FieldError(field=field, message=message, type=type_)
+
+
+def problem_response(
+    status: int,
+    slug: str,
+    title: str,
+    detail: str | None = None,
+    *,
+    errors: list[FieldError] | None = None,
+    instance: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = Problem(
+        type=PROBLEM_BASE + slug,
+        title=title,
+        status=status,
+        detail=detail,
+        instance=instance,
+        errors=errors or [],
+    )
+    return JSONResponse(
+        body.model_dump(exclude_none=True),
+        status_code=status,
+        media_type=PROBLEM_JSON,
+        headers=headers,
+    )
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def validation_errors(exc: RequestValidationError) -> list[FieldError]:
+    out = []
+    for err in exc.errors():
+        loc = [p for p in err.get("loc", ()) if not (isinstance(p, str) and "[" in p)]
+        out.append(FieldError(field=_loc(loc), message=str(err.get("msg")), type=err.get("type")))
+    return out
+
+
+_STATUS_TITLES = {
+    400: ("bad-request", "Bad request"),
+    401: ("unauthorized", "Authentication required"),
+    403: ("forbidden", "Forbidden"),
+    404: ("not-found", "Not found"),
+    405: ("method-not-allowed", "Method not allowed"),
+    406: ("not-acceptable", "Not acceptable"),
+    413: ("payload-too-large", "Request body too large"),
+    415: ("unsupported-media-type", "Unsupported media type"),
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ProblemError)
+    async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
+        return problem_response(
+            exc.status,
+            exc.slug,
+            exc.title,
+            exc.detail,
+            errors=exc.errors,
+            instance=request.url.path,
+            headers=exc.headers,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = validation_errors(exc)
+        detail = f"{len(errors)} invalid field" + ("s" if len(errors) != 1 else "")
+        if errors:
+            detail += ": " + ", ".join(e.field for e in errors[:10])
+        return problem_response(
+            422,
+            "validation-error",
+            "Request validation failed",
+            detail,
+            errors=errors,
+            instance=request.url.path,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        slug, title = _STATUS_TITLES.get(exc.status_code, ("http-error", "HTTP error"))
+        detail = exc.detail if isinstance(exc.detail, str) else None
+        return problem_response(
+            exc.status_code,
+            slug,
+            title,
+            detail,
+            instance=request.url.path,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(OperationalError)
+    async def _db_down(request: Request, exc: OperationalError) -> JSONResponse:
+        log.warning("database unavailable: %s", type(exc.orig).__name__ if exc.orig else exc)
+        return problem_response(
+            503,
+            "database-unavailable",
+            "Database unavailable",
+            "The database cannot be reached; retry later.",
+            instance=request.url.path,
+            headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(DBAPIError)
+    async def _db_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if exc.connection_invalidated:
+            return await _db_down(request, exc)  # type: ignore[arg-type]
+        log.exception("database error")
+        return problem_response(
+            500, "internal-error", "Internal error", instance=request.url.path
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return problem_response(
+            500, "internal-error", "Internal error", instance=request.url.path
+        )
+
+
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {PROBLEM_JSON: {}}, "description": desc}
+    for code, desc in [
+        (401, "No or unknown API key"),
+        (403, "The key's role may not do this"),
+        (404, "No such resource"),
+        (409, "Conflicts with the current state"),
+        (412, "If-Match does not match the current ETag"),
+        (413, "Request body too large"),
+        (422, "Invalid input; `errors` names each bad field"),
+        (428, "If-Match header required"),
+        (503, "Database unavailable"),
+    ]
+}
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The declared problem responses for a route."""
+    return {c: PROBLEM_RESPONSES[c] for c in codes}

@@ -1,0 +1,58 @@
+"""/healthz, /readyz and /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from service.errors import ServiceUnavailable, responses
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+def _ping(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+
+
+@router.get("/healthz", summary="Liveness", response_model=Health)
+def healthz() -> Health:
+    """The process is up (does not touch the database)."""
+    return Health(status="ok")
+
+
+@router.get("/readyz", summary="Readiness", response_model=Health, responses=responses(503))
+async def readyz(request: Request) -> Health:
+    """The database answers within the connect timeout; 503 problem+json otherwise."""
+    settings = request.app.state.settings
+    try:
+        await asyncio.wait_for(
+            asyncio.to_thread(_ping, request.app.state.engine),
+            timeout=settings.db_connect_timeout_s + 1,
+        )
+    except Exception as exc:
+        raise ServiceUnavailable(
+            f"Database unreachable: {type(exc).__name__}", headers={"Retry-After": "5"}
+        ) from exc
+    return Health(status="ready")
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
+)
+def metrics(request: Request) -> Response:
+    """Request counts and latency histograms per route, recommendation compute time."""
+    body = generate_latest(request.app.state.metrics.registry)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

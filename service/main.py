@@ -1,0 +1,101 @@
+"""create_app(): routers, middleware, error handlers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.routing import APIRoute
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from service import __version__
+from service.catalog.routes import router as gpus_router
+from service.config import Settings, get_settings
+from service.db import make_engine
+from service.errors import install_error_handlers
+from service.health import router as health_router
+from service.observability import (
+    BodySizeLimitMiddleware,
+    Metrics,
+    ObservabilityMiddleware,
+    configure_logging,
+)
+from service.quotes.routes import router as quotes_router
+from service.security import install_key
+
+DESCRIPTION = """
+**gpu-advisor** answers: *for this workload, which GPU, how many, from which offer, and why?*
+
+It keeps a GPU catalog (datasheet specs, dense tensor figures, with sources) and price quotes,
+estimates memory and speed from first principles, and ranks GPUs with the reasons shown.
+
+Errors are `application/problem+json` (RFC 9457). Writes need an admin key:
+`Authorization: Bearer gpa_...`.
+"""
+
+TAGS = [
+    {"name": "gpus", "description": "The GPU catalog (specs, dense tensor peaks, sources)."},
+    {"name": "quotes", "description": "Price quotes: per hour for cloud instances, or purchase."},
+    {"name": "models", "description": "Known model presets and their architecture numbers."},
+    {"name": "estimates", "description": "One workload on one GPU type and count."},
+    {"name": "workloads", "description": "Stored workloads and their recommendation runs."},
+    {"name": "recommendations", "description": "Ranked, explained GPU choices."},
+    {"name": "health", "description": "Liveness, readiness, metrics."},
+]
+
+
+def _operation_id(route: APIRoute) -> str:
+    """Stable OpenAPI operation ids, `{tag}-{function}`, which generated clients depend on."""
+    tag = route.tags[0] if route.tags else "default"
+    return f"{tag}-{route.name}"
+
+
+def create_app(settings: Settings | None = None, *, engine: Engine | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_json)
+    engine = engine or make_engine(
+        settings.database_url, connect_timeout_s=settings.db_connect_timeout_s
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.bootstrap_admin_key:
+            with Session(engine) as session:
+                install_key(session, key=settings.bootstrap_admin_key, name="bootstrap-admin",
+                            role="admin")
+                session.commit()
+        yield
+
+    app = FastAPI(
+        title="gpu-advisor",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
+        generate_unique_id_function=_operation_id,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.metrics = Metrics()
+    install_error_handlers(app)
+    for router in _routers():
+        app.include_router(router)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["ETag", "Location", "X-Request-ID"],
+        )
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def _routers() -> list:  # type: ignore[type-arg]
+    routers = [health_router, gpus_router, quotes_router]
+    return routers

@@ -1,0 +1,9 @@
+"""Import every table module so SQLModel.metadata knows the whole schema (for Alembic)."""
+
+from sqlmodel import SQLModel
+
+import service.catalog.models
+import service.quotes.models
+import service.security  # noqa: F401
+
+metadata = SQLModel.metadata

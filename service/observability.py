@@ -1,0 +1,158 @@
+"""Request ids, structured JSON logs, Prometheus metrics, and the request-size limit (pure ASGI)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import PROBLEM_BASE, PROBLEM_JSON
+
+log = logging.getLogger("gpu_advisor.access")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """One registry per app, so several apps (tests) never collide."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "gpu_advisor_http_requests_total", "HTTP requests by route, method and status",
+            ["route", "method", "status"], registry=self.registry,
+        )
+        self.latency = Histogram(
+            "gpu_advisor_http_request_duration_seconds", "HTTP request latency by route",
+            ["route", "method"], buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.recommendation_seconds = Histogram(
+            "gpu_advisor_recommendation_compute_seconds",
+            "Time spent ranking GPUs for one recommendation (engine + offer selection)",
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        payload.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload, default=str)
+
+
+def configure_logging(json_logs: bool) -> None:
+    root = logging.getLogger("gpu_advisor")
+    if getattr(root, "_configured", False):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if json_logs else logging.Formatter("%(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    root._configured = True  # type: ignore[attr-defined]
+
+
+def _route_template(scope: Scope) -> str:
+    route = scope.get("route")
+    return getattr(route, "path", None) or "unmatched"
+
+
+class ObservabilityMiddleware:
+    """Give every response an X-Request-ID, log one JSON line, record metrics."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+        start = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            elapsed = time.perf_counter() - start
+            route = _route_template(scope)
+            method = scope["method"]
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.latency.labels(route, method).observe(elapsed)
+            log.info(
+                "request",
+                extra={"fields": {
+                    "request_id": request_id, "method": method, "route": route,
+                    "path": scope["path"], "status": status,
+                    "duration_ms": round(elapsed * 1000, 3),
+                }},
+            )
+
+
+class BodySizeLimitMiddleware:
+    """413 problem+json for bodies above the limit, by Content-Length or while streaming."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps({
+            "type": PROBLEM_BASE + "payload-too-large",
+            "title": "Request body too large",
+            "status": 413,
+            "detail": f"The body exceeds {self.max_bytes} bytes (GPU_ADVISOR_MAX_BODY_BYTES)",
+        }).encode()
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._reject(send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # An HTTPException, so FastAPI's body reader re-raises it untouched and the
+                    # problem+json handler renders the 413.
+                    raise HTTPException(413, f"The body exceeds {self.max_bytes} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send)

@@ -1,0 +1,188 @@
+"""Quote queries and writes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import func, or_
+from sqlmodel import Session, col, select
+
+from service.common import as_utc, utcnow
+from service.errors import Conflict, NotFound, PreconditionFailed, Unprocessable, field_error
+from service.quotes.models import (
+    QUOTE_NOT_NULL,
+    Quote,
+    QuoteCreate,
+    QuotePublic,
+    QuoteUpdate,
+    check_price_shape,
+)
+
+Freshness = Literal["all", "fresh", "stale"]
+
+
+def to_public(quote: Quote, *, now: datetime, stale_days: float) -> QuotePublic:
+    captured = as_utc(quote.captured_at)
+    age_days = (now - captured).total_seconds() / 86_400
+    valid_until = as_utc(quote.valid_until) if quote.valid_until else None
+    per_gpu = (
+        quote.price_usd_per_hour / quote.gpu_count if quote.price_usd_per_hour is not None else None
+    )
+    return QuotePublic.model_validate(
+        {
+            **quote.model_dump(),
+            "captured_at": captured,
+            "valid_until": valid_until,
+            "created_at": as_utc(quote.created_at),
+            "updated_at": as_utc(quote.updated_at),
+            "price_usd_per_gpu_hour": per_gpu,
+            "age_days": round(age_days, 3),
+            "stale": age_days > stale_days,
+            "expired": valid_until is not None and valid_until < now,
+        }
+    )
+
+
+def get_quote(session: Session, *, quote_id: int) -> Quote:
+    quote = session.get(Quote, quote_id)
+    if quote is None:
+        raise NotFound(f"No quote with id {quote_id}")
+    return quote
+
+
+def count_quotes_for_gpu(session: Session, *, gpu_slug: str) -> int:
+    return int(
+        session.exec(select(func.count()).where(Quote.gpu_slug == gpu_slug)).one()
+    )
+
+
+def list_quotes(
+    session: Session,
+    *,
+    now: datetime,
+    stale_days: float,
+    gpu: str | None = None,
+    provider: str | None = None,
+    region: str | None = None,
+    pricing: str | None = None,
+    max_price_usd_per_hour: float | None = None,
+    include_expired: bool = False,
+    freshness: Freshness = "all",
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[list[Quote], int]:
+    stmt = select(Quote)
+    if gpu:
+        stmt = stmt.where(Quote.gpu_slug == gpu)
+    if provider:
+        stmt = stmt.where(Quote.provider == provider.lower())
+    if region:
+        stmt = stmt.where(Quote.region == region)
+    if pricing:
+        stmt = stmt.where(Quote.pricing == pricing)
+    if max_price_usd_per_hour is not None:
+        stmt = stmt.where(col(Quote.price_usd_per_hour) <= max_price_usd_per_hour)
+    if not include_expired:
+        stmt = stmt.where(or_(col(Quote.valid_until).is_(None), col(Quote.valid_until) >= now))
+    cutoff = now - timedelta(days=stale_days)
+    if freshness == "fresh":
+        stmt = stmt.where(col(Quote.captured_at) >= cutoff)
+    elif freshness == "stale":
+        stmt = stmt.where(col(Quote.captured_at) < cutoff)
+    total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
+    order = (col(Quote.gpu_slug), col(Quote.provider), col(Quote.region),
+             col(Quote.instance_type), col(Quote.pricing))
+    rows = session.exec(stmt.order_by(*order).limit(limit).offset(offset)).all()
+    return list(rows), int(total)
+
+
+def usable_quotes(session: Session, *, now: datetime) -> list[Quote]:
+    """Every quote not expired at ``now``, in a stable order (for the recommender)."""
+    stmt = select(Quote).where(
+        or_(col(Quote.valid_until).is_(None), col(Quote.valid_until) >= now)
+    )
+    return list(session.exec(stmt.order_by(col(Quote.id))).all())
+
+
+def _check_gpu_exists(session: Session, slug: str, field: str) -> None:
+    from service.catalog.service import get_gpu
+
+    try:
+        get_gpu(session, slug=slug)
+    except NotFound as exc:
+        raise Unprocessable(
+            f"Unknown GPU '{slug}'", errors=[field_error(field, f"no GPU with slug '{slug}'")]
+        ) from exc
+
+
+def _check_unique(session: Session, key: dict[str, Any], *, exclude_id: int | None) -> None:
+    stmt = select(Quote.id).where(
+        Quote.provider == key["provider"],
+        Quote.region == key["region"],
+        Quote.instance_type == key["instance_type"],
+        Quote.pricing == key["pricing"],
+    )
+    if exclude_id is not None:
+        stmt = stmt.where(Quote.id != exclude_id)
+    existing = session.exec(stmt).first()
+    if existing is not None:
+        raise Conflict(
+            f"Quote {existing} already has this provider, region, instance_type and pricing",
+            errors=[field_error("body.instance_type", f"duplicate of quote {existing}")],
+        )
+
+
+def create_quote(session: Session, *, data: QuoteCreate) -> Quote:
+    _check_gpu_exists(session, data.gpu_slug, "body.gpu_slug")
+    _check_unique(session, data.model_dump(), exclude_id=None)
+    quote = Quote.model_validate(data)
+    session.add(quote)
+    session.flush()
+    return quote
+
+
+def patch_quote(
+    session: Session, *, quote_id: int, data: QuoteUpdate, if_match: int | None
+) -> Quote:
+    quote = get_quote(session, quote_id=quote_id)
+    if if_match is not None and if_match != quote.version:
+        raise PreconditionFailed(
+            f"If-Match \"{if_match}\" does not match the current ETag \"{quote.version}\""
+        )
+    changes: dict[str, Any] = data.model_dump(exclude_unset=True)
+    nulls = sorted(k for k, v in changes.items() if v is None and k in QUOTE_NOT_NULL)
+    if nulls:
+        raise Unprocessable(
+            "These fields cannot be null",
+            errors=[field_error(f"body.{k}", "may not be null") for k in nulls],
+        )
+    if "provider" in changes:
+        changes["provider"] = changes["provider"].lower()
+    merged = {**quote.model_dump(), **changes}
+    try:
+        check_price_shape(
+            merged["pricing"], merged["price_usd_per_hour"], merged["purchase_price_usd"]
+        )
+    except ValueError as exc:
+        raise Unprocessable(str(exc), errors=[field_error("body", str(exc))]) from exc
+    if "gpu_slug" in changes:
+        _check_gpu_exists(session, changes["gpu_slug"], "body.gpu_slug")
+    if changes:
+        _check_unique(session, merged, exclude_id=quote.id)
+        quote.sqlmodel_update(changes)
+        quote.version += 1
+        quote.updated_at = utcnow()
+        session.add(quote)
+        session.flush()
+    return quote
+
+
+def delete_quote(session: Session, *, quote_id: int) -> None:
+    session.delete(get_quote(session, quote_id=quote_id))
+    session.flush()
+
+
+def quotes_fingerprint(session: Session) -> tuple[int, str | None]:
+    count, latest = session.exec(select(func.count(), func.max(Quote.updated_at))).one()
+    return int(count), as_utc(latest).isoformat() if latest else None

@@ -1,0 +1,130 @@
+"""API keys and roles: keys are stored hashed, compared in constant time, revocable.
+
+A key looks like ``gpa_<prefix>_<secret>``. Only the prefix (to find the row) and the SHA-256 of
+the whole key are stored; keys are 256-bit random, so a fast hash is safe (no dictionary to try).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import String
+from sqlmodel import Field, Session, SQLModel, select
+
+from service.common import utcnow
+from service.db import SessionDep
+from service.errors import Forbidden, Unauthorized
+
+Role = Literal["admin", "reader"]
+KEY_PREFIX = "gpa"
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=100)
+    role: str = Field(sa_type=String(16))
+    prefix: str = Field(sa_type=String(16), unique=True, index=True)
+    key_hash: str = Field(sa_type=String(64))
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _split(key: str) -> str | None:
+    parts = key.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1]
+
+
+def create_key(session: Session, *, name: str, role: Role) -> tuple[ApiKey, str]:
+    """Store a new key; return the row and the plain key (shown once, never stored)."""
+    prefix = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    row = ApiKey(name=name, role=role, prefix=prefix, key_hash=hash_key(key))
+    session.add(row)
+    session.flush()
+    return row, key
+
+
+def install_key(session: Session, *, key: str, name: str, role: Role) -> ApiKey:
+    """Install a key chosen elsewhere (the bootstrap admin key), idempotently."""
+    prefix = _split(key) or hash_key(key)[:12]
+    row = session.exec(select(ApiKey).where(ApiKey.prefix == prefix)).first()
+    if row is None:
+        row = ApiKey(name=name, role=role, prefix=prefix, key_hash=hash_key(key))
+        session.add(row)
+    else:
+        row.key_hash, row.role, row.revoked_at = hash_key(key), role, None
+    session.flush()
+    return row
+
+
+def revoke_key(session: Session, *, prefix_or_name: str) -> int:
+    """Revoke every active key with that prefix or name; return how many."""
+    rows = session.exec(
+        select(ApiKey).where(
+            (ApiKey.prefix == prefix_or_name) | (ApiKey.name == prefix_or_name),
+            ApiKey.revoked_at.is_(None),  # type: ignore[union-attr]
+        )
+    ).all()
+    for row in rows:
+        row.revoked_at = utcnow()
+    session.flush()
+    return len(rows)
+
+
+def authenticate(session: Session, key: str) -> ApiKey | None:
+    prefix = _split(key) or hash_key(key)[:12]
+    row = session.exec(select(ApiKey).where(ApiKey.prefix == prefix)).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(row.key_hash, hash_key(key)):
+        return None
+    return row
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer gpa_...`")
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _caller(session: Session, creds: HTTPAuthorizationCredentials | None) -> ApiKey | None:
+    if creds is None:
+        return None
+    row = authenticate(session, creds.credentials)
+    if row is None:
+        raise Unauthorized("Unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    return row
+
+
+def require_reader(request: Request, session: SessionDep, creds: BearerDep) -> ApiKey | None:
+    """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
+    caller = _caller(session, creds)
+    if caller is None and not request.app.state.settings.public_reads:
+        raise Unauthorized("This service needs an API key for reads",
+                           headers={"WWW-Authenticate": "Bearer"})
+    return caller
+
+
+def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
+    caller = _caller(session, creds)
+    if caller is None:
+        raise Unauthorized("Writes need an admin API key", headers={"WWW-Authenticate": "Bearer"})
+    if caller.role != "admin":
+        raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; writes need 'admin'")
+    return caller
+
+
+ReaderDep = Annotated[ApiKey | None, Depends(require_reader)]
+AdminDep = Annotated[ApiKey, Depends(require_admin)]

@@ -1,0 +1,224 @@
+"""Request schema for a workload (pydantic v2), converted to the engine's :class:`Workload`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from service.engine import validate_workload
+from service.engine.types import (
+    ComputeSpec,
+    GenericModel,
+    InferenceSpec,
+    ModelSpec,
+    Sharding,
+    TrainingSpec,
+    TransformerModel,
+    Workload,
+)
+from service.presets.catalog import PRESETS
+
+MAX_PARAMS = 1e14
+MAX_TOKENS = 1e16
+MAX_INT = 10_000_000
+
+
+class WorkloadError(Exception):
+    """The workload is well-formed JSON but its numbers are inconsistent or unknown."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{field}: {message}" for field, message in errors))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ModelInput(_Strict):
+    """A preset id, or an explicit transformer, or a generic network (CNN, detector)."""
+
+    preset: str | None = Field(default=None, min_length=1, max_length=64)
+    params: float | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    layers: int | None = Field(default=None, gt=0, le=10_000)
+    hidden_size: int | None = Field(default=None, gt=0, le=1_000_000)
+    attention_heads: int | None = Field(default=None, gt=0, le=100_000)
+    kv_heads: int | None = Field(default=None, gt=0, le=100_000)
+    vocab_size: int | None = Field(default=None, gt=0, le=10_000_000)
+    intermediate_size: int | None = Field(default=None, gt=0, le=10_000_000)
+    experts: int = Field(default=1, ge=1, le=100_000)
+    experts_per_token: int = Field(default=1, ge=1, le=100_000)
+    active_params: float | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    encoder_only: bool = False
+    gflops_per_sample: float | None = Field(default=None, gt=0, le=1e9)
+    activation_mb_per_sample: float | None = Field(default=None, ge=0, le=1e7)
+    name: str = Field(default="custom", max_length=128)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> ModelInput:
+        if self.preset is not None:
+            return self
+        transformer = ("layers", "hidden_size", "attention_heads", "vocab_size")
+        if self.gflops_per_sample is not None:
+            if self.params is None:
+                raise ValueError("params is required for a generic model")
+            return self
+        missing = [f for f in ("params", *transformer) if getattr(self, f) is None]
+        if missing:
+            raise ValueError(
+                "give a preset, a transformer (params, layers, hidden_size, attention_heads, "
+                "vocab_size, ...) or a generic model (params, gflops_per_sample); missing: "
+                + ", ".join(missing)
+            )
+        return self
+
+    def to_engine(self) -> ModelSpec:
+        if self.preset is not None:
+            preset = PRESETS.get(self.preset)
+            if preset is None:
+                raise WorkloadError([("model.preset", f"unknown preset {self.preset!r}")])
+            return preset.model
+        if self.gflops_per_sample is not None:
+            assert self.params is not None
+            return GenericModel(
+                params=self.params,
+                gflops_per_sample=self.gflops_per_sample,
+                activation_mb_per_sample=self.activation_mb_per_sample or 0.0,
+                name=self.name,
+            )
+        assert self.params is not None and self.layers is not None
+        assert self.hidden_size is not None and self.attention_heads is not None
+        assert self.vocab_size is not None
+        return TransformerModel(
+            params=self.params,
+            layers=self.layers,
+            hidden_size=self.hidden_size,
+            attention_heads=self.attention_heads,
+            kv_heads=self.kv_heads or self.attention_heads,
+            vocab_size=self.vocab_size,
+            intermediate_size=self.intermediate_size or 4 * self.hidden_size,
+            experts=self.experts,
+            experts_per_token=self.experts_per_token,
+            active_params=self.active_params,
+            encoder_only=self.encoder_only,
+            name=self.name,
+        )
+
+
+class TrainingInput(_Strict):
+    batch_size: int = Field(gt=0, le=MAX_INT, description="Global batch [samples/sequences]")
+    seq_len: int | None = Field(default=None, gt=0, le=10_000_000)
+    tokens: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    epochs: float | None = Field(default=None, gt=0, le=100_000)
+    dataset_samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    optimizer: Literal["adamw", "sgd", "adafactor"] = "adamw"
+    activation_checkpointing: bool = False
+    sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
+    flash_attention: bool = True
+
+    def to_engine(self) -> TrainingSpec:
+        sharding: Sharding = "zero3" if self.sharding == "fsdp" else self.sharding
+        return TrainingSpec(
+            batch_size=self.batch_size,
+            seq_len=self.seq_len,
+            tokens=self.tokens,
+            samples=self.samples,
+            epochs=self.epochs,
+            dataset_samples=self.dataset_samples,
+            optimizer=self.optimizer,
+            activation_checkpointing=self.activation_checkpointing,
+            sharding=sharding,
+            flash_attention=self.flash_attention,
+        )
+
+
+class InferenceInput(_Strict):
+    prompt_tokens: int = Field(default=0, ge=0, le=10_000_000)
+    output_tokens: int = Field(default=0, ge=0, le=10_000_000)
+    batch_size: int | None = Field(default=None, gt=0, le=1_000_000)
+    max_ttft_ms: float | None = Field(default=None, gt=0, le=1e9)
+    max_tpot_ms: float | None = Field(default=None, gt=0, le=1e9)
+    max_latency_ms: float | None = Field(default=None, gt=0, le=1e10)
+    target_requests_per_s: float | None = Field(default=None, gt=0, le=1e9)
+
+    def to_engine(self) -> InferenceSpec:
+        return InferenceSpec(**self.model_dump())
+
+
+class ComputeInput(_Strict):
+    total_tflop: float = Field(gt=0, le=1e15, description="Work [TFLOP]")
+    total_gb_moved: float = Field(default=0.0, ge=0, le=1e15, description="Memory traffic [GB]")
+    memory_gb: float = Field(default=0.0, ge=0, le=1e9, description="Working set [GB]")
+
+    def to_engine(self) -> ComputeSpec:
+        return ComputeSpec(**self.model_dump())
+
+
+_EXAMPLES: list[dict[str, Any]] = [
+    {
+        "kind": "inference",
+        "model": {"preset": "llama-3.1-8b"},
+        "precision": "bf16",
+        "inference": {
+            "prompt_tokens": 1024,
+            "output_tokens": 256,
+            "max_ttft_ms": 500,
+            "max_tpot_ms": 50,
+        },
+    },
+    {
+        "kind": "training",
+        "model": {"preset": "llama-2-70b"},
+        "precision": "bf16",
+        "training": {
+            "batch_size": 1024,
+            "seq_len": 4096,
+            "tokens": 2e11,
+            "optimizer": "adamw",
+            "activation_checkpointing": True,
+            "sharding": "auto",
+        },
+    },
+    {
+        "kind": "compute",
+        "precision": "fp64",
+        "compute": {"total_tflop": 500000, "total_gb_moved": 20000, "memory_gb": 60},
+    },
+]
+
+
+class WorkloadSpec(_Strict):
+    """A workload as submitted: what to run, at which precision, and how much of it."""
+
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": _EXAMPLES}
+    )
+
+    kind: Literal["training", "inference", "compute"]
+    model: ModelInput | None = None
+    precision: Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"] = "bf16"
+    weight_precision: Literal["int8", "int4"] | None = None
+    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] | None = None
+    training: TrainingInput | None = None
+    inference: InferenceInput | None = None
+    compute: ComputeInput | None = None
+
+    def to_engine(self) -> Workload:
+        """Resolve presets and check consistency; raises :class:`WorkloadError`."""
+        model = self.model.to_engine() if self.model is not None else None
+        workload = Workload(
+            kind=self.kind,
+            precision=self.precision,
+            model=model,
+            weight_precision=self.weight_precision,
+            kv_cache_precision=self.kv_cache_precision,
+            training=self.training.to_engine() if self.training else None,
+            inference=self.inference.to_engine() if self.inference else None,
+            compute=self.compute.to_engine() if self.compute else None,
+        )
+        errors = validate_workload(workload)
+        if errors:
+            raise WorkloadError(errors)
+        return workload

@@ -1,0 +1,124 @@
+"""/v1/quotes through the ASGI app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.api.test_gpus import assert_problem
+
+H100 = "nvidia-h100-sxm5-80gb"
+
+
+def new_quote(**over: Any) -> dict[str, Any]:
+    body = {
+        "gpu_slug": H100,
+        "provider": "TestCloud",
+        "region": "eu-test-1",
+        "instance_type": "t.8xh100",
+        "gpu_count": 8,
+        "pricing": "on_demand",
+        "price_usd_per_hour": 24.0,
+        "source": "test fixture",
+        "captured_at": "2026-11-29T12:00:00",
+    }
+    body.update(over)
+    return body
+
+
+def test_seeded_quotes_cover_three_providers_per_datacenter_gpu(client: TestClient) -> None:
+    gpus = client.get("/v1/gpus", params={"limit": 500}).json()["data"]
+    quotes = client.get("/v1/quotes", params={"limit": 500}).json()
+    assert quotes["total"] >= 100
+    rows = quotes["data"]
+    while len(rows) < quotes["total"]:
+        rows += client.get("/v1/quotes", params={"limit": 500, "offset": len(rows)}).json()["data"]
+    by_gpu: dict[str, set[str]] = {}
+    for q in rows:
+        assert q["source"] and q["captured_at"]
+        by_gpu.setdefault(q["gpu_slug"], set()).add(q["provider"])
+    for gpu in gpus:
+        if gpu["form_factor"] in {"edge", "workstation", "consumer"}:
+            purchase = [q for q in rows if q["gpu_slug"] == gpu["slug"]
+                        and q["pricing"] == "purchase"]
+            assert purchase, f"{gpu['slug']} has no purchase quote"
+
+
+def test_create_list_filter_patch_delete(client: TestClient, admin_headers: dict[str, str]) -> None:
+    resp = client.post("/v1/quotes", json=new_quote(), headers=admin_headers)
+    assert resp.status_code == 201, resp.text
+    quote = resp.json()
+    assert quote["provider"] == "testcloud"  # normalized to lower case
+    assert quote["price_usd_per_gpu_hour"] == 3.0
+    assert quote["captured_at"].startswith("2026-11-29T12:00:00")  # naive taken as UTC
+    qid = quote["id"]
+    assert resp.headers["location"] == f"/v1/quotes/{qid}"
+
+    listed = client.get("/v1/quotes", params={"provider": "testcloud"}).json()
+    assert [q["id"] for q in listed["data"]] == [qid]
+    cheap = client.get("/v1/quotes", params={"gpu": H100, "max_price_usd_per_hour": 1}).json()
+    assert all(q["price_usd_per_hour"] <= 1 for q in cheap["data"])
+
+    patched = client.patch(f"/v1/quotes/{qid}", json={"price_usd_per_hour": 20.0},
+                           headers=admin_headers)
+    assert patched.status_code == 200 and patched.json()["price_usd_per_hour"] == 20.0
+    assert client.delete(f"/v1/quotes/{qid}", headers=admin_headers).status_code == 204
+    assert_problem(client.get(f"/v1/quotes/{qid}"), 404)
+
+
+def test_duplicate_key_is_409(client: TestClient, admin_headers: dict[str, str]) -> None:
+    assert client.post("/v1/quotes", json=new_quote(), headers=admin_headers).status_code == 201
+    again = client.post("/v1/quotes", json=new_quote(price_usd_per_hour=1),
+                        headers=admin_headers)
+    assert_problem(again, 409)
+
+
+def test_unknown_gpu_is_422(client: TestClient, admin_headers: dict[str, str]) -> None:
+    resp = client.post("/v1/quotes", json=new_quote(gpu_slug="nope"), headers=admin_headers)
+    assert_problem(resp, 422, "body.gpu_slug")
+
+
+def test_price_shape_by_pricing(client: TestClient, admin_headers: dict[str, str]) -> None:
+    purchase_with_hourly = new_quote(pricing="purchase", purchase_price_usd=30000)
+    assert_problem(client.post("/v1/quotes", json=purchase_with_hourly, headers=admin_headers), 422)
+    hourly_missing = new_quote(price_usd_per_hour=None)
+    assert_problem(client.post("/v1/quotes", json=hourly_missing, headers=admin_headers), 422)
+    ok = new_quote(pricing="purchase", price_usd_per_hour=None, purchase_price_usd=30000,
+                   gpu_count=1)
+    assert client.post("/v1/quotes", json=ok, headers=admin_headers).status_code == 201
+
+
+def test_bounds(client: TestClient, admin_headers: dict[str, str]) -> None:
+    resp = client.post("/v1/quotes", json=new_quote(price_usd_per_hour=-1, gpu_count=0),
+                       headers=admin_headers)
+    problem = assert_problem(resp, 422)
+    assert {"body.price_usd_per_hour", "body.gpu_count"} <= {e["field"] for e in problem["errors"]}
+
+
+def test_expired_hidden_unless_asked(client: TestClient, admin_headers: dict[str, str]) -> None:
+    body = new_quote(instance_type="expired.x", valid_until="2020-01-01T00:00:00Z")
+    assert client.post("/v1/quotes", json=body, headers=admin_headers).status_code == 201
+    default = client.get("/v1/quotes", params={"provider": "testcloud"}).json()
+    assert default["total"] == 0
+    with_expired = client.get("/v1/quotes",
+                              params={"provider": "testcloud", "include_expired": True}).json()
+    assert with_expired["total"] == 1 and with_expired["data"][0]["expired"] is True
+
+
+def test_freshness_filter(client: TestClient, admin_headers: dict[str, str]) -> None:
+    old = new_quote(instance_type="old.x", captured_at="2020-01-01T00:00:00Z")
+    assert client.post("/v1/quotes", json=old, headers=admin_headers).status_code == 201
+    stale = client.get("/v1/quotes", params={"provider": "testcloud", "freshness": "stale"}).json()
+    assert [q["instance_type"] for q in stale["data"]] == ["old.x"]
+    assert stale["data"][0]["stale"] is True
+    fresh = client.get("/v1/quotes", params={"provider": "testcloud", "freshness": "fresh"}).json()
+    assert fresh["total"] == 0
+
+
+def test_patch_into_duplicate_is_409(client: TestClient, admin_headers: dict[str, str]) -> None:
+    a = client.post("/v1/quotes", json=new_quote(), headers=admin_headers).json()
+    client.post("/v1/quotes", json=new_quote(instance_type="other"), headers=admin_headers)
+    resp = client.patch(f"/v1/quotes/{a['id']}", json={"instance_type": "other"},
+                        headers=admin_headers)
+    assert_problem(resp, 409)

@@ -1,0 +1,129 @@
+"""Test fixtures: a database built by the real migrations, one rolled-back transaction per test.
+
+SQLite always; PostgreSQL when TEST_DATABASE_URL is set (a fresh database is created on that
+server for the run and dropped afterwards).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlmodel import Session
+
+from service.config import Settings
+from service.db import get_session, make_engine
+from service.main import create_app
+from service.migrate import upgrade
+from service.security import create_key
+from service.seeding import seed
+
+PG_URL = os.environ.get("TEST_DATABASE_URL")
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if PG_URL:
+        url = create_pg_database(PG_URL)
+        yield url
+        drop_pg_database(PG_URL, url)
+    else:
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+
+
+def create_pg_database(server_url: str, prefix: str = "gpu_advisor_test") -> str:
+    """A new, empty database on the server behind ``server_url``; returns its URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_pg_database(server_url: str, url: str) -> None:
+    name = make_url(url).database
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str) -> Iterator[Engine]:
+    upgrade(database_url)
+    eng = make_engine(database_url)
+    seed(eng)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, log_json=True)
+
+
+@pytest.fixture
+def connection(engine: Engine) -> Iterator[Connection]:
+    """An outer transaction rolled back after the test: each test sees the seeded catalog."""
+    conn = engine.connect()
+    outer = conn.begin()
+    yield conn
+    outer.rollback()
+    conn.close()
+
+
+@pytest.fixture
+def session(connection: Connection) -> Iterator[Session]:
+    with Session(bind=connection, join_transaction_mode="create_savepoint") as s:
+        yield s
+
+
+@pytest.fixture
+def app(settings: Settings, engine: Engine, connection: Connection) -> FastAPI:
+    application = create_app(settings, engine=engine)
+
+    def _session() -> Iterator[Session]:
+        with Session(bind=connection, join_transaction_mode="create_savepoint",
+                      expire_on_commit=False) as s:
+            try:
+                yield s
+                s.commit()
+            except BaseException:
+                s.rollback()
+                raise
+
+    application.dependency_overrides[get_session] = _session
+    return application
+
+
+@pytest.fixture
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app, raise_server_exceptions=False) as c:
+        yield c
+
+
+def _key(session: Session, role: str) -> str:
+    _, key = create_key(session, name=f"test-{role}-{uuid.uuid4().hex[:6]}", role=role)  # type: ignore[arg-type]
+    session.commit()
+    return key
+
+
+@pytest.fixture
+def admin_headers(session: Session) -> dict[str, str]:
+    return {"Authorization": f"Bearer {_key(session, 'admin')}"}
+
+
+@pytest.fixture
+def reader_headers(session: Session) -> dict[str, str]:
+    return {"Authorization": f"Bearer {_key(session, 'reader')}"}
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,108 @@
+"""Hand-worked memory figures (sources in comments)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.engine import estimate, memory
+from service.engine.types import InferenceSpec, TrainingSpec, TransformerModel, Workload
+from service.presets import PRESETS
+from tests.unit.gpus import A100_SXM, H100_SXM
+
+LLAMA2_7B = PRESETS["llama-2-7b"].model
+LLAMA2_70B = PRESETS["llama-2-70b"].model
+assert isinstance(LLAMA2_7B, TransformerModel) and isinstance(LLAMA2_70B, TransformerModel)
+
+
+def test_llama2_7b_fp16_weights_13_5_gb() -> None:
+    # 6.74e9 params x 2 B (HF config / Llama 2 paper) = 13.48 GB
+    w = Workload(
+        kind="inference",
+        precision="fp16",
+        model=LLAMA2_7B,
+        inference=InferenceSpec(prompt_tokens=1, output_tokens=1, batch_size=1),
+    )
+    est = estimate(w, H100_SXM, 1)
+    assert est.memory.weights == pytest.approx(13.48, rel=1e-3)
+
+
+def test_kv_cache_per_token_llama2_7b_half_mib() -> None:
+    # 2 (K,V) x 32 layers x 32 kv heads x 128 head dim x 2 B = 524,288 B
+    assert memory.kv_bytes_per_token(LLAMA2_7B, "fp16") == 2 * 32 * 32 * 128 * 2 == 2**19
+
+
+def test_kv_cache_per_token_llama2_70b_gqa() -> None:
+    # GQA g=8: 2 x 80 x 8 x 128 x 2 = 327,680 B (not 8x that, the gpu_poor bug)
+    assert memory.kv_bytes_per_token(LLAMA2_70B, "fp16") == 327_680
+    assert memory.kv_bytes_per_token(LLAMA2_70B, "fp8") == 163_840
+
+
+def test_mixed_precision_adam_16_bytes_per_param() -> None:
+    # ZeRO paper §3: 2 (bf16 weights) + 2 (grads) + 4 (fp32 master) + 8 (moments) = 16
+    states = memory.training_state_bytes("bf16", "adamw")
+    assert (states.weights, states.gradients, states.optimizer) == (2, 2, 12)
+    assert states.total == 16
+    assert memory.training_state_bytes("fp32", "adamw").total == 16  # 4 + 4 + 8
+    assert memory.training_state_bytes("bf16", "sgd").total == 12  # 2 + 2 + 4 + 4
+
+
+def test_zero3_over_8_gpus_divides_states_by_8() -> None:
+    assert memory.shard_divisors("zero3", 8) == (8, 8, 8)
+    assert memory.shard_divisors("zero2", 8) == (1, 8, 8)
+    assert memory.shard_divisors("zero1", 8) == (1, 1, 8)
+    assert memory.shard_divisors("none", 8) == (1, 1, 1)
+    w = Workload(
+        kind="training",
+        precision="bf16",
+        model=LLAMA2_7B,
+        training=TrainingSpec(batch_size=8, seq_len=2048, tokens=1e9, sharding="zero3"),
+    )
+    one = estimate(w, A100_SXM, 1)
+    eight = estimate(w, A100_SXM, 8)
+    assert eight.memory.optimizer_states == pytest.approx(one.memory.optimizer_states / 8)
+    assert eight.memory.gradients == pytest.approx(one.memory.gradients / 8)
+    # 6.74e9 x 12 B / 8 = 10.1 GB of optimizer state per GPU
+    assert eight.memory.optimizer_states == pytest.approx(6.74e9 * 12 / 8 / 1e9)
+
+
+def test_activations_korthikanti_eq1() -> None:
+    # s*b*h*(34 + 5as/h) B per layer at 16-bit, no flash attention, t=1 (+ fp32 logits)
+    s, b = 2048, 1
+    h, a, L, V = 4096, 32, 32, 32000
+    expected = L * s * b * h * (34 + 5 * a * s / h) + s * b * V * 4
+    got = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0
+    )
+    assert got == pytest.approx(expected)
+    flash = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=False, elem_bytes=2.0
+    )
+    ckpt = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=True, elem_bytes=2.0
+    )
+    assert ckpt < flash < got
+
+
+def test_int4_weights_half_byte_plus_scales() -> None:
+    assert memory.weight_bytes_per_param("fp16", "int4") == pytest.approx(0.5 * 1.03)
+    assert memory.weight_bytes_per_param("fp16", "int8") == pytest.approx(1.03)
+
+
+def test_training_needs_far_more_memory_than_inference() -> None:
+    # Seed claim: training keeps gradients, optimizer states and activations
+    train = Workload(
+        kind="training",
+        precision="bf16",
+        model=LLAMA2_7B,
+        training=TrainingSpec(batch_size=1, seq_len=2048, tokens=1e9, sharding="none"),
+    )
+    infer = Workload(
+        kind="inference",
+        precision="bf16",
+        model=LLAMA2_7B,
+        inference=InferenceSpec(prompt_tokens=1024, output_tokens=1024, batch_size=1),
+    )
+    t = estimate(train, H100_SXM, 1)
+    i = estimate(infer, H100_SXM, 1)
+    assert t.memory_per_gpu_gb > 5 * i.memory_per_gpu_gb
+    assert not t.fits and i.fits

@@ -1,0 +1,253 @@
+"""Roofline, precision fallback, parallelism and the seed documents' sound claims."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from service.engine import constants as c
+from service.engine import estimate, min_gpus_to_fit
+from service.engine.performance import peak_rate
+from service.engine.training import training_flops_per_step
+from service.engine.types import (
+    ComputeSpec,
+    GpuSpec,
+    InferenceSpec,
+    TrainingSpec,
+    Workload,
+)
+from service.presets import PRESETS
+from tests.unit.gpus import (
+    A10G,
+    A100_SXM,
+    ALL,
+    H100_SXM,
+    JETSON_ORIN,
+    L4,
+    L40S,
+    MI300X,
+    RTX_4090,
+    T4,
+    V100,
+)
+
+
+def _decode(model: str, batch: int = 1, precision: str = "fp16", **kw: object) -> Workload:
+    return Workload(
+        kind="inference",
+        precision=precision,  # type: ignore[arg-type]
+        model=PRESETS[model].model,
+        inference=InferenceSpec(prompt_tokens=128, output_tokens=128, batch_size=batch),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _train(model: str, batch: int, seq: int | None, gpus_tokens: float = 1e9, **kw: object) -> Workload:
+    return Workload(
+        kind="training",
+        precision="bf16",
+        model=PRESETS[model].model,
+        training=TrainingSpec(batch_size=batch, seq_len=seq, tokens=gpus_tokens, **kw),  # type: ignore[arg-type]
+    )
+
+
+def test_decode_llama2_7b_h100_is_bandwidth_bound() -> None:
+    # 13.48 GB of fp16 weights (+ tiny KV) / (3350 GB/s x 0.80) ~ 5.0 ms per token at batch 1
+    est = estimate(_decode("llama-2-7b"), H100_SXM, 1)
+    expected_ms = 6.74e9 * 2 / (3350e9 * c.EFF_MEMORY_BW) * 1e3
+    assert est.bound == "memory_bandwidth"
+    assert est.tpot_ms == pytest.approx(expected_ms, rel=0.05)
+
+
+def test_int4_weights_speed_up_decode() -> None:
+    fp16 = estimate(_decode("llama-2-7b"), L4, 1)
+    int4 = estimate(_decode("llama-2-7b", weight_precision="int4"), L4, 1)
+    assert int4.tpot_ms is not None and fp16.tpot_ms is not None
+    assert int4.tpot_ms < fp16.tpot_ms / 2.5
+
+
+def test_training_flops_6nd() -> None:
+    # Kaplan et al. 2020: 6 x N x tokens (+ attention 3 x 2*L*h*s^2 per sequence)
+    w = _train("llama-2-7b", 8, 2048)
+    flops = training_flops_per_step(w, recompute=False)
+    dense = 6 * 6.74e9 * 8 * 2048
+    attention = 3 * 2 * 32 * 4096 * 2048**2 * 8
+    assert flops == pytest.approx(dense + attention)
+    assert training_flops_per_step(w, recompute=True) > flops
+
+
+def test_moe_uses_active_params_for_compute_total_for_memory() -> None:
+    w = _decode("mixtral-8x7b", batch=64)
+    est = estimate(w, H100_SXM, 2)
+    assert est.memory.weights * 2 == pytest.approx(46.7e9 * 2 / 1e9, rel=1e-3)
+    dense_like = estimate(_decode("llama-2-70b", batch=64), H100_SXM, 2)
+    assert est.tokens_per_s is not None and dense_like.tokens_per_s is not None
+    assert est.tokens_per_s > dense_like.tokens_per_s
+
+
+def test_precision_fallback_bf16_on_v100_and_t4() -> None:
+    for gpu in (V100, T4):
+        rate = peak_rate(gpu, "bf16")
+        assert rate is not None and rate.precision_used == "fp16" and rate.warning
+        est = estimate(_decode("llama-2-7b", precision="bf16"), gpu, 1)
+        assert est.precision_used == "fp16"
+        assert any("bf16" in w for w in est.warnings)
+
+
+def test_fp8_on_a100_falls_back() -> None:
+    rate = peak_rate(A100_SXM, "fp8")
+    assert rate is not None and rate.precision_used == "fp16" and rate.tflops == 312
+
+
+def test_fp64_never_falls_back() -> None:
+    assert peak_rate(JETSON_ORIN, "fp64") is None
+    rate = peak_rate(L4, "fp64")
+    assert rate is not None and rate.precision_used == "fp64" and rate.tflops == 0.47
+    h100 = peak_rate(H100_SXM, "fp64")
+    assert h100 is not None and h100.tflops == 67 and h100.tensor
+    w = Workload(kind="compute", precision="fp64", compute=ComputeSpec(total_tflop=1e5))
+    est = estimate(w, JETSON_ORIN, 1)
+    assert not est.fits and est.infeasible_reasons
+
+
+def test_fp64_compute_fastest_on_h100_a100_class() -> None:
+    # Seed claim: FP64 belongs on H100/A100-class parts
+    w = Workload(kind="compute", precision="fp64", compute=ComputeSpec(total_tflop=1e5))
+    hours = {g.slug: estimate(w, g, 1).time_to_complete_hours for g in (H100_SXM, A100_SXM, L4, RTX_4090, MI300X)}
+    assert all(h is not None for h in hours.values())
+    fast = max(hours[H100_SXM.slug] or 0, hours[A100_SXM.slug] or 0)
+    assert (hours[L4.slug] or 0) > 20 * fast
+    assert (hours[RTX_4090.slug] or 0) > 10 * fast
+
+
+def test_nvlink_beats_pcie_on_8_gpu_13b_training() -> None:
+    # Seed claim: cards without NVLink lose on multi-GPU training. L40S has more dense BF16
+    # (362 vs 312 TFLOPS) than the A100 SXM but only PCIe between cards.
+    w = _train("llama-2-13b", 64, 2048)
+    a100 = estimate(w, A100_SXM, 8)
+    l40s = estimate(w, L40S, 8)
+    assert a100.fits and l40s.fits
+    assert a100.tokens_per_s is not None and l40s.tokens_per_s is not None
+    assert a100.tokens_per_s > 1.5 * l40s.tokens_per_s
+    assert l40s.parallelism.link == "pcie" and a100.parallelism.link == "nvlink"
+
+
+def test_int8_inference_on_t4_l4_a10g_is_cost_effective() -> None:
+    # Seed claim: INT8 inference on T4/L4/A10G class is cost-effective (images per joule)
+    w = Workload(kind="inference", precision="int8", model=PRESETS["resnet-50"].model, inference=InferenceSpec())
+    per_joule = {}
+    for gpu in (T4, L4, A10G, H100_SXM):
+        est = estimate(w, gpu, 1)
+        assert est.samples_per_s and est.power_w
+        per_joule[gpu.slug] = est.samples_per_s / est.power_w
+    assert per_joule[L4.slug] > per_joule[A10G.slug]
+    int8 = estimate(w, T4, 1).samples_per_s or 0
+    fp16 = estimate(Workload(kind="inference", precision="fp16", model=PRESETS["resnet-50"].model, inference=InferenceSpec()), T4, 1).samples_per_s or 0
+    assert int8 > 1.5 * fp16
+
+
+def test_needs_n_gpus_fix() -> None:
+    w = _decode("llama-2-70b")
+    est = estimate(w, H100_SXM, 1)
+    assert not est.fits
+    assert "needs 2 GPUs" in est.fixes
+    assert "fits with int8 weights" in est.fixes
+    assert min_gpus_to_fit(w, H100_SXM) == 2
+
+
+def test_tensor_parallel_only_on_fast_links() -> None:
+    est = estimate(_decode("llama-2-70b"), H100_SXM, 4)
+    assert est.parallelism.tensor_parallel >= 2
+    pcie = estimate(_decode("llama-2-70b"), L40S, 4)
+    assert pcie.parallelism.tensor_parallel == 1 and pcie.parallelism.pipeline_parallel >= 2
+
+
+def test_multi_node_uses_network_link() -> None:
+    est = estimate(_train("llama-2-7b", 256, 4096), H100_SXM, 16)
+    assert est.parallelism.nodes == 2 and est.parallelism.link == "network"
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_estimates(preset: str) -> None:
+    model = PRESETS[preset].model
+    generic = not hasattr(model, "layers")
+    encoder = getattr(model, "encoder_only", False)
+    for gpu in (H100_SXM, L4, T4, MI300X):
+        train = Workload(
+            kind="training",
+            precision="bf16",
+            model=model,
+            training=TrainingSpec(batch_size=32, seq_len=None if generic else 512, samples=1e6),
+        )
+        infer = Workload(
+            kind="inference",
+            precision="fp16",
+            model=model,
+            inference=InferenceSpec(prompt_tokens=0 if generic else 128, output_tokens=0 if generic or encoder else 64),
+        )
+        for w in (train, infer):
+            est = estimate(w, gpu, 8 if gpu.max_gpus_per_node >= 8 else 1)
+            assert est.memory_per_gpu_gb > 0
+            assert est.fits or est.infeasible_reasons
+
+
+# ---------------------------------------------------------------- properties
+
+counts = st.sampled_from([1, 2, 4, 8, 16, 32, 64])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=counts, m=counts, preset=st.sampled_from(["llama-2-7b", "llama-2-13b", "gpt-2", "resnet-50"]), shard=st.sampled_from(["zero1", "zero2", "zero3"]))
+def test_more_gpus_never_raise_training_memory(n: int, m: int, preset: str, shard: str) -> None:
+    lo, hi = sorted((n, m))
+    seq = None if preset == "resnet-50" else 1024
+    w = _train(preset, 64, seq, sharding=shard)
+    a = estimate(w, H100_SXM, lo)
+    b = estimate(w, H100_SXM, hi)
+    assert b.memory.weights + b.memory.gradients + b.memory.optimizer_states <= (
+        a.memory.weights + a.memory.gradients + a.memory.optimizer_states
+    ) + 1e-9
+
+
+def _scaled(gpu: GpuSpec, bw: float = 1.0, compute: float = 1.0) -> GpuSpec:
+    from dataclasses import replace
+
+    return replace(
+        gpu,
+        memory_bandwidth_gb_s=gpu.memory_bandwidth_gb_s * bw,
+        fp16_tflops=(gpu.fp16_tflops or 0) * compute,
+        bf16_tflops=(gpu.bf16_tflops or 0) * compute,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(f=st.floats(1.0, 10.0), batch=st.sampled_from([1, 4, 32, 128]), gpu=st.sampled_from([H100_SXM, L4, A100_SXM]))
+def test_more_bandwidth_never_slows_decode(f: float, batch: int, gpu: GpuSpec) -> None:
+    w = _decode("llama-2-7b", batch=batch)
+    base = estimate(w, gpu, 1).tpot_ms
+    fast = estimate(w, _scaled(gpu, bw=f), 1).tpot_ms
+    assert base is not None and fast is not None and fast <= base + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(f=st.floats(1.0, 10.0), batch=st.sampled_from([1, 8, 64]), gpu=st.sampled_from([H100_SXM, L4, T4]))
+def test_more_compute_never_slows_prefill(f: float, batch: int, gpu: GpuSpec) -> None:
+    w = _decode("llama-2-7b", batch=batch)
+    base = estimate(w, gpu, 1).ttft_ms
+    fast = estimate(w, _scaled(gpu, compute=f), 1).ttft_ms
+    assert base is not None and fast is not None and fast <= base + 1e-12
+
+
+def test_all_fixture_gpus_run_llama_8b() -> None:
+    w = Workload(
+        kind="inference",
+        precision="bf16",
+        model=PRESETS["llama-3.1-8b"].model,
+        inference=InferenceSpec(prompt_tokens=512, output_tokens=128, max_tpot_ms=100),
+    )
+    for gpu in ALL:
+        est = estimate(w, gpu, 1)
+        assert est.assumptions
+        if est.fits:
+            assert est.tokens_per_s and est.tokens_per_s > 0
