@@ -228,7 +228,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "content": {PROBLEM_JSON: {}}, "description": desc}
+    code: {
+        "model": Problem,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        "description": desc,
+    }
     for code, desc in [
         (401, "No or unknown API key"),
         (403, "The key's role may not do this"),

@@ -97,5 +97,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
 
 
 def _routers() -> list:  # type: ignore[type-arg]
-    routers = [health_router, gpus_router, quotes_router]
-    return routers
+    from service.estimates.routes import models_router
+    from service.estimates.routes import router as estimates_router
+
+    return [health_router, gpus_router, quotes_router, models_router, estimates_router]

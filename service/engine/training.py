@@ -97,9 +97,9 @@ def plan_training(
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
 ) -> TrainPlan:
-    """Choose TP degree (smallest that fits), the least ZeRO stage that fits (``auto``) and the
-    largest micro-batch that fits. Returns a non-fitting plan (micro-batch 1, most sharding)
-    when nothing fits."""
+    """Choose the TP degree (smallest whose weights fit), the least ZeRO stage that fits
+    (``auto``) and the largest micro-batch that fits. Returns a non-fitting plan
+    (micro-batch 1, most sharding) when nothing fits."""
     spec = workload.training
     model = workload.model
     assert spec is not None and model is not None
@@ -110,6 +110,14 @@ def plan_training(
     tps = [1]
     if isinstance(model, TransformerModel):
         tps = [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0]
+        # TP degree: the smallest power of 2 whose 16-bit weight shard fits; 'auto' sharding
+        # may raise it further when even ZeRO-3 leaves no room for activations
+        weight_bytes = (
+            model.params * mem.training_state_bytes(precision_used, spec.optimizer).weights
+        )
+        fitting = [t for t in tps if weight_bytes / t / c.GB + c.FRAMEWORK_OVERHEAD_GB <= usable]
+        start = tps.index(fitting[0]) if fitting else len(tps) - 1
+        tps = tps[start:] if wanted == "auto" else tps[start : start + 1]
     fallback: TrainPlan | None = None
     for tp in tps:
         dp = max(1, gpu_count // tp)
@@ -141,9 +149,7 @@ def training_flops_per_step(workload: Workload, recompute: bool) -> float:
         factor = c.CNN_TRAIN_FLOPS_FACTOR + (1.0 if recompute else 0.0)
         return factor * model.gflops_per_sample * 1e9 * spec.batch_size
     seq = spec.seq_len or 1
-    per_token = (
-        c.RECOMPUTE_FLOPS_PER_PARAM_TOKEN if recompute else c.TRAIN_FLOPS_PER_PARAM_TOKEN
-    )
+    per_token = c.RECOMPUTE_FLOPS_PER_PARAM_TOKEN if recompute else c.TRAIN_FLOPS_PER_PARAM_TOKEN
     dense = per_token * mem.active_params(model) * seq * spec.batch_size
     passes = 4.0 if recompute else 3.0
     attention = passes * 2.0 * model.layers * model.hidden_size * seq * seq * spec.batch_size

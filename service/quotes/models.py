@@ -116,3 +116,119 @@ QUOTE_NOT_NULL = frozenset(
     {"gpu_slug", "provider", "region", "instance_type", "gpu_count", "pricing", "source",
      "captured_at"}
 )
+
+
+# --- imports and price history (issue 5) ---------------------------------------------------
+
+ImportFormat = Literal["skypilot", "generic"]
+
+
+class QuoteImport(SQLModel, table=True):
+    """One bulk import: who ran it, when, from what, and what it changed."""
+
+    __tablename__ = "quote_imports"
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, description="When the import ran")
+    api_key_name: str = Field(max_length=100, description="The caller's API key name (or cli:...)")
+    source: str = Field(max_length=2000)
+    format: str = Field(sa_type=String(16))
+    provider: str | None = Field(default=None, sa_type=String(40))
+    captured_at: datetime = Field(description="captured_at given to the imported quotes")
+    rows_read: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    unmatched: int = 0
+    duration_ms: float = 0.0
+
+
+class QuotePriceChange(SQLModel, table=True):
+    """The price a quote had before a change (by an import or a PATCH)."""
+
+    __tablename__ = "quote_price_history"
+
+    id: int | None = Field(default=None, primary_key=True)
+    quote_id: int = Field(
+        sa_column_args=[ForeignKey("quotes.id", ondelete="CASCADE")], index=True
+    )
+    import_id: int | None = Field(
+        default=None, sa_column_args=[ForeignKey("quote_imports.id")], index=True
+    )
+    changed_at: datetime = Field(default_factory=utcnow)
+    changed_by: str = Field(max_length=100)
+    old_price_usd_per_hour: float | None = None
+    new_price_usd_per_hour: float | None = None
+    old_purchase_price_usd: float | None = None
+    new_purchase_price_usd: float | None = None
+    old_captured_at: datetime | None = None
+
+
+class QuoteImportPublic(SQLModel):
+    id: int
+    created_at: datetime
+    api_key_name: str
+    source: str
+    format: str
+    provider: str | None
+    captured_at: datetime
+    rows_read: int
+    added: int
+    updated: int
+    unchanged: int
+    skipped: int
+    unmatched: int
+    duration_ms: float
+
+
+class PriceChangePublic(SQLModel):
+    id: int
+    quote_id: int
+    import_id: int | None = Field(description="The import that changed it; null for a PATCH")
+    changed_at: datetime
+    changed_by: str
+    old_price_usd_per_hour: float | None
+    new_price_usd_per_hour: float | None
+    old_purchase_price_usd: float | None
+    new_purchase_price_usd: float | None
+    old_captured_at: datetime | None = Field(description="When the old price had been read")
+
+
+class UpdatedQuote(SQLModel):
+    quote_id: int
+    gpu_slug: str
+    region: str
+    instance_type: str
+    pricing: str
+    old_price_usd_per_hour: float | None
+    new_price_usd_per_hour: float | None
+
+
+class SkippedRow(SQLModel):
+    row: int = Field(description="CSV: line of the file (header = 1); JSON: position from 1")
+    reason: str
+
+
+class UnmatchedRow(SQLModel):
+    row: int
+    accelerator_name: str
+    instance_type: str
+    reason: str
+
+
+class ImportResult(SQLModel):
+    import_id: int | None = Field(description="The import record; null for a dry run")
+    dry_run: bool
+    provider: str | None
+    format: ImportFormat
+    captured_at: datetime
+    rows_read: int = Field(description="Data rows in the file (header excluded)")
+    quotes_in_file: int = Field(description="Quotes the rows make after merging zones")
+    added: int
+    updated: list[UpdatedQuote]
+    unchanged: int = Field(description="Same price; captured_at moved forward when newer")
+    ignored_rows: int = Field(description="CPU-only and host-machine rows, not quotes")
+    skipped: list[SkippedRow]
+    unmatched: list[UnmatchedRow]
+    duration_ms: float

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -193,7 +193,7 @@ class WorkloadSpec(_Strict):
     """A workload as submitted: what to run, at which precision, and how much of it."""
 
     model_config = ConfigDict(
-        extra="forbid", allow_inf_nan=False, json_schema_extra={"examples": _EXAMPLES}
+        extra="forbid", allow_inf_nan=False, json_schema_extra=cast(Any, {"examples": _EXAMPLES})
     )
 
     kind: Literal["training", "inference", "compute"]

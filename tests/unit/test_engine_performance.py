@@ -43,7 +43,9 @@ def _decode(model: str, batch: int = 1, precision: str = "fp16", **kw: object) -
     )
 
 
-def _train(model: str, batch: int, seq: int | None, gpus_tokens: float = 1e9, **kw: object) -> Workload:
+def _train(
+    model: str, batch: int, seq: int | None, gpus_tokens: float = 1e9, **kw: object
+) -> Workload:
     return Workload(
         kind="training",
         precision="bf16",
@@ -114,7 +116,10 @@ def test_fp64_never_falls_back() -> None:
 def test_fp64_compute_fastest_on_h100_a100_class() -> None:
     # Seed claim: FP64 belongs on H100/A100-class parts
     w = Workload(kind="compute", precision="fp64", compute=ComputeSpec(total_tflop=1e5))
-    hours = {g.slug: estimate(w, g, 1).time_to_complete_hours for g in (H100_SXM, A100_SXM, L4, RTX_4090, MI300X)}
+    hours = {
+        g.slug: estimate(w, g, 1).time_to_complete_hours
+        for g in (H100_SXM, A100_SXM, L4, RTX_4090, MI300X)
+    }
     assert all(h is not None for h in hours.values())
     fast = max(hours[H100_SXM.slug] or 0, hours[A100_SXM.slug] or 0)
     assert (hours[L4.slug] or 0) > 20 * fast
@@ -135,7 +140,12 @@ def test_nvlink_beats_pcie_on_8_gpu_13b_training() -> None:
 
 def test_int8_inference_on_t4_l4_a10g_is_cost_effective() -> None:
     # Seed claim: INT8 inference on T4/L4/A10G class is cost-effective (images per joule)
-    w = Workload(kind="inference", precision="int8", model=PRESETS["resnet-50"].model, inference=InferenceSpec())
+    w = Workload(
+        kind="inference",
+        precision="int8",
+        model=PRESETS["resnet-50"].model,
+        inference=InferenceSpec(),
+    )
     per_joule = {}
     for gpu in (T4, L4, A10G, H100_SXM):
         est = estimate(w, gpu, 1)
@@ -143,7 +153,19 @@ def test_int8_inference_on_t4_l4_a10g_is_cost_effective() -> None:
         per_joule[gpu.slug] = est.samples_per_s / est.power_w
     assert per_joule[L4.slug] > per_joule[A10G.slug]
     int8 = estimate(w, T4, 1).samples_per_s or 0
-    fp16 = estimate(Workload(kind="inference", precision="fp16", model=PRESETS["resnet-50"].model, inference=InferenceSpec()), T4, 1).samples_per_s or 0
+    fp16 = (
+        estimate(
+            Workload(
+                kind="inference",
+                precision="fp16",
+                model=PRESETS["resnet-50"].model,
+                inference=InferenceSpec(),
+            ),
+            T4,
+            1,
+        ).samples_per_s
+        or 0
+    )
     assert int8 > 1.5 * fp16
 
 
@@ -184,7 +206,9 @@ def test_every_preset_estimates(preset: str) -> None:
             kind="inference",
             precision="fp16",
             model=model,
-            inference=InferenceSpec(prompt_tokens=0 if generic else 128, output_tokens=0 if generic or encoder else 64),
+            inference=InferenceSpec(
+                prompt_tokens=0 if generic else 128, output_tokens=0 if generic or encoder else 64
+            ),
         )
         for w in (train, infer):
             est = estimate(w, gpu, 8 if gpu.max_gpus_per_node >= 8 else 1)
@@ -198,16 +222,22 @@ counts = st.sampled_from([1, 2, 4, 8, 16, 32, 64])
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=counts, m=counts, preset=st.sampled_from(["llama-2-7b", "llama-2-13b", "gpt-2", "resnet-50"]), shard=st.sampled_from(["zero1", "zero2", "zero3"]))
+@given(
+    n=counts,
+    m=counts,
+    preset=st.sampled_from(["llama-2-7b", "llama-2-13b", "gpt-2", "resnet-50"]),
+    shard=st.sampled_from(["zero1", "zero2", "zero3"]),
+)
 def test_more_gpus_never_raise_training_memory(n: int, m: int, preset: str, shard: str) -> None:
     lo, hi = sorted((n, m))
     seq = None if preset == "resnet-50" else 1024
     w = _train(preset, 64, seq, sharding=shard)
     a = estimate(w, H100_SXM, lo)
     b = estimate(w, H100_SXM, hi)
-    assert b.memory.weights + b.memory.gradients + b.memory.optimizer_states <= (
-        a.memory.weights + a.memory.gradients + a.memory.optimizer_states
-    ) + 1e-9
+    assert (
+        b.memory.weights + b.memory.gradients + b.memory.optimizer_states
+        <= (a.memory.weights + a.memory.gradients + a.memory.optimizer_states) + 1e-9
+    )
 
 
 def _scaled(gpu: GpuSpec, bw: float = 1.0, compute: float = 1.0) -> GpuSpec:
@@ -222,7 +252,11 @@ def _scaled(gpu: GpuSpec, bw: float = 1.0, compute: float = 1.0) -> GpuSpec:
 
 
 @settings(max_examples=40, deadline=None)
-@given(f=st.floats(1.0, 10.0), batch=st.sampled_from([1, 4, 32, 128]), gpu=st.sampled_from([H100_SXM, L4, A100_SXM]))
+@given(
+    f=st.floats(1.0, 10.0),
+    batch=st.sampled_from([1, 4, 32, 128]),
+    gpu=st.sampled_from([H100_SXM, L4, A100_SXM]),
+)
 def test_more_bandwidth_never_slows_decode(f: float, batch: int, gpu: GpuSpec) -> None:
     w = _decode("llama-2-7b", batch=batch)
     base = estimate(w, gpu, 1).tpot_ms
@@ -231,7 +265,11 @@ def test_more_bandwidth_never_slows_decode(f: float, batch: int, gpu: GpuSpec) -
 
 
 @settings(max_examples=40, deadline=None)
-@given(f=st.floats(1.0, 10.0), batch=st.sampled_from([1, 8, 64]), gpu=st.sampled_from([H100_SXM, L4, T4]))
+@given(
+    f=st.floats(1.0, 10.0),
+    batch=st.sampled_from([1, 8, 64]),
+    gpu=st.sampled_from([H100_SXM, L4, T4]),
+)
 def test_more_compute_never_slows_prefill(f: float, batch: int, gpu: GpuSpec) -> None:
     w = _decode("llama-2-7b", batch=batch)
     base = estimate(w, gpu, 1).ttft_ms

@@ -1,0 +1,172 @@
+"""Frozen dataclasses for recommendations: offers, constraints, cost, candidates, rejections.
+
+Units are in the field names. Money is USD; ``_per_hour`` is per wall-clock hour of the whole
+rented (or owned) set of GPUs, including every replica.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from service.engine.types import Estimate
+
+Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
+Deployment = Literal["cloud", "on_prem", "edge"]
+Objective = Literal["cost", "time", "balanced", "energy"]
+RejectionCode = Literal[
+    "memory",
+    "constraint",
+    "budget",
+    "deadline",
+    "latency",
+    "precision",
+    "no_quote",
+    "power",
+    "interconnect",
+]
+
+RENTAL_PRICING: tuple[Pricing, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+DEFAULT_PRICING: tuple[Pricing, ...] = ("on_demand", "reserved_1y", "reserved_3y")
+"""Spot is opt-in: it can be reclaimed mid-job, so it is never picked unless asked for."""
+
+DEFAULT_ELECTRICITY_USD_PER_KWH = 0.15
+"""[USD/kWh] Rounded US commercial average (EIA Electric Power Monthly, table 5.6.A, 2024:
+~0.13 USD/kWh commercial, ~0.08 industrial; 0.15 leaves room for taxes and demand charges)."""
+DEFAULT_AMORTIZATION_YEARS = 3.0
+"""[years] Straight-line depreciation period for servers used by hyperscalers' filings
+(Microsoft/Alphabet 10-K 2022: servers 4-6 years; 3 years is the conservative GPU refresh)."""
+DEFAULT_DATACENTER_PUE = 1.0
+"""[-] Power usage effectiveness. 1.0 = GPU power only; a typical data center is ~1.56
+(Uptime Institute Global Data Center Survey 2023), hyperscale ~1.1 (Google 2023 report)."""
+DEFAULT_HOURS_PER_MONTH = 730.0
+"""[h] 8760 h per year / 12."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One price quote for an instance (or, for ``purchase``, one card)."""
+
+    quote_id: int
+    gpu_slug: str
+    provider: str
+    region: str
+    instance_type: str
+    gpu_count: int
+    """GPUs in ONE instance (purchase quotes: 1 card)."""
+    pricing: Pricing
+    price_usd_per_hour: float | None = None
+    """Whole instance [USD/h]; None for purchase quotes."""
+    purchase_price_usd: float | None = None
+    """One unit [USD]; purchase quotes only."""
+    age_days: float = 0.0
+    stale: bool = False
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Limits on the answer. Every field is optional; an empty instance allows everything."""
+
+    max_gpus: int | None = None
+    gpu_slugs: tuple[str, ...] | None = None
+    exclude_gpu_slugs: tuple[str, ...] = ()
+    vendors: tuple[str, ...] | None = None
+    form_factors: tuple[str, ...] | None = None
+    deployment: Deployment | None = None
+    """cloud/None: rental quotes only; on_prem/edge: purchase quotes, amortized."""
+    max_power_w: float | None = None
+    """Per GPU [W], compared with the board TDP."""
+    providers: tuple[str, ...] | None = None
+    regions: tuple[str, ...] | None = None
+    pricing: tuple[Pricing, ...] = DEFAULT_PRICING
+    budget_usd: float | None = None
+    """Training/compute: total to finish [USD]."""
+    max_usd_per_hour: float | None = None
+    deadline_hours: float | None = None
+    require_fast_interconnect: bool = False
+    """Only GPUs with NVLink or Infinity Fabric."""
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    electricity_usd_per_kwh: float = DEFAULT_ELECTRICITY_USD_PER_KWH
+    amortization_years: float = DEFAULT_AMORTIZATION_YEARS
+    datacenter_pue: float = DEFAULT_DATACENTER_PUE
+    hours_per_month: float = DEFAULT_HOURS_PER_MONTH
+
+    def __post_init__(self) -> None:
+        if self.electricity_usd_per_kwh < 0:
+            raise ValueError("electricity_usd_per_kwh must be >= 0")
+        if self.amortization_years <= 0:
+            raise ValueError("amortization_years must be > 0")
+        if self.datacenter_pue < 1.0:
+            raise ValueError("datacenter_pue must be >= 1")
+        if self.hours_per_month <= 0:
+            raise ValueError("hours_per_month must be > 0")
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """What the chosen offer costs for this workload. None = does not apply or unknown."""
+
+    known: bool
+    """False = no usable quote: every money figure is None."""
+    usd_per_hour: float | None = None
+    total_usd: float | None = None
+    """Training/compute: usd_per_hour x time to finish."""
+    usd_per_million_output_tokens: float | None = None
+    usd_per_1k_requests: float | None = None
+    replicas: int = 1
+    """Inference: copies of the GPU group needed for the target requests/s."""
+    instances: int = 0
+    """Instances of the offer (or purchased units), all replicas included."""
+    gpus: int = 0
+    """GPUs paid for, all replicas included."""
+    owned: bool = False
+    amortized_usd_per_hour: float | None = None
+    power_usd_per_hour: float | None = None
+    break_even_months: float | None = None
+    """Owned: months of 24/7 use after which buying beats the cheapest rental of the GPU."""
+    energy_kwh: float | None = None
+    """Training/compute: to finish; inference: per hour, all replicas."""
+
+
+@dataclass(frozen=True)
+class Provision:
+    skypilot_yaml: str
+    kubernetes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rank: int
+    gpu_slug: str
+    gpu_name: str
+    gpu_count: int
+    """GPUs in one replica (the estimated group); cost.gpus counts all replicas."""
+    offer: Offer | None
+    estimate: Estimate
+    cost: CostBreakdown
+    score: float
+    """The value ranked on, lower is better (see service.engine.ranking)."""
+    pareto_optimal: bool
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    provision: Provision
+
+
+@dataclass(frozen=True)
+class Rejection:
+    gpu_slug: str
+    gpu_name: str
+    reason: str
+    fix: str
+    code: RejectionCode
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    objective: Objective
+    recommendations: tuple[Candidate, ...]
+    rejected: tuple[Rejection, ...]
+    warnings: tuple[str, ...] = ()

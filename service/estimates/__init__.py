@@ -1,0 +1,1 @@
+"""/v1/estimates: one workload on one GPU type and count, feasible or not."""

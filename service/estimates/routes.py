@@ -1,0 +1,76 @@
+"""/v1/estimates and /v1/models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from service.catalog.service import get_gpu, to_spec
+from service.db import SessionDep
+from service.engine import estimate
+from service.engine.types import Workload
+from service.errors import NotFound, Unprocessable, field_error, responses
+from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
+from service.presets.catalog import PRESETS, preset_to_dict
+from service.security import ReaderDep
+from service.workloads.schemas import WorkloadError, WorkloadSpec
+
+router = APIRouter(tags=["estimates"])
+models_router = APIRouter(prefix="/v1/models", tags=["models"])
+
+
+def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload") -> Workload:
+    """Resolve presets and check consistency, as a 422 naming each bad field."""
+    try:
+        return spec.to_engine()
+    except WorkloadError as exc:
+        raise Unprocessable(
+            "The workload's numbers are inconsistent or unknown",
+            errors=[field_error(f"{prefix}.{f}", msg) for f, msg in exc.errors],
+        ) from exc
+
+
+@router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",
+             response_model=EstimateOut, responses=responses(401, 422))
+def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) -> EstimateOut:
+    """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
+    named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""
+    workload = to_engine_workload(body.workload)
+    try:
+        gpu = get_gpu(session, slug=body.gpu_slug)
+    except NotFound as exc:
+        raise Unprocessable(
+            f"Unknown GPU '{body.gpu_slug}'",
+            errors=[field_error("body.gpu_slug", f"no GPU with slug '{body.gpu_slug}'")],
+        ) from exc
+    est = estimate(workload, to_spec(gpu), body.gpu_count)
+    return estimate_out(est, gpu_name=gpu.name)
+
+
+class PresetOut(BaseModel):
+    id: str
+    name: str
+    family: str
+    model_type: str
+    model: dict[str, Any]
+    source: str
+    notes: str
+
+
+@models_router.get("", summary="List model presets", response_model=list[PresetOut],
+                   responses=responses(401))
+def list_models(_: ReaderDep) -> list[PresetOut]:
+    """Known models with their architecture numbers and sources; use `{"preset": id}`."""
+    return [PresetOut.model_validate(preset_to_dict(p)) for p in PRESETS.values()]
+
+
+@models_router.get("/{preset_id}", summary="Get one model preset", response_model=PresetOut,
+                   responses=responses(401, 404))
+def get_model(preset_id: str, _: ReaderDep) -> PresetOut:
+    """One preset by id."""
+    preset = PRESETS.get(preset_id)
+    if preset is None:
+        raise NotFound(f"No model preset '{preset_id}'; see GET /v1/models")
+    return PresetOut.model_validate(preset_to_dict(preset))
