@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from sqlmodel import Session
 
@@ -135,12 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub.add_parser("list", help="List keys (never the secrets)")
     keys.set_defaults(func=cmd_keys)
 
-    for extra in _EXTRA_COMMANDS:
-        extra(sub)
+    from service.workloads.cli import add_recommend_parser
+
+    add_recommend_parser(sub)
+    from service.quotes.cli import add_import_parser
+
+    add_import_parser(sub)
     return parser
-
-
-_EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = []  # type: ignore[type-arg]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,7 +22,9 @@ class Settings(BaseSettings):
     public_reads: bool = Field(default=True, description="GET routes need no key when true.")
     max_page_size: int = Field(default=500, ge=1, le=10_000)
     max_body_bytes: int = Field(default=5_000_000, ge=1_024)
-    """Request bodies above this size get 413 (imports of large catalogs included)."""
+    """Request bodies above this size get 413 (except the import route, below)."""
+    max_import_bytes: int = Field(default=64 * 1024 * 1024, ge=1_024)
+    """Body limit of POST /v1/quotes/import: a whole cloud catalog (AWS's is ~2.5 MB)."""
     stale_quote_days: float = Field(default=30.0, gt=0)
     """A quote captured more than this many days ago is used with a warning."""
     electricity_usd_per_kwh: float = Field(default=0.15, ge=0)

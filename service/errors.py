@@ -157,6 +157,9 @@ _STATUS_TITLES = {
 }
 
 
+_BODY_PARSE_ERROR = "There was an error parsing the body"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
@@ -187,6 +190,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == _BODY_PARSE_ERROR:
+            # FastAPI's 400 for a body it cannot decode (not UTF-8, broken form): an invalid
+            # body like any other, so the documented 422 (a JSON syntax error is already 422).
+            return problem_response(
+                422, "validation-error", "Request validation failed",
+                "The body could not be parsed", instance=request.url.path,
+                errors=[FieldError(field="body", message="could not be parsed",
+                                   type="body_parse_error")],
+            )
         slug, title = _STATUS_TITLES.get(exc.status_code, ("http-error", "HTTP error"))
         detail = exc.detail if isinstance(exc.detail, str) else None
         return problem_response(

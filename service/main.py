@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -15,7 +17,7 @@ from service import __version__
 from service.catalog.routes import router as gpus_router
 from service.config import Settings, get_settings
 from service.db import make_engine
-from service.errors import install_error_handlers
+from service.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.health import router as health_router
 from service.observability import (
     BodySizeLimitMiddleware,
@@ -81,6 +83,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.metrics = Metrics()
     install_error_handlers(app)
+    _document_422_as_problem(app)
     for router in _routers():
         app.include_router(router)
     if settings.cors_origins:
@@ -91,13 +94,49 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             allow_headers=["*"],
             expose_headers=["ETag", "Location", "X-Request-ID"],
         )
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes,
+                       path_limits={"/v1/quotes/import": settings.max_import_bytes})
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
     return app
+
+
+def _document_422_as_problem(app: FastAPI) -> None:
+    """FastAPI documents its automatic 422 as application/json HTTPValidationError, but the
+    handler answers problem+json; document what is sent (schemathesis found the mismatch)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        problem = {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                resp = operation.get("responses", {}).get("422")
+                if resp is not None and PROBLEM_JSON not in resp.get("content", {}):
+                    resp["content"] = problem
+        components = schema.get("components", {}).get("schemas", {})
+        if "Problem" not in components:
+            components["Problem"] = Problem.model_json_schema(
+                ref_template="#/components/schemas/{model}")
+            components.update(components["Problem"].pop("$defs", {}))
+        text = json.dumps(schema.get("paths", {}))
+        for name in ("HTTPValidationError", "ValidationError"):
+            if f'"#/components/schemas/{name}"' not in text and name in components:
+                text_rest = json.dumps({k: v for k, v in components.items() if k != name})
+                if f'"#/components/schemas/{name}"' not in text_rest:
+                    del components[name]
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _routers() -> list:  # type: ignore[type-arg]
     from service.estimates.routes import models_router
     from service.estimates.routes import router as estimates_router
+    from service.workloads.routes import recommendations_router
+    from service.workloads.routes import router as workloads_router
 
-    return [health_router, gpus_router, quotes_router, models_router, estimates_router]
+    return [health_router, gpus_router, quotes_router, models_router, estimates_router,
+            workloads_router, recommendations_router]

@@ -118,16 +118,20 @@ class ObservabilityMiddleware:
 class BodySizeLimitMiddleware:
     """413 problem+json for bodies above the limit, by Content-Length or while streaming."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int,
+                 path_limits: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.path_limits = path_limits or {}
+        """Per-path limits (exact path) that replace max_bytes, e.g. for bulk imports."""
 
-    async def _reject(self, send: Send) -> None:
+    async def _reject(self, send: Send, limit: int) -> None:
         body = json.dumps({
             "type": PROBLEM_BASE + "payload-too-large",
             "title": "Request body too large",
             "status": 413,
-            "detail": f"The body exceeds {self.max_bytes} bytes (GPU_ADVISOR_MAX_BODY_BYTES)",
+            "detail": f"The body exceeds {limit} bytes (GPU_ADVISOR_MAX_BODY_BYTES / "
+                      "GPU_ADVISOR_MAX_IMPORT_BYTES)",
         }).encode()
         await send({"type": "http.response.start", "status": 413, "headers": [
             (b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()),
@@ -138,9 +142,10 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.path_limits.get(scope["path"], self.max_bytes)
         length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._reject(send)
+        if length is not None and length.isdigit() and int(length) > limit:
+            await self._reject(send, limit)
             return
         received = 0
 
@@ -149,10 +154,10 @@ class BodySizeLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > limit:
                     # An HTTPException, so FastAPI's body reader re-raises it untouched and the
                     # problem+json handler renders the 413.
-                    raise HTTPException(413, f"The body exceeds {self.max_bytes} bytes")
+                    raise HTTPException(413, f"The body exceeds {limit} bytes")
             return message
 
         await self.app(scope, limited_receive, send)

@@ -74,7 +74,9 @@ class GpuSpecFields(SQLModel):
 
     @field_validator("aliases")
     @classmethod
-    def _aliases(cls, value: list[str]) -> list[str]:
+    def _aliases(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:  # PATCH {"aliases": null}: the service answers 422 (not nullable)
+            return None
         if len(value) > 50:
             raise ValueError("at most 50 aliases")
         cleaned: list[str] = []

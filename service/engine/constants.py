@@ -175,6 +175,16 @@ EFF_DECODE_COMPUTE = _const(
     "large-batch decode GEMMs are skinny and interleave attention; 40-60% MFU "
     "(vLLM/TensorRT-LLM throughput tables, see CALIBRATION.md)",
 )
+EFF_8BIT_TRANSFORMER = _const(
+    "efficiency_8bit_transformer_factor",
+    0.80,
+    "x efficiency_prefill / efficiency_decode_compute",
+    "FP8/INT8 transformer inference reaches a smaller share of its (2x) tensor peak: "
+    "attention, norms and (de)quantization do not speed up. TensorRT-LLM perf overview (v1.0, "
+    "docs/source/performance/perf-overview.md), Llama 3.1 8B FP8, ISL/OSL 2048/128, "
+    "compute-bound: H100 3,450 and H200 3,538 output tok/s = ~0.51 of FP8 dense peak, vs 0.65 "
+    "at 16-bit (see CALIBRATION.md)",
+)
 EFF_MEMORY_BW = _const(
     "efficiency_memory_bandwidth",
     0.80,
@@ -301,6 +311,7 @@ INFERENCE_KEYS = (
     "max_auto_batch",
     "efficiency_prefill",
     "efficiency_decode_compute",
+    "efficiency_8bit_transformer_factor",
     "efficiency_memory_bandwidth",
     "efficiency_cnn_inference",
     "efficiency_non_tensor",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -26,6 +27,7 @@ NODE_SEARCH_LIMIT = 4096
 """Largest GPU count :func:`min_gpus_to_fit` searches."""
 
 
+@functools.lru_cache(maxsize=16)
 def _assumptions(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
     names: list[str] = []
     for group in (c.COMMON_KEYS, *groups, c.LINK_KEYS):
@@ -243,20 +245,19 @@ def _estimate_inference(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate
     else:
         # throughput mode: every split that fits, the largest batch meeting the limits,
         # keep the split with the most requests/s (ties go to the smaller split)
-        timing = inf.timing(workload, gpu, placement, rate, 1)
+        found: inf.Timing | None = None
         best = -1.0
         for option, option_size, option_fits in inf.placements(workload, gpu, n, prec, 1):
             if fits and not option_fits:
                 continue
             max_fit = max(1, option_size.max_batch(usable))
-            for candidate in inf.batch_candidates(max_fit):
-                t = inf.timing(workload, gpu, option, rate, candidate)
-                if inf.meets(spec, t):
-                    rps = inf.throughput(spec, t, option)[0]
-                    if rps > best * 1.001:
-                        best, timing = rps, t
-                        placement, size = option, option_size
-                    break
+            t = inf.best_batch(workload, gpu, option, rate, max_fit)
+            if t is not None:
+                rps = inf.throughput(spec, t, option)[0]
+                if rps > best * 1.001:
+                    best, found = rps, t
+                    placement, size = option, option_size
+        timing = found or inf.timing(workload, gpu, placement, rate, 1)
     batch = timing.batch
     ttft, tpot, latency = inf.latency_checks(spec, timing)
     has_limits = any(

@@ -149,6 +149,23 @@ def kv_bytes_per_token(model: TransformerModel, kv_precision: Precision) -> floa
     return 2.0 * model.layers * model.kv_heads * head_dim * c.BYTES_PER_ELEMENT[kv_precision]
 
 
+def kv_tokens(model: TransformerModel, context: float) -> float:
+    """Tokens a sequence keeps in its KV cache [tokens]: the context, capped by the sliding
+    window when the model has one (Mistral 7B: 4096; Jiang et al. 2023, §2)."""
+    if model.sliding_window is not None and model.sliding_window > 0:
+        return min(context, float(model.sliding_window))
+    return context
+
+
+def causal_attention_pairs(model: TransformerModel, seq: float) -> float:
+    """(query, key) pairs a causal prefill of ``seq`` tokens scores per layer and head-dim:
+    s^2/2 for full attention; w^2/2 + (s - w) x w under a sliding window of w tokens."""
+    w = model.sliding_window
+    if w is None or w <= 0 or seq <= w:
+        return seq * seq / 2.0
+    return w * w / 2.0 + (seq - w) * w
+
+
 def inference_activation_bytes(
     model: ModelSpec, batch: int, prompt_tokens: int, tp: int, elem_bytes: float
 ) -> float:

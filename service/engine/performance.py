@@ -89,10 +89,12 @@ class PhaseTime:
     compute_s: float
     memory_s: float
     comm_s: float = 0.0
+    stall_s: float = 0.0
+    """Time sequential kernels cannot overlap (see :func:`sequential`) [s]."""
 
     @property
     def total_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.comm_s
+        return max(self.compute_s, self.memory_s) + self.stall_s + self.comm_s
 
     @property
     def bound(self) -> Bound:
@@ -114,6 +116,16 @@ def roofline(
     compute_s = flops / (rate_tflops * 1e12 * compute_eff)
     memory_s = bytes_moved / (bandwidth * c.GB)
     return PhaseTime(compute_s, memory_s, comm_s)
+
+
+def sequential(kernels: list[tuple[float, float]], comm_s: float = 0.0) -> PhaseTime:
+    """Kernels that run one after another, each (compute_s, memory_s) with its own roofline:
+    total = sum of max(compute, memory). A weight GEMM's spare FLOPs cannot hide the next
+    attention kernel's KV reads (and vice versa)."""
+    compute = sum(k[0] for k in kernels)
+    memory = sum(k[1] for k in kernels)
+    total = sum(max(k) for k in kernels)
+    return PhaseTime(compute, memory, comm_s, max(0.0, total - max(compute, memory)))
 
 
 def all_reduce_s(nbytes: float, ranks: int, link_gb_s: float) -> float:

@@ -62,6 +62,9 @@ class TransformerModel:
     """Parameters used per token (MoE); None = ``params``."""
     encoder_only: bool = False
     name: str = "custom"
+    sliding_window: int | None = None
+    """Sliding-window attention span [tokens] (Mistral 7B: 4096); None = full attention.
+    Caps the KV cache per sequence and the attention work per token at this many tokens."""
 
 
 @dataclass(frozen=True)

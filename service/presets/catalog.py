@@ -159,9 +159,10 @@ _PRESETS: tuple[Preset, ...] = (
         "mistral-7b",
         "Mistral 7B v0.1",
         "mistral",
-        _t("mistral-7b", 7.24e9, 32, 4096, 32, 8, 32000, 14336),
+        _t("mistral-7b", 7.24e9, 32, 4096, 32, 8, 32000, 14336, sliding_window=4096),
         HF.format("mistralai/Mistral-7B-v0.1"),
-        "GQA 8 KV heads; sliding-window attention 4096 (not modelled: KV is not capped).",
+        "GQA 8 KV heads; sliding-window attention 4096 (config.json sliding_window; Jiang et "
+        "al. 2023, arXiv:2310.06825 §2): KV cache per sequence capped at 4096 tokens.",
     ),
     Preset(
         "mixtral-8x7b",

@@ -203,6 +203,9 @@ class UpdatedQuote(SQLModel):
     pricing: str
     old_price_usd_per_hour: float | None
     new_price_usd_per_hour: float | None
+    old_gpu_slug: str = Field(description="Differs from gpu_slug when the GPU was re-matched")
+    old_gpu_count: int
+    gpu_count: int
 
 
 class SkippedRow(SQLModel):

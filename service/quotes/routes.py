@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request, Response, status
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
 
 from service.common import IfMatch, Offset, Page, etag_for, parse_if_match, utcnow
 from service.db import SessionDep
 from service.errors import Unprocessable, field_error, responses
-from service.quotes import service
-from service.quotes.models import Pricing, Quote, QuoteCreate, QuotePublic, QuoteUpdate
+from service.quotes import history, imports, service
+from service.quotes.models import (
+    ImportFormat,
+    ImportResult,
+    PriceChangePublic,
+    Pricing,
+    Quote,
+    QuoteCreate,
+    QuoteImportPublic,
+    QuotePublic,
+    QuoteUpdate,
+)
 from service.security import AdminDep, ReaderDep
+
+QuoteId = Annotated[int, Path(ge=1, le=2_147_483_647, description="Quote id")]
+"""Bounded to the id column's range (PostgreSQL INTEGER), so a huge id is a 422, not a 500."""
 
 router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
 
@@ -76,9 +90,112 @@ def list_quotes(
     return Page(data=[_public(request, r) for r in rows], total=total, limit=limit, offset=offset)
 
 
+_IMPORT_DESCRIPTION = """
+Import many quotes at once (admin). The body is the raw file: `text/csv` or `application/json`.
+All or nothing: one bad row (a non-numeric price, a negative count) rejects the whole file with
+a 422 whose `errors[].field` names the row and column (`row 17.Price`; the CSV header is row 1).
+`dry_run=true` reports what would change and writes nothing.
+
+**format=skypilot**: a SkyPilot catalog CSV (`InstanceType, AcceleratorName, AcceleratorCount,
+vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone`, in any order);
+`provider` is required. Each (region, instance type) gives one `on_demand` quote and, when a
+`SpotPrice` is set, one `spot` quote, at the lowest price over its availability zones. Empty
+prices are skipped, CPU-only rows ignored. Accelerators are matched to catalog GPUs by alias,
+GpuInfo memory per GPU (within 12%) and the instance type (`pcie`); accelerators not in the
+catalog (Inferentia, Trainium, FPGAs, Gaudi, ...) are listed as `unmatched`, not errors. GPUs
+priced apart from their host (GCP rows without an instance type) are added to a host machine
+row of the same region and zone (the machine family sold with that GPU, else the cheapest
+`n1-` machine with at least 4 vCPUs per GPU), as instance type `<host>+<n>x<GPU>`.
+
+**format=generic**: our own quote fields: a CSV with the header of `service/data/quotes.csv`
+or a JSON list of quote objects (as for `POST /v1/quotes`). Rows without `captured_at` or
+`source` get the query's. Unknown `gpu_slug`s are listed as `unmatched`.
+
+Existing quotes (same provider, region, instance_type, pricing) are updated when the price,
+GPU or count differs (the old price is kept in `/v1/quotes/{id}/history`); unchanged ones only
+get the newer `captured_at`. Quotes missing from the file are left alone. Every import is
+recorded (`GET /v1/quotes/imports`).
+"""
+
+_IMPORT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "text/csv": {"schema": {"type": "string"}, "example": (
+                "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,"
+                "GpuInfo,SpotPrice\r\ngpu_1x_a10,A10,1.0,30.0,200.0,0.75,us-east-1,\"{'Gpus': "
+                "[{'Name': 'A10', 'Manufacturer': 'NVIDIA', 'Count': 1.0, 'MemoryInfo': "
+                "{'SizeInMiB': 24576}}], 'TotalGpuMemoryInMiB': 24576}\",\r\n")},
+            "application/json": {"schema": {
+                "type": "array", "items": {"$ref": "#/components/schemas/QuoteCreate"}}},
+        },
+    }
+}
+
+
+async def _raw_body(request: Request) -> bytes:
+    return await request.body()
+
+
+@router.post(
+    "/import", summary="Import quotes from a SkyPilot catalog or a generic CSV/JSON file",
+    description=_IMPORT_DESCRIPTION, response_model=ImportResult,
+    responses=responses(401, 403, 409, 413, 422), openapi_extra=_IMPORT_BODY,
+)
+def import_quotes(
+    request: Request,
+    session: SessionDep,
+    caller: AdminDep,
+    body: Annotated[bytes, Depends(_raw_body)],
+    format: Annotated[ImportFormat, Query(description="skypilot or generic")],
+    provider: Annotated[
+        str | None,
+        Query(min_length=1, max_length=40, description="The cloud: aws, lambda, gcp, ..."),
+    ] = None,
+    dry_run: Annotated[bool, Query(description="Report what would change; write nothing")] = False,
+    source: Annotated[
+        str, Query(min_length=1, max_length=2000, description="Where the file came from")
+    ] = "import",
+    captured_at: Annotated[
+        datetime | None, Query(description="When the prices were read (UTC if no offset); "
+                                           "default now")
+    ] = None,
+) -> ImportResult:
+    """Import a price file, all or nothing (admin)."""
+    return imports.run_import(
+        session, body=body, content_type=request.headers.get("content-type"), fmt=format,
+        provider=provider, dry_run=dry_run, source=source, captured_at=captured_at,
+        who=caller.name,
+    )
+
+
+@router.get("/imports", summary="List quote imports", response_model=Page[QuoteImportPublic],
+            responses=responses(401, 422))
+def list_imports(
+    session: SessionDep, _: ReaderDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
+) -> Page[QuoteImportPublic]:
+    """Every import, newest first: who, when, source, format, provider and counts."""
+    rows, total = imports.list_imports(session, limit=limit, offset=offset)
+    return Page(data=rows, total=total, limit=limit, offset=offset)
+
+
+@router.get("/{quote_id}/history", summary="Price history of a quote",
+            response_model=Page[PriceChangePublic], responses=responses(401, 404, 422))
+def quote_history(
+    quote_id: QuoteId, session: SessionDep, _: ReaderDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
+) -> Page[PriceChangePublic]:
+    """Every price change of the quote, oldest first, with the old and new price."""
+    service.get_quote(session, quote_id=quote_id)
+    rows, total = history.list_price_history(session, quote_id=quote_id, limit=limit,
+                                             offset=offset)
+    return Page(data=rows, total=total, limit=limit, offset=offset)
+
+
 @router.get("/{quote_id}", summary="Get one quote", response_model=QuotePublic,
             responses=responses(401, 404))
-def get_quote(quote_id: int, request: Request, session: SessionDep, _: ReaderDep,
+def get_quote(quote_id: QuoteId, request: Request, session: SessionDep, _: ReaderDep,
               response: Response) -> QuotePublic:
     """One quote by id."""
     quote = service.get_quote(session, quote_id=quote_id)
@@ -114,26 +231,26 @@ def create_quote(
     responses=responses(401, 403, 404, 409, 412, 422),
 )
 def patch_quote(
-    quote_id: int,
+    quote_id: QuoteId,
     data: Annotated[
         QuoteUpdate, Body(openapi_examples={"price": {"value": {"price_usd_per_hour": 21.5}}})
     ],
     request: Request,
     session: SessionDep,
-    _: AdminDep,
+    caller: AdminDep,
     response: Response,
     if_match: IfMatch = None,
 ) -> QuotePublic:
     """Change only the given fields (admin); If-Match is checked when sent."""
     quote = service.patch_quote(session, quote_id=quote_id, data=data,
-                                if_match=parse_if_match(if_match))
+                                if_match=parse_if_match(if_match), changed_by=caller.name)
     response.headers["ETag"] = etag_for(quote.version)
     return _public(request, quote)
 
 
 @router.delete("/{quote_id}", summary="Delete a quote", status_code=status.HTTP_204_NO_CONTENT,
                responses=responses(401, 403, 404))
-def delete_quote(quote_id: int, session: SessionDep, _: AdminDep) -> Response:
+def delete_quote(quote_id: QuoteId, session: SessionDep, _: AdminDep) -> Response:
     """Delete a quote (admin)."""
     service.delete_quote(session, quote_id=quote_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

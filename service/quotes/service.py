@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 
 from service.common import as_utc, utcnow
 from service.errors import Conflict, NotFound, PreconditionFailed, Unprocessable, field_error
+from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
     QUOTE_NOT_NULL,
     Quote,
@@ -143,7 +144,8 @@ def create_quote(session: Session, *, data: QuoteCreate) -> Quote:
 
 
 def patch_quote(
-    session: Session, *, quote_id: int, data: QuoteUpdate, if_match: int | None
+    session: Session, *, quote_id: int, data: QuoteUpdate, if_match: int | None,
+    changed_by: str = "api",
 ) -> Quote:
     quote = get_quote(session, quote_id=quote_id)
     if if_match is not None and if_match != quote.version:
@@ -170,6 +172,11 @@ def patch_quote(
         _check_gpu_exists(session, changes["gpu_slug"], "body.gpu_slug")
     if changes:
         _check_unique(session, merged, exclude_id=quote.id)
+        new_hourly, new_purchase = merged["price_usd_per_hour"], merged["purchase_price_usd"]
+        if price_changed(quote, hourly=new_hourly, purchase=new_purchase):
+            record_price_change(session, quote=quote, new_hourly=new_hourly,
+                                new_purchase=new_purchase, changed_by=changed_by,
+                                changed_at=utcnow())
         quote.sqlmodel_update(changes)
         quote.version += 1
         quote.updated_at = utcnow()

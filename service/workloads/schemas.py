@@ -40,7 +40,7 @@ class ModelInput(_Strict):
     """A preset id, or an explicit transformer, or a generic network (CNN, detector)."""
 
     preset: str | None = Field(default=None, min_length=1, max_length=64)
-    params: float | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    params: float | None = Field(default=None, ge=1, le=MAX_PARAMS)
     layers: int | None = Field(default=None, gt=0, le=10_000)
     hidden_size: int | None = Field(default=None, gt=0, le=1_000_000)
     attention_heads: int | None = Field(default=None, gt=0, le=100_000)
@@ -49,9 +49,9 @@ class ModelInput(_Strict):
     intermediate_size: int | None = Field(default=None, gt=0, le=10_000_000)
     experts: int = Field(default=1, ge=1, le=100_000)
     experts_per_token: int = Field(default=1, ge=1, le=100_000)
-    active_params: float | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    active_params: float | None = Field(default=None, ge=1, le=MAX_PARAMS)
     encoder_only: bool = False
-    gflops_per_sample: float | None = Field(default=None, gt=0, le=1e9)
+    gflops_per_sample: float | None = Field(default=None, ge=1e-6, le=1e9)
     activation_mb_per_sample: float | None = Field(default=None, ge=0, le=1e7)
     name: str = Field(default="custom", max_length=128)
 
@@ -109,10 +109,10 @@ class ModelInput(_Strict):
 class TrainingInput(_Strict):
     batch_size: int = Field(gt=0, le=MAX_INT, description="Global batch [samples/sequences]")
     seq_len: int | None = Field(default=None, gt=0, le=10_000_000)
-    tokens: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
-    epochs: float | None = Field(default=None, gt=0, le=100_000)
-    dataset_samples: float | None = Field(default=None, gt=0, le=MAX_TOKENS)
+    tokens: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    samples: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    epochs: float | None = Field(default=None, ge=1e-6, le=100_000)
+    dataset_samples: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
     optimizer: Literal["adamw", "sgd", "adafactor"] = "adamw"
     activation_checkpointing: bool = False
     sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"

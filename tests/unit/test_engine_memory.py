@@ -106,3 +106,20 @@ def test_training_needs_far_more_memory_than_inference() -> None:
     i = estimate(infer, H100_SXM, 1)
     assert t.memory_per_gpu_gb > 5 * i.memory_per_gpu_gb
     assert not t.fits and i.fits
+
+
+def test_mistral_sliding_window_caps_kv_cache() -> None:
+    # Mistral 7B: sliding_window 4096 (HF config); KV per token 2*32*8*128*2 = 131,072 B,
+    # so 16k context holds 4096 tokens = 0.537 GB per sequence, not 2.1 GB
+    mistral = PRESETS["mistral-7b"].model
+    assert isinstance(mistral, TransformerModel) and mistral.sliding_window == 4096
+    w = Workload(
+        kind="inference",
+        precision="fp16",
+        model=mistral,
+        inference=InferenceSpec(prompt_tokens=15_384, output_tokens=1_000, batch_size=4),
+    )
+    est = estimate(w, H100_SXM, 1)
+    assert est.memory.kv_cache == pytest.approx(4 * 4096 * 131_072 / 1e9, rel=1e-6)
+    assert memory.kv_tokens(mistral, 2_000) == 2_000
+    assert memory.causal_attention_pairs(mistral, 8192) == 4096**2 / 2 + 4096 * 4096

@@ -1,0 +1,316 @@
+"""Picking the offer, and what a workload costs on it: to finish, per unit of work, per hour.
+
+Rules (all pure arithmetic on the quote and the estimate):
+
+* An offer is bought as whole instances. ``n`` GPUs from an offer of ``g`` GPUs per instance
+  take ``ceil(n / g)`` instances, and the job is estimated on the ``ceil(n / g) * g`` GPUs
+  actually rented. Several instances are combined only when each is a whole node
+  (``g >= max_gpus_per_node``): the estimate assumes full nodes joined by the network, which
+  partial-node instances (e.g. eight 1-GPU VMs) would not give.
+* Rented hourly cost = instances x ``price_usd_per_hour`` (the quote is for the whole instance).
+* Owned hourly cost (deployment on_prem/edge, ``purchase`` quotes)::
+
+      amortized = purchase_price_usd x units / (amortization_years x 8760 h)
+      power     = power_w / 1000 x datacenter_pue x electricity_usd_per_kwh
+      usd_per_hour = amortized + power
+
+  where ``power_w`` is the estimate's sustained draw (count x TDP x utilization).
+* Break-even (owned vs the cheapest rental of the same GPU, 24/7 use)::
+
+      months = purchase_total / (rent_usd_per_hour - power_usd_per_hour) / hours_per_month
+
+  None when renting costs no more than the electricity (buying never pays back).
+* Training/compute: ``total_usd = usd_per_hour x time_to_complete_hours`` (never a 1-hour
+  assumption). Inference: ``replicas = ceil(target_requests_per_s / requests_per_s)`` (1
+  without a target), ``usd_per_hour`` covers every replica, and
+  ``usd_per_million_output_tokens = usd_per_hour / (tokens_per_s x replicas x 3600) x 1e6``
+  (LLMs with output tokens) or ``usd_per_1k_requests`` likewise per 1000 requests.
+  With a ``target_requests_per_s`` the denominator is the work actually served (the target),
+  not the replicas' capacity: an H100 serving 5,000 of the 90,000 ResNet-50 requests/s it could
+  serve is billed in full, so its cost per request is that of the hour / 5,000 req/s. Without a
+  target, the capacity (a fully loaded deployment) is used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from service.engine.recommend_types import (
+    RENTAL_PRICING,
+    Constraints,
+    CostBreakdown,
+    CostSettings,
+    Offer,
+)
+from service.engine.types import Estimate, GpuSpec, Workload
+
+HOURS_PER_YEAR = 8760.0
+"""[h] 365 x 24."""
+SECONDS_PER_HOUR = 3600.0
+TOKENS_PER_MILLION = 1e6
+REQUESTS_PER_UNIT = 1000.0
+"""Non-LLM inference is priced per 1000 requests."""
+
+
+def group_offers(offers: Iterable[Offer]) -> dict[str, tuple[Offer, ...]]:
+    """Offers by gpu slug, each group sorted by quote_id (one pass; input order irrelevant)."""
+    groups: dict[str, list[Offer]] = {}
+    for offer in offers:
+        groups.setdefault(offer.gpu_slug, []).append(offer)
+    return {slug: tuple(sorted(g, key=lambda o: o.quote_id)) for slug, g in groups.items()}
+
+
+def owns(constraints: Constraints) -> bool:
+    """True when the deployment is bought (on_prem, edge) rather than rented."""
+    return constraints.deployment in ("on_prem", "edge")
+
+
+def _allowed_place(offer: Offer, constraints: Constraints) -> bool:
+    if constraints.providers is not None and offer.provider not in constraints.providers:
+        return False
+    return (
+        constraints.regions is None
+        or offer.region in constraints.regions
+        or (offer.pricing == "purchase")
+    )
+
+
+def usable_offers(offers: Sequence[Offer], constraints: Constraints) -> tuple[Offer, ...]:
+    """The quotes this request may use: purchase quotes when owning, else allowed rentals."""
+    out: list[Offer] = []
+    for offer in offers:
+        if offer.gpu_count < 1 or not _allowed_place(offer, constraints):
+            continue
+        if owns(constraints):
+            if offer.pricing == "purchase" and (offer.purchase_price_usd or -1.0) >= 0:
+                out.append(offer)
+        elif (
+            offer.pricing in RENTAL_PRICING
+            and offer.pricing in constraints.pricing
+            and (offer.price_usd_per_hour or -1.0) >= 0
+        ):
+            out.append(offer)
+    return tuple(out)
+
+
+def rental_usd_per_gpu_hour(offers: Sequence[Offer], constraints: Constraints) -> float | None:
+    """Cheapest rental rate per GPU-hour among the allowed rental quotes (break-even baseline)."""
+    rental = usable_offers(
+        offers,
+        Constraints(
+            providers=constraints.providers,
+            regions=constraints.regions,
+            pricing=constraints.pricing,
+        ),
+    )
+    rates = [o.price_usd_per_hour / o.gpu_count for o in rental if o.price_usd_per_hour is not None]
+    return min(rates) if rates else None
+
+
+def instances_for(gpu: GpuSpec, offer: Offer, count: int) -> tuple[int, int] | None:
+    """(instances, GPUs rented) to get at least ``count`` GPUs from ``offer``, or None when
+    it would take several partial-node instances (see the module docstring)."""
+    if offer.pricing == "purchase":
+        return count, count
+    per_instance = offer.gpu_count
+    instances = -(-count // per_instance)
+    if instances > 1 and per_instance < max(1, gpu.max_gpus_per_node):
+        return None
+    return instances, instances * per_instance
+
+
+def group_usd_per_hour(offer: Offer, instances: int) -> float:
+    """Hourly price of ``instances`` rented instances (rentals only) [USD/h]."""
+    assert offer.price_usd_per_hour is not None
+    return instances * offer.price_usd_per_hour
+
+
+def cheapest_offers(
+    gpu: GpuSpec, offers: Sequence[Offer], counts: Iterable[int], max_count: int
+) -> dict[int, tuple[Offer, int]]:
+    """For each GPU count actually rented: the cheapest offer and its instance count.
+
+    Rentals compare instances x hourly price; purchases compare the card price. Ties go to the
+    lower quote_id, so the choice is deterministic.
+    """
+    best: dict[int, tuple[float, int, Offer, int]] = {}
+    for count in counts:
+        for offer in offers:
+            plan = instances_for(gpu, offer, count)
+            if plan is None or plan[1] > max_count:
+                continue
+            instances, rented = plan
+            if offer.pricing == "purchase":
+                assert offer.purchase_price_usd is not None
+                price = offer.purchase_price_usd * instances
+            else:
+                price = group_usd_per_hour(offer, instances)
+            key = (price, offer.quote_id)
+            current = best.get(rented)
+            if current is None or key < (current[0], current[1]):
+                best[rented] = (price, offer.quote_id, offer, instances)
+    return {n: (v[2], v[3]) for n, v in best.items()}
+
+
+def replicas_needed(workload: Workload, est: Estimate) -> int:
+    """Copies of the estimated GPU group needed for the target requests/s (1 without one)."""
+    spec = workload.inference
+    if workload.kind != "inference" or spec is None or not spec.target_requests_per_s:
+        return 1
+    rps = est.requests_per_s or 0.0
+    if rps <= 0:
+        return 1
+    return max(1, math.ceil(spec.target_requests_per_s / rps - 1e-9))
+
+
+def is_llm_serving(workload: Workload) -> bool:
+    spec = workload.inference
+    return spec is not None and spec.output_tokens > 0
+
+
+def power_usd_per_hour(est: Estimate, settings: CostSettings) -> float:
+    """Electricity for one GPU group at the estimate's sustained draw [USD/h]."""
+    return (
+        (est.power_w or 0.0) / 1000.0 * settings.datacenter_pue * (settings.electricity_usd_per_kwh)
+    )
+
+
+def break_even_months(
+    purchase_total_usd: float, rent_usd_per_hour: float, power_usd_h: float, hours_month: float
+) -> float | None:
+    """Months of 24/7 use after which owning is cheaper than renting; None if never."""
+    saving = rent_usd_per_hour - power_usd_h
+    if saving <= 0:
+        return None
+    return purchase_total_usd / saving / hours_month
+
+
+def served_fraction(target_rps: float | None, capacity_rps: float) -> float:
+    """Share of the replicas' capacity that does paid work: target / capacity with a target
+    (the rest is idle headroom you still pay for), 1 without one."""
+    if not target_rps or capacity_rps <= 0:
+        return 1.0
+    return min(1.0, target_rps / capacity_rps)
+
+
+def unit_rates(
+    workload: Workload, est: Estimate, replicas: int, usd_per_hour: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """(usd_per_million_output_tokens, usd_per_1k_requests, kWh per the same unit)."""
+    spec = workload.inference
+    if workload.kind != "inference" or spec is None:
+        return None, None, None
+    kw = (est.power_w or 0.0) / 1000.0 * replicas
+    capacity_rps = (est.requests_per_s or 0.0) * replicas
+    served = served_fraction(spec.target_requests_per_s, capacity_rps)
+    if is_llm_serving(workload):
+        per_hour_units = (est.tokens_per_s or 0.0) * replicas * served * SECONDS_PER_HOUR
+        scale = TOKENS_PER_MILLION
+    else:
+        per_hour_units = capacity_rps * served * SECONDS_PER_HOUR
+        scale = REQUESTS_PER_UNIT
+    if per_hour_units <= 0:
+        return None, None, None
+    energy = kw / per_hour_units * scale
+    money = None if usd_per_hour is None else usd_per_hour / per_hour_units * scale
+    if is_llm_serving(workload):
+        return money, None, energy
+    return None, money, energy
+
+
+def cost_breakdown(
+    workload: Workload,
+    est: Estimate,
+    offer: Offer | None,
+    instances: int,
+    settings: CostSettings,
+    rent_per_gpu_hour: float | None = None,
+) -> CostBreakdown:
+    """Cost of running ``workload`` as estimated in ``est`` on ``instances`` of ``offer``.
+
+    ``rent_per_gpu_hour`` is the cheapest rental of the same GPU, for the break-even figure.
+    """
+    replicas = replicas_needed(workload, est)
+    gpus = est.gpu_count * replicas
+    training_like = workload.kind != "inference"
+    energy = (
+        est.energy_kwh
+        if training_like
+        else (None if est.energy_kwh is None else est.energy_kwh * replicas)
+    )
+    if offer is None:
+        return CostBreakdown(known=False, replicas=replicas, gpus=gpus, energy_kwh=energy)
+    owned = offer.pricing == "purchase"
+    amortized = power = months = None
+    if owned:
+        assert offer.purchase_price_usd is not None
+        purchase_total = offer.purchase_price_usd * instances * replicas
+        amortized = purchase_total / (settings.amortization_years * HOURS_PER_YEAR)
+        power = power_usd_per_hour(est, settings) * replicas
+        usd_h = amortized + power
+        if rent_per_gpu_hour is not None:
+            months = break_even_months(
+                purchase_total, rent_per_gpu_hour * gpus, power, settings.hours_per_month
+            )
+    else:
+        usd_h = group_usd_per_hour(offer, instances) * replicas
+    hours = est.time_to_complete_hours
+    total = usd_h * hours if training_like and hours is not None else None
+    per_mtok, per_1k, _ = unit_rates(workload, est, replicas, usd_h)
+    return CostBreakdown(
+        known=True,
+        usd_per_hour=usd_h,
+        total_usd=total,
+        usd_per_million_output_tokens=per_mtok,
+        usd_per_1k_requests=per_1k,
+        replicas=replicas,
+        instances=instances * replicas,
+        gpus=gpus,
+        owned=owned,
+        amortized_usd_per_hour=amortized,
+        power_usd_per_hour=power,
+        break_even_months=months,
+        energy_kwh=energy,
+    )
+
+
+def describe_offer(offer: Offer, instances: int, settings: CostSettings) -> str:
+    """ "aws p5.48xlarge us-east-1 on_demand $98.32/h for 8 GPUs" (x instances when > 1)."""
+    if offer.pricing == "purchase":
+        assert offer.purchase_price_usd is not None
+        return (
+            f"bought: {offer.provider} {offer.instance_type} ${offer.purchase_price_usd:,.0f} "
+            f"per card x {instances}, amortized over {settings.amortization_years:g} years"
+        )
+    assert offer.price_usd_per_hour is not None
+    text = (
+        f"{offer.provider} {offer.instance_type} {offer.region} {offer.pricing} "
+        f"${offer.price_usd_per_hour:,.2f}/h for {offer.gpu_count} GPU"
+        f"{'s' if offer.gpu_count > 1 else ''}"
+    )
+    return text if instances == 1 else f"{instances} x {text}"
+
+
+def describe_cost(workload: Workload, cost: CostBreakdown, est: Estimate) -> str:
+    """The cost figure the candidate is judged on, in words."""
+    if not cost.known or cost.usd_per_hour is None:
+        return "no usable price quote; cost unknown"
+    rep = f" for {cost.replicas} replicas" if cost.replicas > 1 else ""
+    hourly = f"${cost.usd_per_hour:,.2f}/h{rep}"
+    if cost.owned:
+        hourly += (
+            f" (amortized ${cost.amortized_usd_per_hour or 0:,.3f}/h + power "
+            f"${cost.power_usd_per_hour or 0:,.3f}/h)"
+        )
+    if cost.total_usd is not None and est.time_to_complete_hours is not None:
+        return f"${cost.total_usd:,.0f} to finish: {est.time_to_complete_hours:,.1f} h at {hourly}"
+    if cost.usd_per_million_output_tokens is not None:
+        return f"${cost.usd_per_million_output_tokens:,.3f} per million output tokens at {hourly}"
+    if cost.usd_per_1k_requests is not None:
+        return f"${cost.usd_per_1k_requests:,.4f} per 1000 requests at {hourly}"
+    return hourly
+
+
+def by_slug(gpus: Iterable[GpuSpec]) -> Mapping[str, GpuSpec]:
+    return {gpu.slug: gpu for gpu in gpus}

@@ -1,0 +1,295 @@
+"""Human-readable reasons, with figures, for recommendation candidates and rejections."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from service.engine.estimate import estimate
+from service.engine.recommend_types import Constraints, CostBreakdown, Objective, RejectionCode
+from service.engine.types import Estimate, GpuSpec, MemoryBreakdown, Workload
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why an option (or a GPU) failed: the check's stage (later = came closer), the code,
+    the reason, the nearest fix, and the relative overage for ordering."""
+
+    stage: int
+    code: RejectionCode
+    reason: str
+    fix: str
+    overage: float = 0.0
+
+
+_PARTS = (
+    ("weights", "weights"),
+    ("gradients", "grads"),
+    ("optimizer_states", "optimizer"),
+    ("activations", "activations"),
+    ("kv_cache", "KV"),
+    ("overhead", "overhead"),
+)
+
+
+def memory_parts(mem: MemoryBreakdown) -> str:
+    """ "weights 140.0 + KV 8.2 + overhead 1.2 GB" (zero terms left out)."""
+    parts = [
+        f"{label} {getattr(mem, name):.1f}" for name, label in _PARTS if getattr(mem, name) >= 0.05
+    ]
+    return " + ".join(parts) + " GB" if parts else "0 GB"
+
+
+def layout(est: Estimate) -> str:
+    """ "TP=2", "TP=8 x PP=2, 4 replicas", "DP=64 with zero3" and the slowest link."""
+    p = est.parallelism
+    bits = []
+    if p.tensor_parallel > 1:
+        bits.append(f"TP={p.tensor_parallel}")
+    if p.pipeline_parallel > 1:
+        bits.append(f"PP={p.pipeline_parallel}")
+    text = " x ".join(bits)
+    if p.data_parallel > 1:
+        dp = f"{p.data_parallel} replicas" if est.replicas else f"DP={p.data_parallel}"
+        text = f"{text}, {dp}" if text else dp
+        if p.sharding != "none":
+            text += f" with {p.sharding}"
+    if not text:
+        text = "1 GPU"
+    if p.link not in ("none", "") and p.link_bandwidth_gb_s:
+        text += f", slowest link {p.link} {p.link_bandwidth_gb_s:g} GB/s"
+    if p.nodes > 1:
+        text += f", {p.nodes} nodes of {p.gpus_per_node}"
+    return text
+
+
+def memory_reasons(workload: Workload, gpu: GpuSpec, est: Estimate, first_fit: int) -> list[str]:
+    """The memory arithmetic: what one GPU would need, and what each GPU needs as split."""
+    per_gpu = (
+        f"needs {est.memory_per_gpu_gb:.1f} GB per GPU for {memory_parts(est.memory)}; "
+        f"{gpu.name} has {gpu.memory_gb:g} GB"
+    )
+    if est.gpu_count == 1:
+        return [per_gpu]
+    out = [f"{per_gpu}, across {est.gpu_count} GPUs ({layout(est)})"]
+    if first_fit > 1 and workload.kind == "inference":
+        single = estimate(workload, gpu, 1)
+        out.append(
+            f"on one GPU it would need {single.memory_per_gpu_gb:.1f} GB "
+            f"({memory_parts(single.memory)}) > {gpu.memory_gb:g} GB, so it is split"
+        )
+    if first_fit > 1:
+        out.append(f"fits memory from at least {first_fit} GPUs of {gpu.memory_gb:g} GB")
+    return out
+
+
+def _phase(workload: Workload, est: Estimate) -> str:
+    if workload.kind == "training":
+        return "each training step"
+    if workload.kind == "compute":
+        return "the job"
+    spec = workload.inference
+    if spec is not None and est.tpot_ms is not None and est.ttft_ms is not None:
+        if spec.output_tokens * est.tpot_ms > est.ttft_ms:
+            return "decode"
+        return "prefill"
+    return "the forward pass"
+
+
+def bound_reason(workload: Workload, gpu: GpuSpec, est: Estimate) -> str:
+    phase = _phase(workload, est)
+    if est.bound == "memory_bandwidth":
+        return f"{phase} is memory-bandwidth bound at {gpu.memory_bandwidth_gb_s / 1000:.2f} TB/s"
+    if est.bound == "compute":
+        rate = est.compute_tflops_used or 0.0
+        unit = "TOPS" if est.precision_used in ("int8", "int4") else "TFLOPS"
+        return f"{phase} is compute bound at {rate:g} {unit} dense {est.precision_used} per GPU"
+    if est.bound == "interconnect":
+        p = est.parallelism
+        return f"{phase} is interconnect bound over {p.link} at {p.link_bandwidth_gb_s or 0:g} GB/s"
+    return ""
+
+
+def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
+    if workload.kind != "inference":
+        hours = est.time_to_complete_hours
+        speed = ""
+        if est.tokens_per_s:
+            speed = f" at {est.tokens_per_s:,.0f} tokens/s"
+        elif est.samples_per_s:
+            speed = f" at {est.samples_per_s:,.1f} samples/s"
+        if hours is None:
+            return f"runs{speed}; no length given, so no time to finish"
+        return f"finishes in {hours:,.1f} h ({hours / 24:,.1f} days){speed}"
+    rps = est.requests_per_s or 0.0
+    text = (
+        f"{rps:,.1f} requests/s per group of {est.gpu_count} GPU(s) at batch {est.batch_size}, "
+        f"latency {est.latency_ms or 0:,.1f} ms"
+    )
+    if est.tokens_per_s:
+        text += f", {est.tokens_per_s:,.0f} output tokens/s"
+    if replicas > 1:
+        text += f"; {replicas} replicas meet the target"
+    return text
+
+
+def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float]:
+    """Which latency limit fails, by how much (relative)."""
+    spec = workload.inference
+    assert spec is not None
+    checks = (
+        ("time to first token", est.ttft_ms, spec.max_ttft_ms),
+        ("time per output token", est.tpot_ms, spec.max_tpot_ms),
+        ("latency", est.latency_ms, spec.max_latency_ms),
+    )
+    misses = [
+        (name, got, lim)
+        for name, got, lim in checks
+        if got is not None and lim is not None and got > lim
+    ]
+    if not misses:
+        return "misses the latency limits", 0.0
+    name, got, lim = max(misses, key=lambda m: m[1] / m[2])
+    return f"{name} {got:,.1f} ms > max {lim:g} ms even at batch 1", got / lim - 1
+
+
+def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> Failure:
+    """No count up to ``cap`` fits: the nearest fix."""
+    reason = (
+        f"needs {est.memory_per_gpu_gb:.1f} GB per GPU at {est.gpu_count} GPU(s) "
+        f"({memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
+    )
+    fixes = [f for f in est.fixes if not f.startswith("needs ")]
+    if first is not None:
+        fixes.append(f"needs {first} GPUs (over the limit of {cap})")
+    if not fixes and est.memory_per_gpu_gb > 0:
+        fixes.append(f"use a GPU with >= {math.ceil(est.memory_per_gpu_gb)} GB")
+    return Failure(0, "memory", reason, "; or ".join(fixes) or "does not fit")
+
+
+def score_reason(
+    objective: Objective,
+    score: float,
+    money: float | None,
+    time: float,
+    energy: float,
+    proxy: float,
+    mins: Mapping[str, float],
+    workload: Workload,
+) -> str:
+    inference = workload.kind == "inference"
+    t_unit = "ms latency" if inference else "h"
+    if objective == "balanced":
+        if money is None:
+            return (
+                f"score {score:.3f} = 0.5 x GPU-hours/min ({proxy / mins['proxy']:.2f}) + 0.5 x "
+                f"time/min ({time / mins['time_unpriced']:.2f}) among unpriced GPUs"
+            )
+        return (
+            f"score {score:.3f} = 0.5 x cost/min cost ({money / mins['money']:.2f}) + "
+            f"0.5 x time/min time ({time / mins['time']:.2f}); lower is better"
+        )
+    if objective == "time":
+        return f"score {score:,.4g} = {t_unit} to {'serve' if inference else 'finish'}"
+    if objective == "energy":
+        unit = "kWh to finish"
+        if inference:
+            unit = "kWh per million tokens" if _llm(workload) else "kWh per 1000 requests"
+        return f"score {score:,.4g} = {unit}"
+    if money is None:
+        return f"score {score:,.4g} = GPU-hours (no price known; ranked after priced GPUs)"
+    unit = "USD to finish"
+    if inference:
+        unit = "USD per million output tokens" if _llm(workload) else "USD per 1000 requests"
+    return f"score {score:,.4g} = {unit}"
+
+
+def _llm(workload: Workload) -> bool:
+    spec = workload.inference
+    return spec is not None and spec.output_tokens > 0
+
+
+def constraint_failure(gpu: GpuSpec, c: Constraints) -> Failure | None:
+    if c.gpu_slugs is not None and gpu.slug not in c.gpu_slugs:
+        return Failure(0, "constraint", "not in the requested gpu_slugs", "add it to gpu_slugs")
+    if gpu.slug in c.exclude_gpu_slugs:
+        return Failure(0, "constraint", "excluded by exclude_gpu_slugs", "remove the exclusion")
+    if c.vendors is not None and gpu.vendor.lower() not in {v.lower() for v in c.vendors}:
+        return Failure(0, "constraint", f"vendor {gpu.vendor} not allowed", "allow the vendor")
+    if c.form_factors is not None and gpu.form_factor not in c.form_factors:
+        return Failure(
+            0, "constraint", f"form factor {gpu.form_factor} not allowed", "allow the form factor"
+        )
+    if c.max_power_w is not None and gpu.tdp_w > c.max_power_w:
+        over = gpu.tdp_w - c.max_power_w
+        return Failure(
+            0,
+            "power",
+            f"TDP {gpu.tdp_w:g} W per GPU",
+            f"exceeds max_power_w {c.max_power_w:g} W by {over:g} W",
+        )
+    if c.require_fast_interconnect and gpu.interconnect not in ("nvlink", "infinity_fabric"):
+        return Failure(
+            0,
+            "interconnect",
+            f"{gpu.interconnect} only, no NVLink or Infinity Fabric",
+            "use an NVLink/Infinity Fabric GPU or drop require_fast_interconnect",
+        )
+    return None
+
+
+def limit_failure(
+    workload: Workload, est: Estimate, cost: CostBreakdown, c: Constraints
+) -> Failure | None:
+    """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
+    if not est.fits:
+        return Failure(0, "memory", "; ".join(est.infeasible_reasons), "; or ".join(est.fixes))
+    if est.latency_ok is False:
+        reason, over = latency_miss(workload, est)
+        return Failure(
+            1,
+            "latency",
+            reason,
+            "a faster GPU, more tensor parallelism, or a looser latency limit",
+            over,
+        )
+    if c.max_gpus is not None and cost.gpus > c.max_gpus:
+        over = cost.gpus / c.max_gpus - 1
+        return Failure(
+            2,
+            "constraint",
+            f"needs {cost.gpus} GPUs in total ({cost.replicas} replicas)",
+            f"over max_gpus {c.max_gpus} by {over:.0%}; raise max_gpus or use a faster GPU",
+            over,
+        )
+    hours = est.time_to_complete_hours
+    if c.deadline_hours is not None and hours is not None and hours > c.deadline_hours:
+        over = hours / c.deadline_hours - 1
+        return Failure(
+            3,
+            "deadline",
+            f"needs {hours:,.1f} h at best",
+            f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs",
+            over,
+        )
+    if c.budget_usd is not None and cost.total_usd is not None and cost.total_usd > c.budget_usd:
+        over = cost.total_usd / c.budget_usd - 1
+        return Failure(
+            4,
+            "budget",
+            f"costs ${cost.total_usd:,.0f} at best",
+            f"over budget by {over:.0%} (budget ${c.budget_usd:,.0f})",
+            over,
+        )
+    usd_h = cost.usd_per_hour
+    if c.max_usd_per_hour is not None and usd_h is not None and usd_h > c.max_usd_per_hour:
+        over = usd_h / c.max_usd_per_hour - 1
+        return Failure(
+            5,
+            "budget",
+            f"costs ${usd_h:,.2f}/h at best",
+            f"over max_usd_per_hour by {over:.0%}",
+            over,
+        )
+    return None

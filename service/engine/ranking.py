@@ -1,0 +1,374 @@
+"""Recommend GPUs for a workload: constraints, count and offer choice, objective, Pareto front.
+
+For every GPU type the constraints allow, GPU counts 1, 2, 4, 8, then whole nodes (up to
+``max_gpus``, else :data:`CAP_TRAINING_GPUS` / :data:`CAP_INFERENCE_GPUS`) are tried from the
+smallest count that fits memory; each count is rounded up to whole instances of the cheapest
+usable offer (see :mod:`service.engine.cost`) and estimated once. Options failing a limit
+(latency, max_gpus, deadline, budget, max_usd_per_hour) are dropped; the best remaining option
+per GPU becomes its candidate, else the GPU is rejected with the limit it came closest to.
+
+Objectives and ``score`` (the value ranked on, lower is better):
+
+* ``cost``: training/compute: ``total_usd`` to finish; inference: USD per million output
+  tokens (LLMs) or per 1000 requests (others).
+* ``time``: training/compute: ``time_to_complete_hours``; inference: end-to-end latency
+  ``latency_ms`` at the batch that meets the throughput (replicas cover the target).
+* ``energy``: training/compute: ``energy_kwh`` to finish; inference: kWh per million output
+  tokens / per 1000 requests.
+* ``balanced``: ``score = 0.5 x cost / min_cost + 0.5 x time / min_time``, the minima taken over
+  every feasible priced option of every GPU (1.0 = best on both).
+
+GPUs with no usable quote are estimated too (``cost.known`` False). Under cost and balanced
+they rank after every priced GPU, ordered by GPU-hours (training/compute) or GPU-hours per unit
+of work (inference) in place of money; under time and energy they rank among the others.
+Ties: the score rounded to 1e-9 relative, then usd_per_hour, gpu_count, gpu_slug, quote_id.
+``pareto_optimal``: no other priced candidate is at least as good on (cost, time, energy) and
+better on one; unpriced candidates are never marked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from service.engine import cost as co
+from service.engine import explain as ex
+from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
+from service.engine.explain import Failure
+from service.engine.performance import peak_rate
+from service.engine.provision import provision
+from service.engine.recommend_types import (
+    Candidate,
+    Constraints,
+    CostBreakdown,
+    CostSettings,
+    Objective,
+    Offer,
+    Recommendation,
+    Rejection,
+)
+from service.engine.types import Estimate, GpuSpec, Workload
+from service.engine.validate import validate_workload
+
+CAP_TRAINING_GPUS = 1024
+"""Largest count searched for training/compute without max_gpus (128 nodes of 8)."""
+CAP_INFERENCE_GPUS = 64
+"""Largest GPU group per inference replica searched; more throughput comes from replicas."""
+BALANCED_COST_WEIGHT = 0.5
+"""Weight of normalized cost in the balanced score; time gets the rest."""
+REL_TIE = 1e-9
+"""Relative rounding of scores before tie-breaking, so float noise never reorders results."""
+OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "balanced", "energy")
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class _Option:
+    gpu: GpuSpec
+    est: Estimate
+    offer: Offer | None
+    instances: int
+    """Instances (or owned units) per replica."""
+    cost: CostBreakdown
+    money: float | None
+    time: float
+    energy: float
+    proxy: float
+    """GPU-hours (to finish, or per unit of work): the cost stand-in when no price is known."""
+    first_fit: int
+    """Smallest GPU count that fits memory (min_gpus_to_fit)."""
+
+
+def _round_rel(x: float) -> float:
+    if not math.isfinite(x) or x == 0:
+        return x
+    return round(x, -int(math.floor(math.log10(abs(x)))) + 9)
+
+
+def _metrics(
+    workload: Workload, est: Estimate, cost: CostBreakdown
+) -> tuple[float | None, float, float, float]:
+    """(money, time, energy, proxy) for an option, as the module docstring defines them."""
+    if workload.kind != "inference":
+        hours = est.time_to_complete_hours
+        money = cost.total_usd if hours is not None else cost.usd_per_hour
+        proxy = cost.gpus * (hours if hours is not None else 1.0)
+        return money, INF if hours is None else hours, est.energy_kwh or INF, proxy
+    per_mtok, per_1k, energy = co.unit_rates(workload, est, cost.replicas, cost.usd_per_hour)
+    # the same rate with "GPUs" in place of USD/h: GPU-hours per unit of work
+    g_mtok, g_1k, _ = co.unit_rates(workload, est, cost.replicas, float(cost.gpus))
+    unit_proxy = g_mtok if g_mtok is not None else g_1k
+    unit_money = per_mtok if per_mtok is not None else per_1k
+    return (
+        unit_money if cost.known else None,
+        est.latency_ms if est.latency_ms is not None else INF,
+        energy if energy is not None else INF,
+        unit_proxy if unit_proxy is not None else INF,
+    )
+
+
+def _worse(a: Failure | None, b: Failure) -> Failure:
+    """Keep the failure that came closest: the latest stage, then the smallest overage."""
+    if a is None or (b.stage, -b.overage) > (a.stage, -a.overage):
+        return b
+    return a
+
+
+def _evaluate_gpu(
+    workload: Workload,
+    gpu: GpuSpec,
+    offers: tuple[Offer, ...],
+    rent_rate: float | None,
+    c: Constraints,
+    settings: CostSettings,
+    needs_price: bool,
+) -> tuple[list[_Option], Failure | None, str | None]:
+    """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
+    default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
+    cap = c.max_gpus or default_cap
+    counts = gpu_count_candidates(gpu, cap) or [1]
+    first = min_gpus_to_fit(workload, gpu)
+    if first is None or first > counts[-1]:
+        est = estimate(workload, gpu, counts[-1])
+        return [], ex.memory_failure(gpu, est, first, cap), None
+    counts = [n for n in counts if n >= first]
+    plan: dict[int, tuple[Offer | None, int]] = dict(co.cheapest_offers(gpu, offers, counts, cap))
+    warning = None
+    if not plan:
+        if needs_price:
+            reason = f"no usable quote holds {first}+ GPUs in whole nodes"
+            return [], Failure(0, "no_quote", reason, "add a quote or relax the filter"), None
+        if offers:
+            warning = f"no usable quote holds {first}+ GPUs in whole nodes; cost unknown"
+        plan = dict.fromkeys(counts, (None, 1))
+    options: list[_Option] = []
+    failure: Failure | None = None
+    for n in sorted(plan):
+        offer, instances = plan[n]
+        est = estimate(workload, gpu, n)
+        cost = co.cost_breakdown(workload, est, offer, instances, settings, rent_rate)
+        money, time, energy, proxy = _metrics(workload, est, cost)
+        opt = _Option(gpu, est, offer, instances, cost, money, time, energy, proxy, first)
+        miss = ex.limit_failure(workload, est, cost, c)
+        if miss is None:
+            options.append(opt)
+        else:
+            failure = _worse(failure, miss)
+    return options, failure, warning
+
+
+def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> float:
+    priced = opt.money is not None
+    if objective == "time":
+        return opt.time
+    if objective == "energy":
+        return opt.energy
+    money = opt.money if opt.money is not None else opt.proxy
+    if objective == "cost":
+        return money
+    key = "money" if priced else "proxy"
+    time_key = "time" if priced else "time_unpriced"
+    return BALANCED_COST_WEIGHT * _ratio(money, mins[key]) + (1 - BALANCED_COST_WEIGHT) * _ratio(
+        opt.time, mins[time_key]
+    )
+
+
+def _ratio(x: float, lo: float) -> float:
+    if not math.isfinite(x) or not math.isfinite(lo):
+        return INF if not math.isfinite(x) else 1.0
+    return x / lo if lo > 0 else 1.0
+
+
+def _minima(options: Iterable[_Option]) -> dict[str, float]:
+    opts = list(options)
+    priced = [o for o in opts if o.money is not None]
+    unpriced = [o for o in opts if o.money is None]
+    return {
+        "money": min((o.money for o in priced if o.money is not None), default=INF),
+        "time": min((o.time for o in priced), default=INF),
+        "proxy": min((o.proxy for o in unpriced), default=INF),
+        "time_unpriced": min((o.time for o in unpriced), default=INF),
+    }
+
+
+def _key(opt: _Option, value: float, objective: Objective) -> tuple[object, ...]:
+    tier = 1 if opt.money is None and objective in ("cost", "balanced") else 0
+    return (
+        tier,
+        _round_rel(value),
+        opt.cost.usd_per_hour if opt.cost.usd_per_hour is not None else INF,
+        opt.est.gpu_count,
+        opt.gpu.slug,
+        opt.offer.quote_id if opt.offer is not None else -1,
+    )
+
+
+def _pareto(chosen: list[_Option]) -> set[int]:
+    """Indices of priced options not dominated on (money, time, energy)."""
+    pts = [
+        (i, (_round_rel(o.money), _round_rel(o.time), _round_rel(o.energy)))
+        for i, o in enumerate(chosen)
+        if o.money is not None
+    ]
+    front: set[int] = set()
+    for i, p in pts:
+        dominated = any(all(a <= b for a, b in zip(q, p, strict=True)) and q != p for _, q in pts)
+        if not dominated:
+            front.add(i)
+    return front
+
+
+def recommend(
+    workload: Workload,
+    gpus: Iterable[GpuSpec],
+    offers: Iterable[Offer],
+    *,
+    objective: Objective = "balanced",
+    constraints: Constraints | None = None,
+    settings: CostSettings | None = None,
+    limit: int = 10,
+    skypilot_names: Mapping[str, str] | None = None,
+    node_labels: Mapping[str, str] | None = None,
+) -> Recommendation:
+    """Rank GPU types (with count and offer) for ``workload``; see the module docstring.
+
+    Deterministic: the input order of ``gpus`` and ``offers`` does not matter. Raises
+    ValueError for an invalid workload or objective.
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
+    errors = validate_workload(workload)
+    if errors:
+        raise ValueError("; ".join(f"{f}: {m}" for f, m in errors))
+    c = constraints or Constraints()
+    settings = settings or CostSettings()
+    grouped = co.group_offers(offers)
+    needs_price = any(
+        x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
+    )
+    per_gpu: list[tuple[GpuSpec, list[_Option], list[str]]] = []
+    rejected: list[Rejection] = []
+
+    def reject(gpu: GpuSpec, f: Failure) -> None:
+        rejected.append(Rejection(gpu.slug, gpu.name, f.reason, f.fix, f.code))
+
+    for gpu in sorted(co.by_slug(gpus).values(), key=lambda g: g.slug):
+        failure = ex.constraint_failure(gpu, c)
+        if failure is None and peak_rate(gpu, workload.precision) is None:
+            failure = Failure(
+                0,
+                "precision",
+                f"no {workload.precision} support listed",
+                f"use a GPU with {workload.precision} support",
+            )
+        all_offers = grouped.get(gpu.slug, ())
+        usable = co.usable_offers(all_offers, c)
+        if failure is None and not usable and needs_price:
+            failure = Failure(
+                0,
+                "no_quote",
+                "no usable price quote under the given providers/regions/pricing",
+                "add a quote or relax the filter",
+            )
+        if failure is not None:
+            reject(gpu, failure)
+            continue
+        rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
+        options, failure, warning = _evaluate_gpu(
+            workload, gpu, usable, rent, c, settings, needs_price
+        )
+        if not options:
+            assert failure is not None
+            reject(gpu, failure)
+            continue
+        per_gpu.append((gpu, options, [warning] if warning else []))
+
+    mins = _minima(o for _, opts, _ in per_gpu for o in opts)
+    chosen: list[tuple[_Option, float, list[str]]] = []
+    for _, opts, warns in per_gpu:
+        best = min(opts, key=lambda o: _key(o, _value(o, objective, mins), objective))
+        chosen.append((best, _value(best, objective, mins), warns))
+    chosen.sort(key=lambda t: _key(t[0], t[1], objective))
+    front = _pareto([o for o, _, _ in chosen])
+    candidates = [
+        _candidate(
+            workload,
+            rank,
+            opt,
+            score,
+            rank - 1 in front,
+            warns,
+            objective,
+            mins,
+            settings,
+            skypilot_names,
+            node_labels,
+        )
+        for rank, (opt, score, warns) in enumerate(chosen[:limit], start=1)
+    ]
+    warnings: list[str] = []
+    if not candidates:
+        warnings.append("no GPU meets the workload and constraints; see rejected for fixes")
+    return Recommendation(objective, tuple(candidates), tuple(rejected), tuple(warnings))
+
+
+def _candidate(
+    workload: Workload,
+    rank: int,
+    opt: _Option,
+    score: float,
+    pareto: bool,
+    extra_warnings: list[str],
+    objective: Objective,
+    mins: Mapping[str, float],
+    settings: CostSettings,
+    skypilot_names: Mapping[str, str] | None,
+    node_labels: Mapping[str, str] | None,
+) -> Candidate:
+    gpu, est, offer = opt.gpu, opt.est, opt.offer
+    reasons = [
+        ex.score_reason(
+            objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload
+        ),
+        *ex.memory_reasons(workload, gpu, est, opt.first_fit),
+        ex.bound_reason(workload, gpu, est),
+        ex.performance_reason(workload, est, opt.cost.replicas),
+    ]
+    warnings = [*est.warnings, *extra_warnings]
+    if offer is not None:
+        reasons.append(co.describe_offer(offer, opt.instances, settings))
+        if offer.stale:
+            warnings.append(f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)")
+        if offer.pricing == "spot":
+            warnings.append("spot capacity can be reclaimed at any time; checkpoint often")
+    else:
+        warnings.append("no usable price quote; cost unknown")
+    reasons.append(co.describe_cost(workload, opt.cost, est))
+    if opt.cost.break_even_months is not None:
+        reasons.append(
+            f"buying breaks even with the cheapest rental after "
+            f"{opt.cost.break_even_months:,.1f} months of 24/7 use"
+        )
+    return Candidate(
+        rank=rank,
+        gpu_slug=gpu.slug,
+        gpu_name=gpu.name,
+        gpu_count=est.gpu_count,
+        offer=offer,
+        estimate=est,
+        cost=opt.cost,
+        score=score,
+        pareto_optimal=pareto,
+        reasons=tuple(r for r in reasons if r),
+        warnings=tuple(dict.fromkeys(warnings)),
+        provision=provision(
+            gpu,
+            offer,
+            est.gpu_count,
+            opt.instances,
+            opt.cost.replicas,
+            skypilot_names=skypilot_names,
+            node_labels=node_labels,
+        ),
+    )

@@ -1,0 +1,108 @@
+"""`gpu-advisor recommend workload.json`: rank GPUs against the local database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlmodel import Session
+
+from service.common import utcnow
+from service.errors import ProblemError
+
+
+def add_recommend_parser(sub: Any) -> None:
+    p = sub.add_parser("recommend", help="Rank GPUs for a workload JSON file (local database)")
+    p.add_argument("workload", help="Path to a workload JSON file ('-' for standard input)")
+    p.add_argument("--objective", choices=["cost", "time", "balanced", "energy"])
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_recommend)
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}{unit}"
+    return f"{value:.{digits}g}{unit}"
+
+
+def render_table(result: dict[str, Any]) -> str:
+    lines = [f"objective: {result['objective']}   catalog revision: {result['catalog_revision']}"]
+    header = f"{'#':>2}  {'GPU':<34} {'n':>4}  {'offer':<38} {'$/h':>9} {'cost':>14} " \
+             f"{'time/latency':>14} {'bound':<16} P"
+    lines += [header, "-" * len(header)]
+    for c in result["recommendations"]:
+        q = c["quote"]
+        offer = f"{q['provider']} {q['instance_type']} {q['pricing']}" if q else "(no quote)"
+        cost = c["cost"]
+        if cost["total_usd"] is not None:
+            money = _fmt(cost["total_usd"], " $")
+        elif cost["usd_per_million_output_tokens"] is not None:
+            money = _fmt(cost["usd_per_million_output_tokens"], " $/Mtok")
+        elif cost["usd_per_1k_requests"] is not None:
+            money = _fmt(cost["usd_per_1k_requests"], " $/1k")
+        else:
+            money = "-"
+        est = c["estimate"]
+        if est["time_to_complete_hours"] is not None:
+            when = _fmt(est["time_to_complete_hours"], " h")
+        else:
+            when = _fmt(est["latency_ms"], " ms")
+        lines.append(
+            f"{c['rank']:>2}  {c['gpu']['slug'][:34]:<34} {c['gpu_count']:>4}  {offer[:38]:<38} "
+            f"{_fmt(cost['usd_per_hour']):>9} {money:>14} {when:>14} {str(est['bound']):<16} "
+            f"{'*' if c['pareto_optimal'] else ''}"
+        )
+    if result["recommendations"]:
+        lines.append("")
+        lines.append("why #1: " + " | ".join(result["recommendations"][0]["reasons"][:4]))
+    if result["rejected"]:
+        lines.append("")
+        lines.append(f"ruled out ({len(result['rejected'])}):")
+        for r in result["rejected"][:15]:
+            lines.append(f"  {r['gpu']['slug']:<34} {r['reason'][:70]}  -> {r['fix']}")
+    for w in result["warnings"]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from service.cli import _settings
+    from service.db import make_engine
+    from service.migrate import upgrade
+    from service.seeding import seed
+    from service.workloads.models import WorkloadSubmission
+    from service.workloads.service import recommend_for
+
+    text = sys.stdin.read() if args.workload == "-" else Path(args.workload).read_text()
+    try:
+        submission = WorkloadSubmission.model_validate_json(text)
+    except ValidationError as exc:
+        for detail in exc.errors():
+            field = ".".join(str(p) for p in detail["loc"])
+            print(f"error: {field}: {detail['msg']}", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    seed(engine)
+    with Session(engine) as session:
+        try:
+            result = recommend_for(
+                session, submission=submission, objective=args.objective or submission.objective,
+                limit=args.limit, settings=settings, now=utcnow(),
+            )
+        except ProblemError as exc:
+            for err in exc.errors:
+                print(f"error: {err.field}: {err.message}", file=sys.stderr)
+            print(f"error: {exc.detail or exc.title}", file=sys.stderr)
+            return 2
+    data = result.model_dump(mode="json")
+    print(json.dumps(data, indent=2) if args.format == "json" else render_table(data))
+    return 0

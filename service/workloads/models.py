@@ -1,0 +1,147 @@
+"""Stored workloads and their recommendation runs (tables and API schemas)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import JSON, Column, ForeignKey, String
+from sqlmodel import Field as SQLField
+from sqlmodel import SQLModel
+
+from service.common import utcnow
+from service.workloads.schemas import WorkloadSpec
+
+Objective = Literal["cost", "time", "balanced", "energy"]
+PricingKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)
+_SLUGS = Field(default=None, max_length=200)
+
+
+class ConstraintsIn(BaseModel):
+    """Limits on the answer; all optional. Spot is opt-in via `pricing`."""
+
+    model_config = _STRICT
+
+    max_gpus: int | None = Field(default=None, ge=1, le=100_000)
+    gpu_slugs: list[str] | None = _SLUGS
+    exclude_gpu_slugs: list[str] = Field(default_factory=list, max_length=200)
+    vendors: list[str] | None = Field(default=None, max_length=20)
+    form_factors: list[Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]] | None = (
+        None
+    )
+    deployment: Literal["cloud", "on_prem", "edge"] | None = None
+    max_power_w: float | None = Field(default=None, gt=0, le=100_000, description="Per GPU [W]")
+    providers: list[str] | None = Field(default=None, max_length=50)
+    regions: list[str] | None = Field(default=None, max_length=200)
+    pricing: list[PricingKind] | None = Field(
+        default=None, description="Allowed pricing kinds; default on_demand + reserved"
+    )
+    budget_usd: float | None = Field(default=None, gt=0, le=1e12)
+    max_usd_per_hour: float | None = Field(default=None, gt=0, le=1e7)
+    deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
+    require_fast_interconnect: bool = False
+
+    @model_validator(mode="after")
+    def _lengths(self) -> ConstraintsIn:
+        for name in ("gpu_slugs", "exclude_gpu_slugs", "vendors", "providers", "regions"):
+            for item in getattr(self, name) or []:
+                if not 0 < len(item) <= 100:
+                    raise ValueError(f"{name}: each entry must be 1-100 characters")
+        return self
+
+
+class WorkloadSubmission(WorkloadSpec):
+    """The engine's workload JSON plus a name, an objective and constraints."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "chat-assistant-8b",
+                    "objective": "cost",
+                    "kind": "inference",
+                    "model": {"preset": "llama-3.1-8b"},
+                    "precision": "bf16",
+                    "inference": {"prompt_tokens": 1024, "output_tokens": 256,
+                                  "max_ttft_ms": 1000, "max_tpot_ms": 50,
+                                  "target_requests_per_s": 20},
+                    "constraints": {"max_gpus": 8},
+                },
+                {
+                    "name": "pretrain-70b",
+                    "objective": "balanced",
+                    "kind": "training",
+                    "model": {"preset": "llama-2-70b"},
+                    "precision": "bf16",
+                    "training": {"batch_size": 1024, "seq_len": 4096, "tokens": 2e11},
+                    "constraints": {"max_gpus": 1024},
+                },
+            ]
+        },
+    )
+
+    name: str = Field(default="unnamed", min_length=1, max_length=200)
+    objective: Objective = "balanced"
+    constraints: ConstraintsIn = Field(default_factory=ConstraintsIn)
+
+
+class RecommendationQuery(WorkloadSubmission):
+    """POST /v1/recommendations: a workload, answered and not stored."""
+
+    limit: int = Field(default=10, ge=1, le=100)
+
+
+class StoredWorkload(SQLModel, table=True):
+    __tablename__ = "workloads"
+
+    id: str = SQLField(sa_type=String(36), primary_key=True)
+    name: str = SQLField(max_length=200)
+    objective: str = SQLField(sa_type=String(16))
+    kind: str = SQLField(sa_type=String(16))
+    spec: dict[str, Any] = SQLField(sa_column=Column(JSON, nullable=False))
+    """The submission as validated (name, objective, constraints and the workload)."""
+    idempotency_key: str | None = SQLField(
+        default=None, sa_type=String(200), unique=True, index=True
+    )
+    request_hash: str = SQLField(sa_type=String(64))
+    created_at: datetime = SQLField(default_factory=utcnow, index=True)
+
+
+class RecommendationRun(SQLModel, table=True):
+    __tablename__ = "recommendation_runs"
+
+    id: str = SQLField(sa_type=String(36), primary_key=True)
+    workload_id: str = SQLField(
+        sa_type=String(36),
+        sa_column_args=[ForeignKey("workloads.id", ondelete="CASCADE")],
+        index=True,
+    )
+    objective: str = SQLField(sa_type=String(16))
+    result_limit: int
+    catalog_revision: str = SQLField(sa_type=String(64))
+    created_at: datetime = SQLField(default_factory=utcnow, index=True)
+    result: dict[str, Any] = SQLField(sa_column=Column(JSON, nullable=False))
+
+
+class WorkloadPublic(BaseModel):
+    id: str
+    name: str
+    objective: Objective
+    kind: str
+    created_at: datetime
+    workload: dict[str, Any] = Field(description="The submission as stored")
+
+
+class RunSummary(BaseModel):
+    id: str
+    workload_id: str
+    objective: Objective
+    limit: int
+    catalog_revision: str
+    created_at: datetime
+    top_gpu_slug: str | None
+    top_gpu_count: int | None

@@ -1,0 +1,104 @@
+"""/v1/workloads and /v1/recommendations through the ASGI app."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.api.test_gpus import assert_problem
+
+LLAMA_8B_CHAT: dict[str, Any] = {
+    "name": "chat-8b",
+    "objective": "cost",
+    "kind": "inference",
+    "model": {"preset": "llama-3.1-8b"},
+    "precision": "bf16",
+    "inference": {"prompt_tokens": 1024, "output_tokens": 256, "max_ttft_ms": 2000,
+                  "max_tpot_ms": 60, "target_requests_per_s": 10},
+    "constraints": {"max_gpus": 8},
+}
+
+
+def test_submit_get_list_delete(client: TestClient, admin_headers: dict[str, str]) -> None:
+    created = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=admin_headers)
+    assert created.status_code == 201, created.text
+    wid = created.json()["id"]
+    assert created.headers["location"] == f"/v1/workloads/{wid}"
+    got = client.get(f"/v1/workloads/{wid}").json()
+    assert got["name"] == "chat-8b" and got["workload"]["model"] == {"preset": "llama-3.1-8b"}
+    second = client.post("/v1/workloads", json={**LLAMA_8B_CHAT, "name": "b"},
+                         headers=admin_headers).json()
+    listed = client.get("/v1/workloads").json()
+    assert [w["id"] for w in listed["data"][:2]] == [second["id"], wid]  # newest first
+    assert client.delete(f"/v1/workloads/{wid}", headers=admin_headers).status_code == 204
+    assert_problem(client.get(f"/v1/workloads/{wid}"), 404)
+
+
+def test_idempotency_key(client: TestClient, admin_headers: dict[str, str]) -> None:
+    headers = {**admin_headers, "Idempotency-Key": "bot-run-42"}
+    first = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=headers)
+    again = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=headers)
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert again.headers["idempotent-replayed"] == "true"
+    other = client.post("/v1/workloads", json={**LLAMA_8B_CHAT, "name": "other"},
+                        headers=headers)
+    assert_problem(other, 409)
+    assert client.get("/v1/workloads").json()["total"] == 1
+
+
+def test_submit_needs_admin_and_valid_body(client: TestClient,
+                                           admin_headers: dict[str, str]) -> None:
+    assert_problem(client.post("/v1/workloads", json=LLAMA_8B_CHAT), 401)
+    bad = {**LLAMA_8B_CHAT, "model": {"preset": "nope"}}
+    assert_problem(client.post("/v1/workloads", json=bad, headers=admin_headers), 422,
+                   "body.model.preset")
+    bad = {**LLAMA_8B_CHAT, "constraints": {"max_gpus": -1}}
+    assert_problem(client.post("/v1/workloads", json=bad, headers=admin_headers), 422,
+                   "body.constraints.max_gpus")
+    assert client.get("/v1/workloads").json()["total"] == 0  # nothing half-written
+
+
+def test_runs_are_stored_and_fetched_unchanged(client: TestClient,
+                                               admin_headers: dict[str, str]) -> None:
+    wid = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=admin_headers).json()["id"]
+    run = client.get(f"/v1/workloads/{wid}/recommendations", params={"limit": 5})
+    assert run.status_code == 200, run.text
+    body = run.json()
+    result = body["result"]
+    assert result["objective"] == "cost" and len(result["recommendations"]) <= 5
+    assert result["catalog_revision"] == body["catalog_revision"]
+    again = client.get(f"/v1/workloads/{wid}/runs/{body['id']}").json()
+    assert again == body
+    client.get(f"/v1/workloads/{wid}/recommendations", params={"objective": "time"})
+    runs = client.get(f"/v1/workloads/{wid}/runs").json()
+    assert runs["total"] == 2 and runs["data"][0]["objective"] == "time"
+    assert runs["data"][1]["top_gpu_slug"] == result["recommendations"][0]["gpu"]["slug"]
+    assert_problem(client.get(f"/v1/workloads/{wid}/runs/nope"), 404)
+
+
+def test_one_shot_recommendation_is_explained_and_deterministic(client: TestClient) -> None:
+    first = client.post("/v1/recommendations", json=LLAMA_8B_CHAT)
+    assert first.status_code == 200, first.text
+    result = first.json()
+    recs = result["recommendations"]
+    assert recs and [r["rank"] for r in recs] == list(range(1, len(recs) + 1))
+    top = recs[0]
+    assert top["reasons"] and top["quote"] is not None and top["cost"]["known"]
+    assert top["cost"]["usd_per_million_output_tokens"] > 0
+    assert top["estimate"]["latency_ok"] is True
+    assert "resources:" in top["provision"]["skypilot_yaml"]
+    assert top["provision"]["kubernetes"]
+    assert all(r["reason"] and r["fix"] for r in result["rejected"])
+    second = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
+    strip = lambda r: {k: v for k, v in r.items() if k != "generated_at"}  # noqa: E731
+    assert strip(second) == strip(result)
+    assert client.get("/v1/workloads").json()["total"] == 0  # nothing stored
+
+
+def test_recommendation_metrics_are_exported(client: TestClient) -> None:
+    client.post("/v1/recommendations", json=LLAMA_8B_CHAT)
+    text = client.get("/metrics").text
+    assert "gpu_advisor_recommendation_compute_seconds_count 1.0" in text
+    assert 'gpu_advisor_http_requests_total{method="POST",route="/v1/recommendations"' in text

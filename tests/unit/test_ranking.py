@@ -1,0 +1,207 @@
+"""Ranking: determinism, tiers, constraints and rejections, Pareto, balanced score, snippets."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from service.engine.ranking import recommend
+from service.engine.recommend_types import Constraints, Objective, Recommendation
+from service.engine.types import ComputeSpec, InferenceSpec, TrainingSpec, Workload
+from service.presets.catalog import PRESETS
+from tests.unit.catalog_data import load_gpus, load_offers, skypilot_names
+
+FP64 = Workload(
+    kind="compute",
+    precision="fp64",
+    compute=ComputeSpec(total_tflop=5e6, total_gb_moved=2e6, memory_gb=60),
+)
+LLAMA_8B_SERVE = Workload(
+    kind="inference",
+    precision="bf16",
+    model=PRESETS["llama-2-7b"].model,
+    inference=InferenceSpec(
+        prompt_tokens=1024,
+        output_tokens=256,
+        max_ttft_ms=1000,
+        max_tpot_ms=60,
+        target_requests_per_s=20,
+    ),
+)
+GPT2_TRAIN = Workload(
+    kind="training",
+    precision="bf16",
+    model=PRESETS["gpt-2"].model,
+    training=TrainingSpec(batch_size=512, seq_len=1024, tokens=1e10),
+)
+
+
+def _rec(workload: Workload, objective: Objective = "cost", **kw: object) -> Recommendation:
+    return recommend(
+        workload,
+        load_gpus(),
+        load_offers(),
+        objective=objective,
+        constraints=Constraints(**kw),
+        limit=100,  # type: ignore[arg-type]
+        skypilot_names=skypilot_names(),
+    )
+
+
+@pytest.mark.parametrize("objective", ["cost", "time", "balanced", "energy"])
+@pytest.mark.parametrize("workload", [FP64, LLAMA_8B_SERVE, GPT2_TRAIN])
+def test_deterministic_and_input_order_independent(
+    workload: Workload, objective: Objective
+) -> None:
+    first = _rec(workload, objective)
+    assert first == _rec(workload, objective)
+    gpus, offers = load_gpus(), load_offers()
+    rng = random.Random(7)
+    rng.shuffle(gpus)
+    rng.shuffle(offers)
+    shuffled = recommend(
+        workload, gpus, offers, objective=objective, limit=100, skypilot_names=skypilot_names()
+    )
+    assert shuffled == first
+    assert [c.rank for c in first.recommendations] == list(range(1, len(first.recommendations) + 1))
+
+
+@pytest.mark.parametrize("objective", ["cost", "balanced"])
+def test_unpriced_gpus_rank_after_priced_ones(objective: Objective) -> None:
+    rec = _rec(FP64, objective)
+    known = [c.cost.known for c in rec.recommendations]
+    assert True in known and False in known
+    assert known == sorted(known, reverse=True)
+    unpriced = [c for c in rec.recommendations if not c.cost.known]
+    assert all("no usable price quote; cost unknown" in c.warnings for c in unpriced)
+    assert all(c.cost.usd_per_hour is None and not c.pareto_optimal for c in unpriced)
+
+
+def test_scores_are_sorted_within_the_priced_tier() -> None:
+    for objective in ("cost", "time", "energy", "balanced"):
+        rec = _rec(GPT2_TRAIN, objective)  # type: ignore[arg-type]
+        scores = [c.score for c in rec.recommendations if c.cost.known]
+        assert scores == sorted(scores)
+
+
+def test_budget_rejection_gives_the_percentage() -> None:
+    rec = _rec(FP64, "cost", budget_usd=10.0, max_gpus=8)
+    assert not rec.recommendations and rec.warnings
+    h100 = next(r for r in rec.rejected if r.gpu_slug == "nvidia-h100-sxm5-80gb")
+    assert h100.code == "budget"
+    m = re.search(r"over budget by ([\d,]+)%", h100.fix)
+    assert m is not None
+    best = _rec(FP64, "cost", max_gpus=8, gpu_slugs=("nvidia-h100-sxm5-80gb",))
+    total = best.recommendations[0].cost.total_usd
+    assert total is not None
+    assert int(m.group(1).replace(",", "")) == round((total / 10.0 - 1) * 100)
+    # no quote: a budget cannot be checked, so unpriced GPUs are rejected, not ranked
+    assert any(r.code == "no_quote" for r in rec.rejected)
+
+
+def test_deadline_rejection_and_more_gpus_to_meet_it() -> None:
+    one = _rec(FP64, "cost", max_gpus=1, gpu_slugs=("nvidia-h100-sxm5-80gb",))
+    hours = one.recommendations[0].estimate.time_to_complete_hours
+    assert hours is not None
+    rec = _rec(
+        FP64, "cost", max_gpus=1, deadline_hours=hours / 2, gpu_slugs=("nvidia-h100-sxm5-80gb",)
+    )
+    (rej,) = [r for r in rec.rejected if r.gpu_slug == "nvidia-h100-sxm5-80gb"]
+    assert rej.code == "deadline" and "over deadline" in rej.fix and "100%" in rej.fix
+    more = _rec(
+        FP64, "cost", max_gpus=8, deadline_hours=hours / 2, gpu_slugs=("nvidia-h100-sxm5-80gb",)
+    )
+    top = more.recommendations[0]
+    assert top.gpu_count >= 2 and (top.estimate.time_to_complete_hours or 0) <= hours / 2
+
+
+def test_constraint_filters_and_codes() -> None:
+    rec = _rec(GPT2_TRAIN, "cost", require_fast_interconnect=True, vendors=("NVIDIA",))
+    slugs = {c.gpu_slug for c in rec.recommendations}
+    assert "nvidia-l4" not in slugs and "amd-mi300x" not in slugs
+    codes = {r.gpu_slug: r.code for r in rec.rejected}
+    assert codes["amd-mi300x"] == "constraint"
+    assert codes["nvidia-l4"] == "interconnect"
+    rec = _rec(GPT2_TRAIN, "cost", providers=("lambda",))
+    assert all(c.offer is not None and c.offer.provider == "lambda" for c in rec.recommendations)
+
+
+def test_latency_rejection() -> None:
+    rec = _rec(LLAMA_8B_SERVE, "cost")
+    codes = {r.gpu_slug: r for r in rec.rejected}
+    jetson = codes["nvidia-jetson-orin-nx-16gb"]
+    assert jetson.code in ("latency", "memory")
+    assert any(r.code == "latency" and "ms > max" in r.reason for r in rec.rejected)
+    for cand in rec.recommendations:
+        assert cand.estimate.latency_ok is True
+        rps = cand.estimate.requests_per_s or 0
+        assert rps * cand.cost.replicas >= 20
+
+
+def test_max_gpus_counts_all_replicas() -> None:
+    rec = _rec(LLAMA_8B_SERVE, "cost", max_gpus=1)
+    for cand in rec.recommendations:
+        assert cand.cost.gpus <= 1
+
+
+def test_pareto_front_is_non_dominated() -> None:
+    rec = _rec(GPT2_TRAIN, "balanced")
+    priced = [c for c in rec.recommendations if c.cost.known]
+    front = [c for c in priced if c.pareto_optimal]
+    assert front
+
+    def point(c: object) -> tuple[float, float, float]:
+        return (
+            c.cost.total_usd,
+            c.estimate.time_to_complete_hours,  # type: ignore[attr-defined]
+            c.estimate.energy_kwh,
+        )  # type: ignore[attr-defined]
+
+    for c in front:
+        p = point(c)
+        assert not any(
+            all(a <= b for a, b in zip(point(o), p, strict=True)) and point(o) != p for o in priced
+        )
+
+
+def test_balanced_score_formula() -> None:
+    rec = _rec(GPT2_TRAIN, "balanced")
+    priced = [c for c in rec.recommendations if c.cost.known]
+    min_cost = min(c.cost.total_usd or 0 for c in priced)
+    min_time = min(c.estimate.time_to_complete_hours or 0 for c in priced)
+    top = priced[0]
+    expected = (
+        0.5 * (top.cost.total_usd or 0) / min_cost
+        + 0.5 * (top.estimate.time_to_complete_hours or 0) / min_time
+    )
+    # minima are over every feasible option (all counts), so they can only be lower than the
+    # shown candidates' minima, and the score only higher
+    assert top.score >= max(1.0, expected - 1e-9)
+    assert any("0.5 x cost/min cost" in r for r in top.reasons)
+
+
+def test_reasons_carry_figures_and_provision_snippets() -> None:
+    rec = _rec(GPT2_TRAIN, "cost", gpu_slugs=("nvidia-h100-sxm5-80gb",))
+    top = rec.recommendations[0]
+    text = "\n".join(top.reasons)
+    assert "GB per GPU" in text and "bound" in text and "$" in text
+    assert top.offer is not None and top.offer.provider in text
+    yaml = top.provision.skypilot_yaml
+    assert yaml.startswith("resources:\n  accelerators: H100:")
+    assert f"instance_type: {top.offer.instance_type}" in yaml
+    k8s = top.provision.kubernetes
+    assert k8s["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-80GB"}
+    limits = k8s["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": top.offer.gpu_count}
+    amd = _rec(GPT2_TRAIN, "cost", gpu_slugs=("amd-mi300x",)).recommendations[0]
+    assert "amd.com/gpu" in amd.provision.kubernetes["containers"][0]["resources"]["limits"]
+
+
+def test_invalid_objective_and_workload_raise() -> None:
+    with pytest.raises(ValueError):
+        recommend(FP64, load_gpus(), load_offers(), objective="speed")  # type: ignore[arg-type]
+    bad = Workload(kind="training", precision="bf16")
+    with pytest.raises(ValueError):
+        recommend(bad, load_gpus(), load_offers())
