@@ -220,6 +220,44 @@ NETWORK_GB_S_PER_GPU = _const(
     "GB/s per GPU per direction",
     "one 400 Gb/s InfiniBand NDR (ConnectX-7) port per GPU, as in DGX H100 = 50 GB/s",
 )
+NETWORK_GB_S_PER_GPU_A100_HGX = _const(
+    "network_bandwidth_per_gpu_a100_class_gb_s",
+    25.0,
+    "GB/s per GPU per direction",
+    "DGX A100 / AWS p4d era: one 200 Gb/s HDR port per GPU (DGX A100 user guide: 8x ConnectX-6)"
+    " = 25 GB/s; applies to SXM/OAM GPUs whose fast link is below 800 GB/s",
+)
+NETWORK_GB_S_PER_GPU_V100_HGX = _const(
+    "network_bandwidth_per_gpu_v100_class_gb_s",
+    1.5625,
+    "GB/s per GPU per direction",
+    "AWS p3dn.24xlarge: 100 Gb/s for 8 V100 SXM2 = 1.56 GB/s per GPU (fast link below 400 GB/s)",
+)
+NETWORK_GB_S_PER_GPU_PCIE_SERVER = _const(
+    "network_bandwidth_per_gpu_pcie_server_gb_s",
+    6.25,
+    "GB/s per GPU per direction",
+    "AWS g6e.48xlarge: 400 Gb/s for 8 L40S = 6.25 GB/s per GPU (datacenter PCIe servers)",
+)
+NETWORK_GB_S_PER_GPU_WORKSTATION = _const(
+    "network_bandwidth_per_gpu_workstation_gb_s",
+    1.5625,
+    "GB/s per GPU per direction",
+    "AWS g5.48xlarge: 100 Gb/s for 8 GPUs = 1.56 GB/s per GPU; the best case for workstation-"
+    "class multi-GPU boxes",
+)
+NETWORK_GB_S_PER_GPU_CONSUMER = _const(
+    "network_bandwidth_per_gpu_consumer_gb_s",
+    0.39,
+    "GB/s per GPU per direction",
+    "25 GbE per 8-GPU consumer-card node (community clouds) = 3.1 GB/s / 8",
+)
+NETWORK_GB_S_PER_GPU_EDGE = _const(
+    "network_bandwidth_per_gpu_edge_gb_s",
+    0.125,
+    "GB/s per GPU per direction",
+    "1 GbE on Jetson developer kits (NVIDIA Jetson AGX Orin / Orin NX carrier boards)",
+)
 PCIE_GB_S: dict[int, float] = {3: 12.0, 4: 25.0, 5: 50.0}
 """Achievable per-direction PCIe x16 bandwidth [GB/s] by generation (theoretical 16/32/64)."""
 _note(
@@ -325,6 +363,12 @@ COMPUTE_KEYS = (
 )
 LINK_KEYS = (
     "network_bandwidth_per_gpu_gb_s",
+    "network_bandwidth_per_gpu_a100_class_gb_s",
+    "network_bandwidth_per_gpu_v100_class_gb_s",
+    "network_bandwidth_per_gpu_pcie_server_gb_s",
+    "network_bandwidth_per_gpu_workstation_gb_s",
+    "network_bandwidth_per_gpu_consumer_gb_s",
+    "network_bandwidth_per_gpu_edge_gb_s",
     "pcie_achievable_gb_s",
     "nvlink_directional_fraction",
     "collective_efficiency",

@@ -371,8 +371,12 @@ def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[i
     return counts
 
 
+@functools.lru_cache(maxsize=4096)
 def min_gpus_to_fit(workload: Workload, gpu: GpuSpec) -> int | None:
-    """Smallest GPU count (1, 2, 4, 8, then whole nodes up to 4096) at which it fits memory."""
+    """Smallest GPU count (1, 2, 4, 8, then whole nodes up to 4096) at which it fits memory.
+
+    Memoized: a pure function of two frozen dataclasses, asked again for every rejected count.
+    """
     rate = peak_rate(gpu, workload.precision)
     if rate is None:
         return None

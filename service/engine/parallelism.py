@@ -45,6 +45,26 @@ def fast_link_gb_s(gpu: GpuSpec) -> float:
     return total * c.LINK_DIRECTIONAL_FRACTION
 
 
+def network_gb_s(gpu: GpuSpec) -> float:
+    """Cross-node bandwidth per GPU [GB/s, one way] for the class of node this GPU ships in.
+
+    HGX/OAM nodes of the H100/MI300X generation carry one 400 Gb/s port per GPU; older and
+    PCIe nodes far less, which is what makes multi-node training on them slow.
+    """
+    if gpu.form_factor in ("sxm", "oam"):
+        link = gpu.interconnect_bandwidth_gb_s or 0.0
+        if link >= 800:
+            return c.NETWORK_GB_S_PER_GPU
+        if link >= 400:
+            return c.NETWORK_GB_S_PER_GPU_A100_HGX
+        return c.NETWORK_GB_S_PER_GPU_V100_HGX
+    return {
+        "pcie": c.NETWORK_GB_S_PER_GPU_PCIE_SERVER,
+        "workstation": c.NETWORK_GB_S_PER_GPU_WORKSTATION,
+        "consumer": c.NETWORK_GB_S_PER_GPU_CONSUMER,
+    }.get(gpu.form_factor, c.NETWORK_GB_S_PER_GPU_EDGE)
+
+
 def group_link(gpu: GpuSpec, gpus_in_node: int, spans_nodes: bool) -> tuple[str, float]:
     """The slowest link a collective crosses when it involves ``gpus_in_node`` GPUs of a node
     (and other nodes when ``spans_nodes``), with its one-way bandwidth [GB/s]."""
@@ -57,7 +77,7 @@ def group_link(gpu: GpuSpec, gpus_in_node: int, spans_nodes: bool) -> tuple[str,
     else:
         intra = ("pcie", pcie_gb_s(gpu))
     if spans_nodes:
-        return "network", min(c.NETWORK_GB_S_PER_GPU, intra[1])
+        return "network", min(network_gb_s(gpu), intra[1])
     return intra
 
 

@@ -102,20 +102,13 @@ def _pretrain_70b(checkpointing: bool) -> Workload:
     )
 
 
-ENGINE_NETWORK_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="engine assumes 50 GB/s per GPU between nodes for every GPU class, so ZeRO-3 over "
-    "6 nodes of PCIe RTX 6000 Ada looks cheap (see the ranking report)",
-)
-
-
 @pytest.mark.parametrize(
     ("objective", "checkpointing"),
     [
         ("cost", False),
         ("time", False),
         ("balanced", False),
-        pytest.param("cost", True, marks=ENGINE_NETWORK_XFAIL),
+        ("cost", True),
         ("time", True),
         ("balanced", True),
     ],
