@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from service.engine.constants import POWER_UTILIZATION
 from service.engine.recommend_types import (
     RENTAL_PRICING,
     Constraints,
@@ -217,6 +218,36 @@ def unit_rates(
     if is_llm_serving(workload):
         return money, None, energy
     return None, money, energy
+
+
+def unit_rate_lower_bound(
+    workload: Workload,
+    objective: str,
+    gpu: GpuSpec,
+    n: int,
+    offer: Offer | None,
+    instances: int,
+) -> float | None:
+    """A cost (USD, or GPU-hours without an offer) or energy per unit of work that no option of
+    ``n`` GPUs can beat, known before estimating it; None: no bound (not inference with a
+    target, another objective, or owned GPUs, whose amortization + power is not bounded).
+
+    :func:`unit_rates` divides by the work served, which is the target whatever the count
+    (at most the target when capacity falls short), while the hourly price, GPUs and power
+    grow with the replicas (at least 1): the rate with a single replica bounds it from below."""
+    spec = workload.inference
+    if spec is None or not spec.target_requests_per_s or objective not in ("cost", "energy"):
+        return None
+    llm = is_llm_serving(workload)
+    units = spec.target_requests_per_s * (spec.output_tokens if llm else 1) * SECONDS_PER_HOUR
+    scale = TOKENS_PER_MILLION if llm else REQUESTS_PER_UNIT
+    if objective == "energy":
+        return n * gpu.tdp_w * POWER_UTILIZATION / 1000.0 / units * scale
+    if offer is None:
+        return n / units * scale
+    if offer.pricing == "purchase":
+        return None
+    return group_usd_per_hour(offer, instances) / units * scale
 
 
 def cost_breakdown(

@@ -25,6 +25,9 @@ from service.engine.types import (
 
 NODE_SEARCH_LIMIT = 4096
 """Largest GPU count :func:`min_gpus_to_fit` searches."""
+SPLIT_TIE = 1.001
+"""A larger model split must beat a smaller one by more than 0.1% (requests/s, or latency in
+latency mode) to be chosen: near-ties go to the split with fewer GPUs per replica."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -58,10 +61,15 @@ def _no_rate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
     )
 
 
-def estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
+def estimate(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, *, latency_mode: bool = False
+) -> Estimate:
     """Estimate ``workload`` on ``gpu_count`` x ``gpu``: memory per GPU, fit, speed, energy.
 
-    The workload is assumed valid (see :func:`validate_workload`).
+    The workload is assumed valid (see :func:`validate_workload`). Inference without a fixed
+    ``batch_size`` runs at the throughput-optimal batch (the largest meeting the limits);
+    ``latency_mode`` picks the latency-optimal one instead (batch 1, replicas supply the
+    throughput). Other kinds ignore it.
     """
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
@@ -69,20 +77,24 @@ def estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
     if rate is None:
         return _no_rate(workload, gpu, gpu_count)
     if workload.kind == "compute":
-        result = _estimate_compute(workload, gpu, gpu_count, rate)
-    elif workload.kind == "training":
-        result = _estimate_training(workload, gpu, gpu_count, rate)
-    else:
-        result = _estimate_inference(workload, gpu, gpu_count, rate)
-    warnings = list(result.warnings)
-    if rate.warning:
-        warnings.insert(0, rate.warning)
+        return _estimate_compute(workload, gpu, gpu_count, rate)
+    if workload.kind == "training":
+        return _estimate_training(workload, gpu, gpu_count, rate)
+    return _estimate_inference(workload, gpu, gpu_count, rate, latency_mode)
+
+
+def _warnings(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, own: list[str] | None = None
+) -> tuple[str, ...]:
+    """The estimate's warnings: the precision fallback first, the FP64-on-vector note last."""
+    out = [rate.warning] if rate.warning else []
+    out.extend(own or ())
     if workload.precision == "fp64" and not rate.tensor:
-        warnings.append(
+        out.append(
             f"FP64 runs on {gpu.name}'s vector units at {rate.tflops:g} TFLOPS "
             "(no FP64 tensor cores)"
         )
-    return replace(result, warnings=tuple(warnings), compute_tflops_used=rate.tflops)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- compute jobs
@@ -118,7 +130,7 @@ def _estimate_compute(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) 
         memory=MemoryBreakdown(
             activations=spec.memory_gb / n, overhead=c.FRAMEWORK_OVERHEAD_GB
         ),
-        parallelism=replace(layout.parallelism, data_parallel=n),
+        parallelism=layout.parallelism,  # tp = pp = 1: data_parallel is already n
         bound="compute" if compute_s >= memory_s else "memory_bandwidth",
         time_to_complete_hours=hours,
         power_w=power,
@@ -127,6 +139,8 @@ def _estimate_compute(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) 
         fixes=() if fits or needed is None else (f"needs {needed} GPUs",),
         min_gpus_to_fit=needed,
         assumptions=_assumptions(c.COMPUTE_KEYS),
+        warnings=_warnings(workload, gpu, rate),
+        compute_tflops_used=rate.tflops,
     )
 
 
@@ -180,7 +194,8 @@ def _estimate_training(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate)
         time_to_complete_hours=hours,
         power_w=power,
         energy_kwh=None if hours is None else power * hours / 1000.0,
-        warnings=tuple(warnings),
+        warnings=_warnings(workload, gpu, rate, warnings),
+        compute_tflops_used=rate.tflops,
         infeasible_reasons=reasons,
         fixes=fixes,
         min_gpus_to_fit=needed,
@@ -232,32 +247,48 @@ def _training_fixes(
 # ---------------------------------------------------------------- inference
 
 
-def _estimate_inference(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+def _estimate_inference(
+    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, latency_mode: bool = False
+) -> Estimate:
     spec = workload.inference
     assert spec is not None
     prec = rate.precision_used
-    usable = mem.usable_memory_bytes(gpu.memory_gb)
+    ctx = inf.context(workload, gpu, prec, rate)
     min_batch = spec.batch_size or 1
-    placement, size, fits = inf.place(workload, gpu, n, prec, min_batch)
+    splits = ctx.splits(n)
+    fitting = next((sp for sp in splits if ctx.fits(sp[0], sp[1], min_batch)), None)
+    fits = fitting is not None
+    tp, pp = fitting or splits[-1]
     warnings: list[str] = []
     if spec.batch_size is not None:
-        timing = inf.timing(workload, gpu, placement, rate, spec.batch_size)
+        timing = ctx.roofline(tp).timing(spec.batch_size)
     else:
-        # throughput mode: every split that fits, the largest batch meeting the limits,
-        # keep the split with the most requests/s (ties go to the smaller split)
+        # every split that fits; throughput mode: the largest batch meeting the limits, keep
+        # the split with the most requests/s; latency mode: batch 1, keep the split with the
+        # lowest latency (ties within SPLIT_TIE go to the smaller split)
         found: inf.Timing | None = None
-        best = -1.0
-        for option, option_size, option_fits in inf.placements(workload, gpu, n, prec, 1):
-            if fits and not option_fits:
+        best = -math.inf if not latency_mode else math.inf
+        for o_tp, o_pp in splits:
+            if fits and not ctx.fits(o_tp, o_pp, 1):
                 continue
-            max_fit = max(1, option_size.max_batch(usable))
-            t = inf.best_batch(workload, gpu, option, rate, max_fit)
-            if t is not None:
-                rps = inf.throughput(spec, t, option)[0]
-                if rps > best * 1.001:
-                    best, found = rps, t
-                    placement, size = option, option_size
-        timing = found or inf.timing(workload, gpu, placement, rate, 1)
+            limit = ctx.limit_batch(o_tp)
+            if latency_mode:
+                batch: int | None = 1 if limit >= 1 else None
+            else:
+                max_fit = max(1, ctx.sizing(o_tp, o_pp).max_batch(ctx.usable))
+                batch = inf.clamp_batch(limit, max_fit)
+            if batch is None:
+                continue
+            t = ctx.roofline(o_tp).timing(batch)
+            if latency_mode:
+                better = (value := inf.latency_checks(spec, t)[2]) * SPLIT_TIE < best
+            else:
+                replicas = max(1, n // (o_tp * o_pp))
+                better = (value := inf.requests_per_s(spec, t, o_pp, replicas)) > best * SPLIT_TIE
+            if better:
+                best, found, tp, pp = value, t, o_tp, o_pp
+        timing = found or ctx.roofline(tp).timing(1)
+    placement, size = ctx.placement(n, tp, pp), ctx.sizing(tp, pp)
     batch = timing.batch
     ttft, tpot, latency = inf.latency_checks(spec, timing)
     has_limits = any(
@@ -301,12 +332,13 @@ def _estimate_inference(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate
         power_w=power,
         energy_kwh=power / 1000.0,
         latency_ok=latency_ok,
-        warnings=tuple(warnings),
+        warnings=_warnings(workload, gpu, rate, warnings),
         infeasible_reasons=reasons,
         fixes=fixes,
         min_gpus_to_fit=needed,
         replicas=placement.replicas,
         assumptions=_assumptions(c.INFERENCE_KEYS),
+        compute_tflops_used=rate.tflops,
     )
 
 
@@ -346,7 +378,7 @@ def _inference_fixes(
 
 def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision) -> bool:
     if workload.kind == "training":
-        return tr.plan_training(workload, gpu, n, prec).fits
+        return tr.fits(workload, gpu, n, prec)
     if workload.kind == "inference":
         spec = workload.inference
         assert spec is not None

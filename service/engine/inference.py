@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -10,10 +11,7 @@ from service.engine import parallelism as par
 from service.engine.performance import (
     PeakRate,
     PhaseTime,
-    all_reduce_s,
     bandwidth_gb_s,
-    roofline,
-    sequential,
 )
 from service.engine.types import (
     GenericModel,
@@ -24,6 +22,10 @@ from service.engine.types import (
     TransformerModel,
     Workload,
 )
+
+CONTEXT_CACHE_SIZE = 256
+"""Memoized :class:`Context` objects: a request asks for one or two per GPU type in turn, so
+a small LRU holds a whole catalog's worth without growing with the number of requests."""
 
 
 @dataclass(frozen=True)
@@ -89,42 +91,6 @@ def sizing(workload: Workload, precision_used: Precision, tp: int, pp: int) -> S
     return Sizing(weights, c.FRAMEWORK_OVERHEAD_GB * c.GB, kv, act_total)
 
 
-def placements(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
-) -> list[tuple[Placement, Sizing, bool]]:
-    """Every model split, smallest first: TP inside a fast domain, then PP on top of it."""
-    model = workload.model
-    assert model is not None
-    usable = mem.usable_memory_bytes(gpu.memory_gb)
-    options: list[tuple[int, int]] = [(1, 1)]
-    if isinstance(model, TransformerModel):
-        tps = [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0]
-        options = [(t, 1) for t in tps]
-        options += [
-            (tps[-1], p)
-            for p in par.powers_of_two_upto(gpu_count // tps[-1])
-            if 1 < p <= model.layers
-        ]
-    out: list[tuple[Placement, Sizing, bool]] = []
-    for tp, pp in options:
-        size = sizing(workload, precision_used, tp, pp)
-        layout = par.make_layout(gpu, gpu_count, tp, pp, "none")
-        placement = Placement(layout, tp, pp, max(1, gpu_count // (tp * pp)))
-        out.append((placement, size, size.breakdown(batch).total * c.GB <= usable))
-    return out
-
-
-def place(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
-) -> tuple[Placement, Sizing, bool]:
-    """Smallest model split that fits ``batch`` sequences (the largest split if none fits)."""
-    options = placements(workload, gpu, gpu_count, precision_used, batch)
-    for option in options:
-        if option[2]:
-            return option
-    return options[-1]
-
-
 def _moe_weight_bytes_read(model: TransformerModel, wbpp: float, batch: int) -> float:
     """Weight bytes one decode step reads [B]: experts not routed to by any of the ``batch``
     tokens stay unread; expected touched fraction per layer = 1 - (1 - k/E)^b."""
@@ -149,12 +115,150 @@ class Timing:
         return self.prefill.total_s
 
 
-def _tp_comm_s(model: TransformerModel, tokens: float, placement: Placement) -> float:
-    """Two all-reduces of the 16-bit activations per layer (Megatron TP) for ``tokens``."""
-    if placement.tp <= 1 or tokens <= 0:
-        return 0.0
-    nbytes = tokens * model.hidden_size * 2.0
-    return 2.0 * model.layers * all_reduce_s(nbytes, placement.tp, placement.layout.tp_link_gb_s)
+_Phase = tuple[float, float, float, float]
+"""(compute_s, memory_s, comm_s, stall_s) of a :class:`PhaseTime`, unboxed for the hot loop."""
+
+
+def _total(p: _Phase) -> float:
+    """:attr:`PhaseTime.total_s`, same arithmetic in the same order."""
+    return max(p[0], p[1]) + p[3] + p[2]
+
+
+def _seq(k0: tuple[float, float], k1: tuple[float, float], comm: float) -> _Phase:
+    """:func:`performance.sequential` of two kernels, same arithmetic in the same order."""
+    compute, memory = k0[0] + k1[0], k0[1] + k1[1]
+    stall = max(k0) + max(k1) - max(compute, memory)
+    return compute, memory, comm, stall if stall > 0.0 else 0.0
+
+
+class Roofline:
+    """Roofline times of one split (TP degree ``tp`` over a ``link_gb_s`` link) as a function of
+    the batch, with everything that does not depend on the batch computed once.
+
+    See :func:`timing` for the model. The arithmetic is that of :func:`performance.roofline` /
+    :func:`performance.sequential` term by term, so :meth:`timing` and :meth:`meets` agree
+    bit for bit with each other and with the original per-call formulation."""
+
+    def __init__(
+        self, workload: Workload, gpu: GpuSpec, rate: PeakRate, tp: int, link_gb_s: float
+    ) -> None:
+        model, spec = workload.model, workload.inference
+        assert model is not None and spec is not None
+        self.spec, self.model, self.tp = spec, model, tp
+        self.bw = bandwidth_gb_s(gpu)
+        self.bytes_s = self.bw * c.GB
+        self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
+        self.tflops = rate.tflops
+        eight_bit = rate.precision_used in ("fp8", "int8")
+        eff_p = c.EFF_PREFILL if rate.tensor else c.EFF_NON_TENSOR
+        self.decoder = False
+        self.comm_den = link_gb_s * c.GB * c.COLLECTIVE_EFFICIENCY
+        self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
+        if isinstance(model, GenericModel):
+            self.eff = c.EFF_CNN_INFERENCE if rate.tensor else c.EFF_NON_TENSOR
+            self.flops_per = model.gflops_per_sample * 1e9
+            self.act_per = mem.generic_activation_bytes(model, 1, 2.0, training=False)
+            self.weights = model.params * self.wbpp
+            return
+        if eight_bit:
+            eff_p *= c.EFF_8BIT_TRANSFORMER
+        self.eff_p, self.h, self.layers = eff_p, model.hidden_size, model.layers
+        n_active = mem.active_params(model)
+        s = max(1, spec.prompt_tokens)
+        self.s = s
+        pairs = float(s) * s if model.encoder_only else mem.causal_attention_pairs(model, float(s))
+        self.prompt_flops = 2.0 * n_active * s + 4.0 * model.layers * model.hidden_size * pairs
+        self.weight_read = model.params * self.wbpp / tp
+        if spec.output_tokens <= 0 or model.encoder_only:
+            return
+        self.decoder = True
+        out = spec.output_tokens
+        self.out = out
+        self.ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
+        self.kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
+        self.kv_div = min(tp, model.kv_heads)
+        self.moe = model.experts > 1
+        eff_d = c.EFF_DECODE_COMPUTE if rate.tensor else c.EFF_NON_TENSOR
+        if eight_bit:
+            eff_d *= c.EFF_8BIT_TRANSFORMER
+        peak = rate.tflops * 1e12 * tp
+        self.n_active = n_active
+        self.den_d = peak * eff_d
+        self.lin_prompt = 2.0 * n_active * s / (peak * eff_p)
+        self.att_prompt = 4.0 * model.layers * model.hidden_size * pairs / (peak * eff_p)
+        self.w_s = self.weight_read / self.bytes_s
+        self.decode_comm_tokens = 1.0 + spec.prompt_tokens / out
+
+    def _comm(self, tokens: float) -> float:
+        """:func:`_tp_comm_s` for this split."""
+        if self.tp <= 1 or tokens <= 0:
+            return 0.0
+        nbytes = tokens * self.h * 2.0
+        return 2.0 * self.layers * (self.comm_vol * nbytes / self.comm_den + c.COLLECTIVE_LATENCY_S)
+
+    def phases(self, batch: int) -> tuple[_Phase, _Phase | None]:
+        """(prefill, decode) phases for ``batch``, unboxed."""
+        if not self.decoder:
+            if isinstance(self.model, GenericModel):
+                flops = self.flops_per * batch
+                act = self.act_per * batch * 2.0
+                mem_b = self.weights + act
+                eff = self.eff
+            else:
+                flops = self.prompt_flops * batch / self.tp
+                mem_b = self.weight_read
+                eff = self.eff_p
+            generic = isinstance(self.model, GenericModel)
+            comm = 0.0 if generic else self._comm(float(self.s * batch))
+            compute_s = flops / (self.tflops * 1e12 * eff)
+            return (compute_s, mem_b / (self.bw * c.GB), comm, 0.0), None
+        den_d = self.den_d
+        lin_decode = batch * 2.0 * self.n_active / den_d
+        att_decode = batch * 4.0 * self.layers * self.h * self.ctx / den_d
+        kv_read = batch * self.ctx * self.kv_tok / self.kv_div
+        if self.moe:
+            assert isinstance(self.model, TransformerModel)
+            w_s = _moe_weight_bytes_read(self.model, self.wbpp, batch) / self.tp / self.bytes_s
+        else:
+            w_s = self.w_s
+        kv_s = kv_read / self.bytes_s
+        share = batch / self.out
+        decode = _seq(
+            (lin_decode + share * self.lin_prompt, w_s),
+            (att_decode + share * self.att_prompt, kv_s),
+            self._comm(batch * self.decode_comm_tokens),
+        )
+        rest = (batch - 1) / batch
+        prefill = _seq(
+            (self.lin_prompt + rest * lin_decode, w_s),
+            (self.att_prompt + rest * att_decode, kv_s),
+            self._comm(float(self.s + batch - 1)),
+        )
+        return prefill, decode
+
+    def timing(self, batch: int) -> Timing:
+        pre, dec = self.phases(batch)
+        return Timing(PhaseTime(pre[0], pre[1], pre[2], pre[3]),
+                      None if dec is None else PhaseTime(dec[0], dec[1], dec[2], dec[3]), batch)
+
+    def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
+        """:func:`latency_checks` of :meth:`timing` without building it."""
+        pre, dec = self.phases(batch)
+        ttft = _total(pre) * 1e3
+        if dec is None:
+            return ttft, None, ttft
+        tpot = _total(dec) * 1e3
+        return ttft, tpot, ttft + self.spec.output_tokens * tpot
+
+    def meets(self, batch: int) -> bool:
+        """:func:`meets` of :meth:`timing`."""
+        spec = self.spec
+        ttft, tpot, latency = self.latency_ms(batch)
+        if spec.max_ttft_ms is not None and ttft > spec.max_ttft_ms:
+            return False
+        if spec.max_tpot_ms is not None and tpot is not None and tpot > spec.max_tpot_ms:
+            return False
+        return spec.max_latency_ms is None or latency <= spec.max_latency_ms
 
 
 def timing(
@@ -171,71 +275,12 @@ def timing(
     Sarathi-Serve): ``batch`` sequences decode together and new requests' prompts are prefilled
     inside the same iterations, so one iteration reads the weights and the batch's KV once and
     computes ``batch`` decode tokens plus, on average, ``batch x prompt / output`` prompt tokens.
-    TTFT is one such iteration carrying a whole prompt (no queueing).
+    The weight GEMMs (all tokens of the iteration) and attention (each sequence's own KV cache)
+    run in sequence, each with its own roofline (:func:`performance.sequential`). TTFT is one
+    such iteration carrying a whole prompt (no queueing). PP stages run one after another for
+    one batch: full FLOPs and bytes at one GPU's rate.
     """
-    model = workload.model
-    spec = workload.inference
-    assert model is not None and spec is not None
-    tp = placement.tp
-    bw = bandwidth_gb_s(gpu)
-    wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
-    eff_p = c.EFF_PREFILL if rate.tensor else c.EFF_NON_TENSOR
-    if isinstance(model, GenericModel):
-        flops = model.gflops_per_sample * 1e9 * batch
-        act = mem.generic_activation_bytes(model, batch, 2.0, training=False) * 2.0
-        eff = c.EFF_CNN_INFERENCE if rate.tensor else c.EFF_NON_TENSOR
-        prefill = roofline(flops, model.params * wbpp + act, rate.tflops, eff, bw)
-        return Timing(prefill, None, batch)
-    if rate.precision_used in ("fp8", "int8"):
-        eff_p *= c.EFF_8BIT_TRANSFORMER
-    n_active = mem.active_params(model)
-    h, layers = model.hidden_size, model.layers
-    s = max(1, spec.prompt_tokens)
-    # 2 matmuls (QK^T, AV) x 2 FLOP per (query, key) pair per hidden unit
-    if model.encoder_only:
-        pairs = float(s) * s
-    else:
-        pairs = mem.causal_attention_pairs(model, float(s))
-    prompt_flops = 2.0 * n_active * s + 4.0 * layers * h * pairs
-    weight_read = model.params * wbpp / tp
-    # PP stages run one after another for one batch: full FLOPs and bytes at one GPU's rate
-    if spec.output_tokens <= 0 or model.encoder_only:
-        comm = _tp_comm_s(model, float(s * batch), placement)
-        prefill = roofline(prompt_flops * batch / tp, weight_read, rate.tflops, eff_p, bw, comm)
-        return Timing(prefill, None, batch)
-    out = spec.output_tokens
-    ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
-    kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
-    kv_read = batch * ctx * kv_tok / min(tp, model.kv_heads)
-    if model.experts > 1:
-        w_read = _moe_weight_bytes_read(model, wbpp, batch) / tp
-    else:
-        w_read = weight_read
-    eff_d = c.EFF_DECODE_COMPUTE if rate.tensor else c.EFF_NON_TENSOR
-    if rate.precision_used in ("fp8", "int8"):
-        eff_d *= c.EFF_8BIT_TRANSFORMER
-    peak = rate.tflops * 1e12 * tp
-    bytes_s = bw * c.GB
-    # two kernel classes per layer run in sequence, each with its own roofline: the weight
-    # GEMMs (all tokens of the iteration) and attention (each sequence's own KV cache)
-    lin_decode = batch * 2.0 * n_active / (peak * eff_d)
-    att_decode = batch * 4.0 * layers * h * ctx / (peak * eff_d)
-    lin_prompt = 2.0 * n_active * s / (peak * eff_p)
-    att_prompt = 4.0 * layers * h * pairs / (peak * eff_p)
-    w_s, kv_s = w_read / bytes_s, kv_read / bytes_s
-    # steady state: each request brings its prompt once per `out` iterations
-    share = batch / out
-    decode = sequential(
-        [(lin_decode + share * lin_prompt, w_s), (att_decode + share * att_prompt, kv_s)],
-        _tp_comm_s(model, batch * (1.0 + spec.prompt_tokens / out), placement),
-    )
-    # the iteration that carries one whole prompt next to the other (batch - 1) sequences
-    rest = (batch - 1) / batch
-    prefill = sequential(
-        [(lin_prompt + rest * lin_decode, w_s), (att_prompt + rest * att_decode, kv_s)],
-        _tp_comm_s(model, float(s + batch - 1), placement),
-    )
-    return Timing(prefill, decode, batch)
+    return Roofline(workload, gpu, rate, placement.tp, placement.layout.tp_link_gb_s).timing(batch)
 
 
 def latency_checks(spec: InferenceSpec, t: Timing) -> tuple[float, float | None, float]:
@@ -270,6 +315,36 @@ def throughput(spec: InferenceSpec, t: Timing, placement: Placement) -> tuple[fl
     return per_replica * placement.replicas, cycle
 
 
+def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> float:
+    """:func:`throughput`'s requests/s without building a :class:`Placement`."""
+    if t.decode is not None and spec.output_tokens > 0:
+        cycle = spec.output_tokens * t.decode.total_s
+    else:
+        cycle = t.ttft_s
+    return t.batch / cycle * pp * replicas
+
+
+def largest_meeting(roof: Roofline) -> int:
+    """Largest batch up to :data:`MAX_AUTO_BATCH` meeting the latency limits (0: none).
+
+    TTFT, TPOT and latency all grow with the batch (each iteration's time is a sum of maxima
+    of terms affine in it, MoE weight reads rise with it), so the predicate is monotone and a
+    bisection finds the boundary: O(log batch) evaluations, once per TP degree."""
+    hi = int(c.MAX_AUTO_BATCH)
+    if roof.meets(hi):
+        return hi
+    if hi == 1 or not roof.meets(1):
+        return 0
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if roof.meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def best_batch(
     workload: Workload,
     gpu: GpuSpec,
@@ -277,26 +352,111 @@ def best_batch(
     rate: PeakRate,
     max_fit: int,
 ) -> Timing | None:
-    """Largest batch (most requests/s) that fits memory and meets the latency limits.
+    """Largest batch (most requests/s) that fits memory and meets the latency limits, None
+    when batch 1 misses (see :func:`largest_meeting`)."""
+    roof = Roofline(workload, gpu, rate, placement.tp, placement.layout.tp_link_gb_s)
+    batch = clamp_batch(largest_meeting(roof), max_fit)
+    return None if batch is None else roof.timing(batch)
 
-    Throughput, TTFT and TPOT all grow with the batch (each iteration's time is affine in it),
-    so the memory maximum is taken when it meets the limits, else a bisection finds the
-    largest batch that does: O(log batch) roofline evaluations. None when batch 1 misses."""
-    spec = workload.inference
-    assert spec is not None
+
+def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
+    """The best batch given the largest meeting the limits and the memory maximum."""
     hi = max(1, min(max_fit, int(c.MAX_AUTO_BATCH)))
-    top = timing(workload, gpu, placement, rate, hi)
-    if meets(spec, top):
-        return top
-    low = timing(workload, gpu, placement, rate, 1)
-    if hi == 1 or not meets(spec, low):
-        return None
-    lo = 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        t = timing(workload, gpu, placement, rate, mid)
-        if meets(spec, t):
-            lo, low = mid, t
-        else:
-            hi = mid
-    return low
+    if hi <= limit_batch:
+        return hi
+    return limit_batch or None
+
+
+class Context:
+    """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, link,
+    roofline and largest batch meeting the limits do not depend on the count (only the
+    replicas and the layout record do), so each is computed once per split, not per count."""
+
+    def __init__(
+        self, workload: Workload, gpu: GpuSpec, precision_used: Precision, rate: PeakRate | None
+    ) -> None:
+        self.workload, self.gpu, self.precision, self.rate = workload, gpu, precision_used, rate
+        self.usable = mem.usable_memory_bytes(gpu.memory_gb)
+        model = workload.model
+        assert model is not None
+        self.heads = model.attention_heads if isinstance(model, TransformerModel) else None
+        self.layers = model.layers if isinstance(model, TransformerModel) else 0
+        self._sizes: dict[tuple[int, int], Sizing] = {}
+        self._roofs: dict[int, Roofline] = {}
+        self._limits: dict[int, int] = {}
+        self._fits: dict[tuple[int, int, int], bool] = {}
+
+    def sizing(self, tp: int, pp: int) -> Sizing:
+        key = (tp, pp)
+        if key not in self._sizes:
+            self._sizes[key] = sizing(self.workload, self.precision, tp, pp)
+        return self._sizes[key]
+
+    def fits(self, tp: int, pp: int, batch: int) -> bool:
+        key = (tp, pp, batch)
+        ok = self._fits.get(key)
+        if ok is None:
+            ok = self._fits[key] = self.sizing(tp, pp).breakdown(batch).total * c.GB <= self.usable
+        return ok
+
+    def splits(self, gpu_count: int) -> list[tuple[int, int]]:
+        """Every model split, smallest first: TP inside a fast domain, then PP on top of it."""
+        if self.heads is None:
+            return [(1, 1)]
+        heads = self.heads
+        tps = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
+        out = [(t, 1) for t in tps]
+        top = tps[-1]
+        out += [(top, p) for p in par.powers_of_two_upto(gpu_count // top) if 1 < p <= self.layers]
+        return out
+
+    def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
+        layout = par.make_layout(self.gpu, gpu_count, tp, pp, "none")
+        return Placement(layout, tp, pp, max(1, gpu_count // (tp * pp)))
+
+    def roofline(self, tp: int) -> Roofline:
+        roof = self._roofs.get(tp)
+        if roof is None:
+            assert self.rate is not None
+            link = par.group_link(self.gpu, tp, spans_nodes=False)[1]
+            roof = self._roofs[tp] = Roofline(self.workload, self.gpu, self.rate, tp, link)
+        return roof
+
+    def limit_batch(self, tp: int) -> int:
+        if tp not in self._limits:
+            self._limits[tp] = largest_meeting(self.roofline(tp))
+        return self._limits[tp]
+
+
+@functools.lru_cache(maxsize=CONTEXT_CACHE_SIZE)
+def context(
+    workload: Workload, gpu: GpuSpec, precision_used: Precision, rate: PeakRate | None = None
+) -> Context:
+    """The shared :class:`Context`, memoized: every count of a GPU type asks for it in turn
+    (``rate`` None: sizing and placement only)."""
+    return Context(workload, gpu, precision_used, rate)
+
+
+def placements(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
+) -> list[tuple[Placement, Sizing, bool]]:
+    """Every model split, smallest first, with its sizing and whether ``batch`` fits."""
+    ctx = _context_for(workload, gpu, precision_used)
+    return [
+        (ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch))
+        for tp, pp in ctx.splits(gpu_count)
+    ]
+
+
+def place(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
+) -> tuple[Placement, Sizing, bool]:
+    """Smallest model split that fits ``batch`` sequences (the largest split if none fits)."""
+    ctx = _context_for(workload, gpu, precision_used)
+    splits = ctx.splits(gpu_count)
+    tp, pp = next((s for s in splits if ctx.fits(s[0], s[1], batch)), splits[-1])
+    return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
+
+
+def _context_for(workload: Workload, gpu: GpuSpec, precision_used: Precision) -> Context:
+    return context(workload, gpu, precision_used)

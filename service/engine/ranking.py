@@ -12,7 +12,12 @@ Objectives and ``score`` (the value ranked on, lower is better):
 * ``cost``: training/compute: ``total_usd`` to finish; inference: USD per million output
   tokens (LLMs) or per 1000 requests (others).
 * ``time``: training/compute: ``time_to_complete_hours``; inference: end-to-end latency
-  ``latency_ms`` at the batch that meets the throughput (replicas cover the target).
+  ``latency_ms`` at the latency-optimal operating point: without a user-fixed ``batch_size``
+  each count is estimated at batch 1 on the model split with the lowest latency (latency grows
+  with the batch, so batch 1 is optimal; replicas cover ``target_requests_per_s``), so GPUs
+  rank by the latency a request really sees, not by the limit that the throughput-optimal
+  batch of the other objectives runs up to. When those replicas break a limit (max_gpus,
+  max_usd_per_hour) the count falls back to the throughput-optimal batch.
 * ``energy``: training/compute: ``energy_kwh`` to finish; inference: kWh per million output
   tokens / per 1000 requests.
 * ``balanced``: ``score = 0.5 x cost / min_cost + 0.5 x time / min_time``, the minima taken over
@@ -21,6 +26,10 @@ Objectives and ``score`` (the value ranked on, lower is better):
 GPUs with no usable quote are estimated too (``cost.known`` False). Under cost and balanced
 they rank after every priced GPU, ordered by GPU-hours (training/compute) or GPU-hours per unit
 of work (inference) in place of money; under time and energy they rank among the others.
+Under cost and energy, inference with a target skips a count whose lower bound (the unit rate
+with a single replica, known from the offer price or the GPUs' power before estimating) is
+already worse than the GPU's best option so far: the skipped option could not have won, so
+results are the same as estimating every count (see :func:`cost.unit_rate_lower_bound`).
 Ties: the score rounded to 1e-9 relative, then usd_per_hour, gpu_count, gpu_slug, quote_id.
 ``pareto_optimal``: no other priced candidate is at least as good on (cost, time, energy) and
 better on one; unpriced candidates are never marked.
@@ -60,6 +69,13 @@ BALANCED_COST_WEIGHT = 0.5
 REL_TIE = 1e-9
 """Relative rounding of scores before tie-breaking, so float noise never reorders results."""
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "balanced", "energy")
+PRUNED_OBJECTIVES: tuple[Objective, ...] = ("cost", "energy")
+"""Objectives whose per-GPU best depends on that GPU's options alone (balanced needs every
+option's cost and time for its minima; time has no cheap bound), so counts whose lower bound
+(:func:`cost.unit_rate_lower_bound`) is already worse than the best option found can be skipped."""
+PRUNE_MARGIN = 1e-6
+"""Relative margin a bound must clear before a count is skipped: far above float noise and the
+1e-9 rounding of :data:`REL_TIE`, so a skipped option could never have tied or won."""
 INF = math.inf
 
 
@@ -123,6 +139,7 @@ def _evaluate_gpu(
     c: Constraints,
     settings: CostSettings,
     needs_price: bool,
+    objective: Objective,
 ) -> tuple[list[_Option], Failure | None, str | None]:
     """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
@@ -144,18 +161,49 @@ def _evaluate_gpu(
         plan = dict.fromkeys(counts, (None, 1))
     options: list[_Option] = []
     failure: Failure | None = None
+    spec = workload.inference
+    latency_mode = objective == "time" and spec is not None and spec.batch_size is None
+    best = INF
     for n in sorted(plan):
         offer, instances = plan[n]
-        est = estimate(workload, gpu, n)
-        cost = co.cost_breakdown(workload, est, offer, instances, settings, rent_rate)
-        money, time, energy, proxy = _metrics(workload, est, cost)
-        opt = _Option(gpu, est, offer, instances, cost, money, time, energy, proxy, first)
-        miss = ex.limit_failure(workload, est, cost, c)
+        if options and best < INF:
+            bound = co.unit_rate_lower_bound(workload, objective, gpu, n, offer, instances)
+            if bound is not None and bound > best * (1.0 + PRUNE_MARGIN):
+                continue
+        opt, miss = _option(workload, gpu, n, offer, instances, c, settings, rent_rate, first,
+                            latency_mode)
+        if latency_mode and miss is not None:
+            # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
+            # the throughput-optimal batch, the lowest latency those limits leave
+            opt, miss = _option(workload, gpu, n, offer, instances, c, settings, rent_rate,
+                                first, False)
         if miss is None:
             options.append(opt)
+            if objective in PRUNED_OBJECTIVES:
+                best = min(best, _value(opt, objective, {}))
         else:
             failure = _worse(failure, miss)
     return options, failure, warning
+
+
+def _option(
+    workload: Workload,
+    gpu: GpuSpec,
+    n: int,
+    offer: Offer | None,
+    instances: int,
+    c: Constraints,
+    settings: CostSettings,
+    rent_rate: float | None,
+    first: int,
+    latency_mode: bool,
+) -> tuple[_Option, Failure | None]:
+    """The option of ``n`` GPUs on ``instances`` of ``offer``, and the first limit it misses."""
+    est = estimate(workload, gpu, n, latency_mode=latency_mode)
+    cost = co.cost_breakdown(workload, est, offer, instances, settings, rent_rate)
+    money, time, energy, proxy = _metrics(workload, est, cost)
+    opt = _Option(gpu, est, offer, instances, cost, money, time, energy, proxy, first)
+    return opt, ex.limit_failure(workload, est, cost, c)
 
 
 def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> float:
@@ -276,7 +324,7 @@ def recommend(
             continue
         rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
         options, failure, warning = _evaluate_gpu(
-            workload, gpu, usable, rent, c, settings, needs_price
+            workload, gpu, usable, rent, c, settings, needs_price, objective
         )
         if not options:
             assert failure is not None

@@ -14,6 +14,7 @@ from service.engine.types import (
     GenericModel,
     GpuSpec,
     MemoryBreakdown,
+    Parallelism,
     Precision,
     Sharding,
     TrainingSpec,
@@ -33,6 +34,10 @@ class TrainPlan:
     accumulation: int
     memory: MemoryBreakdown
     fits: bool
+
+
+_NO_LAYOUT = par.Layout(Parallelism(1, 1, 1, 1), 0.0, 0.0, "none")
+"""Placeholder layout of a ``fits_only`` plan."""
 
 
 def _seq_len(spec: TrainingSpec, model: TransformerModel | GenericModel) -> int:
@@ -96,10 +101,12 @@ def plan_training(
     *,
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
+    fits_only: bool = False,
 ) -> TrainPlan:
     """Choose the TP degree (smallest whose weights fit), the least ZeRO stage that fits
     (``auto``) and the largest micro-batch that fits. Returns a non-fitting plan
-    (micro-batch 1, most sharding) when nothing fits."""
+    (micro-batch 1, most sharding) when nothing fits. ``fits_only``: stop at the first fit
+    and return a placeholder plan (only ``fits`` and ``memory`` at micro-batch 1 are real)."""
     spec = workload.training
     model = workload.model
     assert spec is not None and model is not None
@@ -118,25 +125,45 @@ def plan_training(
         fitting = [t for t in tps if weight_bytes / t / c.GB + c.FRAMEWORK_OVERHEAD_GB <= usable]
         start = tps.index(fitting[0]) if fitting else len(tps) - 1
         tps = tps[start:] if wanted == "auto" else tps[start : start + 1]
-    fallback: TrainPlan | None = None
+    # memory grows with the micro-batch (activations are linear in it), so a (TP, sharding)
+    # pair fits at some micro-batch iff it fits at 1, and the largest fitting one is found by
+    # bisection over the candidates (largest first), the same as trying them in turn
+    fallback: tuple[int, Sharding, MemoryBreakdown] | None = None
     for tp in tps:
         dp = max(1, gpu_count // tp)
         per_gpu_batch = max(1, math.ceil(spec.batch_size / dp))
         for shard in shardings:
             eff_shard: Sharding = shard if dp > 1 else "none"
-            for micro in _micro_batches(per_gpu_batch):
-                breakdown = _memory(
-                    workload, spec, gpu, precision_used, tp, dp, eff_shard, micro, ckpt
-                )
-                layout = par.make_layout(gpu, gpu_count, tp, 1, eff_shard)
-                accumulation = math.ceil(per_gpu_batch / micro)
-                plan = TrainPlan(layout, micro, accumulation, breakdown, breakdown.total <= usable)
-                if plan.fits:
-                    return plan
-                if micro == 1:
-                    fallback = plan
+            args = (workload, spec, gpu, precision_used, tp, dp, eff_shard)
+            smallest = _memory(*args, 1, ckpt)
+            if smallest.total > usable:
+                fallback = (tp, eff_shard, smallest)
+                continue
+            if fits_only:
+                return TrainPlan(_NO_LAYOUT, 1, per_gpu_batch, smallest, True)
+            micros = _micro_batches(per_gpu_batch)
+            lo, hi = 0, len(micros) - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if _memory(*args, micros[mid], ckpt).total <= usable:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            micro = micros[hi]
+            breakdown = smallest if micro == 1 else _memory(*args, micro, ckpt)
+            layout = par.make_layout(gpu, gpu_count, tp, 1, eff_shard)
+            return TrainPlan(layout, micro, math.ceil(per_gpu_batch / micro), breakdown, True)
     assert fallback is not None
-    return fallback
+    tp, eff_shard, breakdown = fallback
+    dp = max(1, gpu_count // tp)
+    per_gpu_batch = max(1, math.ceil(spec.batch_size / dp))
+    layout = par.make_layout(gpu, gpu_count, tp, 1, eff_shard)
+    return TrainPlan(layout, 1, per_gpu_batch, breakdown, False)
+
+
+def fits(workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision) -> bool:
+    """``plan_training(...).fits`` without choosing the micro-batch or building the layout."""
+    return plan_training(workload, gpu, gpu_count, precision_used, fits_only=True).fits
 
 
 def training_flops_per_step(workload: Workload, recompute: bool) -> float:

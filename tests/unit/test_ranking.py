@@ -205,3 +205,31 @@ def test_invalid_objective_and_workload_raise() -> None:
     bad = Workload(kind="training", precision="bf16")
     with pytest.raises(ValueError):
         recommend(bad, load_gpus(), load_offers())
+
+
+def test_time_objective_ranks_inference_by_latency_optimal_batch() -> None:
+    """Under "time" the engine serves at the latency-optimal batch (replicas cover the target),
+    so latency is the GPU's real one, not the limit the throughput-optimal batch runs up to."""
+    llama_31_8b = Workload(
+        kind="inference",
+        precision="bf16",
+        model=PRESETS["llama-3.1-8b"].model,
+        inference=InferenceSpec(
+            prompt_tokens=1024,
+            output_tokens=256,
+            max_ttft_ms=2000,
+            max_tpot_ms=100,  # loose enough for an L4 at batch 1 (67.5 ms)
+            target_requests_per_s=10,
+        ),
+    )
+    rec = _rec(llama_31_8b, "time")
+    by_slug = {c.gpu_slug: c for c in rec.recommendations}
+    h100, l4 = by_slug["nvidia-h100-sxm5-80gb"], by_slug["nvidia-l4"]
+    assert h100.estimate.latency_ms is not None and l4.estimate.latency_ms is not None
+    assert h100.estimate.latency_ms < l4.estimate.latency_ms
+    assert h100.rank < l4.rank
+    assert h100.estimate.batch_size == 1
+    # the throughput objective still batches up to the limits
+    cost = {c.gpu_slug: c for c in _rec(llama_31_8b, "cost").recommendations}
+    assert (cost["nvidia-h100-sxm5-80gb"].estimate.batch_size or 0) > 1
+    assert h100.estimate.latency_ms < (cost["nvidia-h100-sxm5-80gb"].estimate.latency_ms or 0)

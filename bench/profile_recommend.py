@@ -1,0 +1,218 @@
+"""Benchmark and profile the recommendation path; dump full outputs for before/after diffs.
+
+Run: ``.venv/bin/python -m bench.profile_recommend [--dump FILE] [--profile NAME] [--scale]``
+
+* Seeded catalog (SQLite, migrated + seeded): ``recommend_for`` server time for four workloads
+  x four objectives, median of ``RUNS``; once with the engine's memo caches cleared before every
+  request (cold, the figure that counts) and once warm.
+* ``--scale``: the engine alone on a synthetic 5,000-GPU / 200,000-quote catalog (the seeded
+  GPUs cloned under new slugs with the seeded quotes' prices jittered), and on 1/4 of it, to show
+  how time grows.
+* ``--dump FILE``: repr of every full ``recommend()`` result (4 x 4), for comparing versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from service.catalog.service import all_gpus, to_spec
+from service.common import utcnow
+from service.config import Settings
+from service.db import make_engine
+from service.engine import estimate as est_mod
+from service.engine.ranking import recommend
+from service.engine.recommend_types import Offer
+from service.estimates.routes import to_engine_workload
+from service.migrate import upgrade
+from service.quotes.service import usable_quotes
+from service.seeding import seed
+from service.workloads.models import RecommendationQuery
+from service.workloads.service import recommend_for
+
+RUNS = 5
+OBJECTIVES = ("cost", "time", "energy", "balanced")
+WORKLOADS: dict[str, dict[str, Any]] = {
+    "llm-inference": {
+        "kind": "inference", "model": {"preset": "llama-3.1-8b"}, "precision": "bf16",
+        "inference": {"prompt_tokens": 1024, "output_tokens": 256, "max_ttft_ms": 2000,
+                      "max_tpot_ms": 60, "target_requests_per_s": 10},
+    },
+    "llm-training-70b": {
+        "kind": "training", "model": {"preset": "llama-2-70b"}, "precision": "bf16",
+        "training": {"batch_size": 1024, "seq_len": 4096, "tokens": 2e11},
+    },
+    "resnet50-int8": {
+        "kind": "inference", "model": {"preset": "resnet-50"}, "precision": "int8",
+        "inference": {"target_requests_per_s": 5000, "max_latency_ms": 10},
+    },
+    "fp64-compute": {
+        "kind": "compute", "precision": "fp64",
+        "compute": {"total_tflop": 5e6, "total_gb_moved": 2e6, "memory_gb": 60},
+    },
+}
+
+
+def clear_caches() -> None:
+    """Clear every functools cache in the engine modules (no cross-request reuse)."""
+    from service.engine import (
+        cost,
+        estimate,
+        explain,
+        inference,
+        memory,
+        parallelism,
+        performance,
+        ranking,
+        training,
+    )
+
+    for module in (estimate, inference, memory, parallelism, performance, ranking, training,
+                   cost, explain):
+        for value in vars(module).values():
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear):
+                clear()
+
+
+def query(name: str, objective: str) -> RecommendationQuery:
+    return RecommendationQuery.model_validate({**WORKLOADS[name], "objective": objective})
+
+
+def seeded() -> tuple[str, Any]:
+    path = Path(tempfile.mkdtemp()) / "bench.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = make_engine(url)
+    seed(engine)
+    return url, engine
+
+
+def time_server(engine: Any, url: str, cold: bool) -> dict[str, dict[str, float]]:
+    settings = Settings(database_url=url)
+    out: dict[str, dict[str, float]] = {}
+    with Session(engine) as session:
+        for name in WORKLOADS:
+            out[name] = {}
+            for objective in OBJECTIVES:
+                q = query(name, objective)
+                samples = []
+                for _ in range(RUNS):
+                    if cold:
+                        clear_caches()
+                    t0 = time.perf_counter()
+                    recommend_for(session, submission=q, objective=objective, limit=10,
+                                  settings=settings, now=utcnow())
+                    samples.append((time.perf_counter() - t0) * 1e3)
+                out[name][objective] = statistics.median(samples)
+    return out
+
+
+def engine_inputs(engine: Any) -> tuple[list[Any], list[Offer]]:
+    with Session(engine) as session:
+        gpus = [to_spec(g) for g in all_gpus(session)]
+        offers = [
+            Offer(quote_id=q.id or 0, gpu_slug=q.gpu_slug, provider=q.provider, region=q.region,
+                  instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
+                  price_usd_per_hour=q.price_usd_per_hour,
+                  purchase_price_usd=q.purchase_price_usd, age_days=1.0, stale=False)
+            for q in usable_quotes(session, now=utcnow())
+        ]
+    return gpus, offers
+
+
+def dump(engine: Any, path: str) -> None:
+    gpus, offers = engine_inputs(engine)
+    lines = []
+    for name in WORKLOADS:
+        for objective in OBJECTIVES:
+            w = to_engine_workload(query(name, objective), prefix="body")
+            rec = recommend(w, gpus, offers, objective=objective, limit=100)  # type: ignore[arg-type]
+            lines.append(f"## {name} {objective}\n{rec!r}\n")
+    Path(path).write_text("".join(lines))
+
+
+def scale(engine: Any, n_gpus: int, n_quotes: int) -> dict[str, float]:
+    gpus, offers = engine_inputs(engine)
+    big_gpus = []
+    big_offers: list[Offer] = []
+    per_gpu: dict[str, list[Offer]] = {}
+    for o in offers:
+        per_gpu.setdefault(o.gpu_slug, []).append(o)
+    qid = 1
+    i = 0
+    while len(big_gpus) < n_gpus:
+        g = gpus[i % len(gpus)]
+        slug = f"{g.slug}-x{i}"
+        big_gpus.append(dataclasses.replace(g, slug=slug))
+        i += 1
+    quotes_per = n_quotes // n_gpus
+    for k, g in enumerate(big_gpus):
+        base = per_gpu.get(g.slug.rsplit("-x", 1)[0], [])
+        if not base:
+            continue
+        for j in range(quotes_per):
+            b = base[j % len(base)]
+            jitter = 1.0 + ((k * 31 + j * 17) % 97) / 1000.0
+            big_offers.append(dataclasses.replace(
+                b, quote_id=qid, gpu_slug=g.slug,
+                price_usd_per_hour=None if b.price_usd_per_hour is None
+                else b.price_usd_per_hour * jitter))
+            qid += 1
+    out = {}
+    for name in WORKLOADS:
+        w = to_engine_workload(query(name, "cost"), prefix="body")
+        clear_caches()
+        t0 = time.perf_counter()
+        recommend(w, big_gpus, big_offers, objective="cost", limit=10)
+        out[name] = (time.perf_counter() - t0) * 1e3
+    print(f"scale {len(big_gpus)} GPUs / {len(big_offers)} quotes: "
+          + ", ".join(f"{k} {v:.0f} ms" for k, v in out.items()))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--dump")
+    p.add_argument("--profile")
+    p.add_argument("--scale", action="store_true")
+    args = p.parse_args()
+    url, engine = seeded()
+    if args.dump:
+        dump(engine, args.dump)
+    if args.profile:
+        settings = Settings(database_url=url)
+        q = query(args.profile, "cost")
+        with Session(engine) as session:
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(5):
+                clear_caches()
+                recommend_for(session, submission=q, objective="cost", limit=10,
+                              settings=settings, now=utcnow())
+            prof.disable()
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
+        return
+    for cold in (True, False):
+        res = time_server(engine, url, cold)
+        print(("cold (caches cleared)" if cold else "warm") + " median ms:")
+        for name, per in res.items():
+            print(f"  {name:18s} " + "  ".join(f"{o} {v:6.1f}" for o, v in per.items()))
+    if args.scale:
+        scale(engine, 1250, 50_000)
+        scale(engine, 5000, 200_000)
+    _ = est_mod
+
+
+if __name__ == "__main__":
+    main()
