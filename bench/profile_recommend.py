@@ -5,9 +5,10 @@ Run: ``.venv/bin/python -m bench.profile_recommend [--dump FILE] [--profile NAME
 * Seeded catalog (SQLite, migrated + seeded): ``recommend_for`` server time for four workloads
   x four objectives, median of ``RUNS``; once with the engine's memo caches cleared before every
   request (cold, the figure that counts) and once warm.
-* ``--scale``: the engine alone on a synthetic 5,000-GPU / 200,000-quote catalog (the seeded
-  GPUs cloned under new slugs with the seeded quotes' prices jittered), and on 1/4 of it, to show
-  how time grows.
+* ``--scale``: the engine alone on synthetic 500- and 5,000-GPU catalogs, 40 quotes per GPU
+  that has seeded quotes (the seeded GPUs cloned under new slugs with the seeded quotes' prices
+  jittered): median ms of RUNS (caches cleared), tracemalloc peak of one run, GPUs skipped by
+  branch and bound, per workload x objective. ``--exhaustive`` adds the unpruned search at 500.
 * ``--dump FILE``: repr of every full ``recommend()`` result (4 x 4), for comparing versions.
 """
 
@@ -21,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
 
 RUNS = 5
+SCALE_QUOTES_PER_GPU = 40
+"""Quotes per synthetic GPU: 200,000 at 5,000 GPUs."""
 OBJECTIVES = ("cost", "time", "energy", "balanced")
 WORKLOADS: dict[str, dict[str, Any]] = {
     "llm-inference": {
@@ -142,42 +146,68 @@ def dump(engine: Any, path: str) -> None:
     Path(path).write_text("".join(lines))
 
 
-def scale(engine: Any, n_gpus: int, n_quotes: int) -> dict[str, float]:
+def synthetic_catalog(
+    engine: Any, n_gpus: int, quotes_per_gpu: int
+) -> tuple[list[Any], list[Offer]]:
+    """The seeded GPUs cloned under new slugs up to ``n_gpus``; every clone of a GPU that has
+    seeded quotes gets ``quotes_per_gpu`` of them (cycled) with prices jittered by 0-9.6%."""
     gpus, offers = engine_inputs(engine)
-    big_gpus = []
-    big_offers: list[Offer] = []
     per_gpu: dict[str, list[Offer]] = {}
     for o in offers:
         per_gpu.setdefault(o.gpu_slug, []).append(o)
-    qid = 1
-    i = 0
-    while len(big_gpus) < n_gpus:
-        g = gpus[i % len(gpus)]
-        slug = f"{g.slug}-x{i}"
-        big_gpus.append(dataclasses.replace(g, slug=slug))
-        i += 1
-    quotes_per = n_quotes // n_gpus
+    big_gpus = [
+        dataclasses.replace(gpus[i % len(gpus)], slug=f"{gpus[i % len(gpus)].slug}-x{i}")
+        for i in range(n_gpus)
+    ]
+    big_offers: list[Offer] = []
     for k, g in enumerate(big_gpus):
         base = per_gpu.get(g.slug.rsplit("-x", 1)[0], [])
-        if not base:
-            continue
-        for j in range(quotes_per):
+        for j in range(quotes_per_gpu if base else 0):
             b = base[j % len(base)]
             jitter = 1.0 + ((k * 31 + j * 17) % 97) / 1000.0
             big_offers.append(dataclasses.replace(
-                b, quote_id=qid, gpu_slug=g.slug,
+                b, quote_id=len(big_offers) + 1, gpu_slug=g.slug,
                 price_usd_per_hour=None if b.price_usd_per_hour is None
                 else b.price_usd_per_hour * jitter))
-            qid += 1
-    out = {}
+    return big_gpus, big_offers
+
+
+def scale(
+    engine: Any, n_gpus: int, quotes_per_gpu: int, runs: int, exhaustive: bool
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Engine-only ``recommend`` (limit 10) per workload x objective on a synthetic catalog:
+    median ms of ``runs`` (caches cleared before each) and the peak of one traced run [MiB]."""
+    big_gpus, big_offers = synthetic_catalog(engine, n_gpus, quotes_per_gpu)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    print(f"scale {len(big_gpus)} GPUs / {len(big_offers)} quotes"
+          f"{' (exhaustive)' if exhaustive else ''}: median ms / peak MiB / GPUs skipped")
     for name in WORKLOADS:
-        w = to_engine_workload(query(name, "cost"), prefix="body")
-        clear_caches()
-        t0 = time.perf_counter()
-        recommend(w, big_gpus, big_offers, objective="cost", limit=10)
-        out[name] = (time.perf_counter() - t0) * 1e3
-    print(f"scale {len(big_gpus)} GPUs / {len(big_offers)} quotes: "
-          + ", ".join(f"{k} {v:.0f} ms" for k, v in out.items()))
+        out[name] = {}
+        for objective in OBJECTIVES:
+            w = to_engine_workload(query(name, objective), prefix="body")
+
+            def run(w: Any = w, objective: Any = objective) -> Any:
+                return recommend(w, big_gpus, big_offers, objective=objective, limit=10,
+                                 exhaustive=exhaustive)
+
+            samples = []
+            for _ in range(runs):
+                clear_caches()
+                t0 = time.perf_counter()
+                rec = run()
+                samples.append((time.perf_counter() - t0) * 1e3)
+            clear_caches()
+            tracemalloc.start()
+            run()
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+            skipped = next((int(x.split()[0]) for x in rec.warnings
+                            if "not evaluated in full" in x), 0)
+            out[name][objective] = {"median_ms": statistics.median(samples),
+                                    "peak_mib": peak, "skipped": skipped}
+        print(f"  {name:18s} " + "  ".join(
+            f"{o} {v['median_ms']:6.0f} / {v['peak_mib']:5.1f} / {v['skipped']:.0f}"
+            for o, v in out[name].items()))
     return out
 
 
@@ -186,6 +216,9 @@ def main() -> None:
     p.add_argument("--dump")
     p.add_argument("--profile")
     p.add_argument("--scale", action="store_true")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="with --scale: also time the exhaustive search at 500 GPUs")
+    p.add_argument("--no-seeded", action="store_true", help="skip the seeded-catalog timing")
     args = p.parse_args()
     url, engine = seeded()
     if args.dump:
@@ -203,14 +236,16 @@ def main() -> None:
             prof.disable()
         pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
         return
-    for cold in (True, False):
+    for cold in (True, False) if not args.no_seeded else ():
         res = time_server(engine, url, cold)
         print(("cold (caches cleared)" if cold else "warm") + " median ms:")
         for name, per in res.items():
             print(f"  {name:18s} " + "  ".join(f"{o} {v:6.1f}" for o, v in per.items()))
     if args.scale:
-        scale(engine, 1250, 50_000)
-        scale(engine, 5000, 200_000)
+        for n in (500, 5000):
+            scale(engine, n, SCALE_QUOTES_PER_GPU, RUNS, exhaustive=False)
+        if args.exhaustive:
+            scale(engine, 500, SCALE_QUOTES_PER_GPU, 1, exhaustive=True)
     _ = est_mod
 
 

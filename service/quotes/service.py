@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import func, or_
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from service.common import as_utc, utcnow
@@ -98,12 +99,21 @@ def list_quotes(
     return list(rows), int(total)
 
 
-def usable_quotes(session: Session, *, now: datetime) -> list[Quote]:
-    """Every quote not expired at ``now``, in a stable order (for the recommender)."""
-    stmt = select(Quote).where(
-        or_(col(Quote.valid_until).is_(None), col(Quote.valid_until) >= now)
+def usable_quotes(session: Session, *, now: datetime) -> list[Any]:
+    """Every quote not expired at ``now``, in a stable order (for the recommender).
+
+    Plain rows of the columns the recommender reads (attribute access like a Quote), not ORM
+    objects: at 200,000 quotes, building and tracking the objects was half the request time.
+    """
+    t = Quote.__table__  # type: ignore[attr-defined]
+    stmt = (
+        sa_select(t.c.id, t.c.gpu_slug, t.c.provider, t.c.region, t.c.instance_type,
+                  t.c.gpu_count, t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd,
+                  t.c.captured_at)
+        .where(or_(t.c.valid_until.is_(None), t.c.valid_until >= now))
+        .order_by(t.c.id)
     )
-    return list(session.exec(stmt.order_by(col(Quote.id))).all())
+    return list(session.execute(stmt).all())
 
 
 def _check_gpu_exists(session: Session, slug: str, field: str) -> None:
