@@ -102,3 +102,39 @@ def test_recommendation_metrics_are_exported(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert "gpu_advisor_recommendation_compute_seconds_count 1.0" in text
     assert 'gpu_advisor_http_requests_total{method="POST",route="/v1/recommendations"' in text
+
+
+def test_recommendation_follows_catalog_changes(client: TestClient,
+                                                admin_headers: dict[str, str]) -> None:
+    """The per-process catalog and offer snapshots are rebuilt when a quote or GPU changes."""
+    first = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
+    top = first["recommendations"][0]
+    quote = top["quote"]
+    price = quote["price_usd_per_hour"]
+    resp = client.patch(f"/v1/quotes/{quote['id']}", json={"price_usd_per_hour": price * 50},
+                        headers=admin_headers)
+    assert resp.status_code == 200
+    second = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
+    assert second["catalog_revision"] != first["catalog_revision"]
+    assert second["recommendations"][0]["quote"]["id"] != quote["id"]
+    gpu = client.get(f"/v1/gpus/{top['gpu']['slug']}")
+    client.patch(f"/v1/gpus/{top['gpu']['slug']}", json={"memory_gb": 1},
+                 headers={**admin_headers, "If-Match": gpu.headers["etag"]})
+    third = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
+    assert top["gpu"]["slug"] not in {r["gpu"]["slug"] for r in third["recommendations"]}
+
+
+def test_expired_quote_is_not_used(client: TestClient, admin_headers: dict[str, str]) -> None:
+    body = {**LLAMA_8B_CHAT, "constraints": {"providers": ["testcloud"], "max_gpus": 8}}
+    base = {"provider": "testcloud", "region": "x", "gpu_count": 1, "pricing": "on_demand",
+            "source": "test", "captured_at": "2026-11-01T00:00:00Z"}
+    expired = {**base, "gpu_slug": "nvidia-h100-sxm5-80gb", "instance_type": "h100.1",
+               "price_usd_per_hour": 0.01, "valid_until": "2020-01-01T00:00:00Z"}
+    live = {**base, "gpu_slug": "nvidia-a40", "instance_type": "a40.1",
+            "price_usd_per_hour": 5.0}
+    for quote in (expired, live):
+        assert client.post("/v1/quotes", json=quote, headers=admin_headers).status_code == 201
+    result = client.post("/v1/recommendations", json=body).json()
+    assert [r["quote"]["instance_type"] for r in result["recommendations"]] == ["a40.1"]
+    rejected = {r["gpu"]["slug"]: r for r in result["rejected"]}
+    assert rejected["nvidia-h100-sxm5-80gb"]["code"] == "no_quote"
