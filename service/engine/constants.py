@@ -100,12 +100,16 @@ ACT_COEF_CHECKPOINT = _const(
     "full activation checkpointing keeps only each layer's 16-bit input (Korthikanti et al. "
     "2022 §4); one layer's full working set is added back during recomputation",
 )
-PREFILL_CHUNK_TOKENS = _const(
-    "prefill_chunk_tokens",
+SCHEDULED_TOKENS_PER_ITERATION = _const(
+    "scheduled_tokens_per_iteration",
     8192.0,
-    "tokens",
-    "inference activations are sized for one chunk of prefill tokens in flight (vLLM chunked "
-    "prefill, max_num_batched_tokens 2048-8192); only one layer's working set is live",
+    "tokens per forward pass",
+    "serving engines bound one iteration's tokens (decode tokens + chunked-prefill chunks) and "
+    "size activation memory for that budget, not for batch x prompt: vLLM "
+    "max_num_batched_tokens, default 8192 for the OpenAI server on >= 70 GiB GPUs (2048 on "
+    "smaller ones and A100; 16384/8192 for the offline LLM class), vllm/engine/arg_utils.py "
+    "EngineArgs.get_batch_defaults; 2048 since PR #10544 (Nov 2024) before that. We take the "
+    "upper 8192 (a conservative reservation); one layer's working set is live at a time",
 )
 INFERENCE_LIVE_ACT_FRACTION = _const(
     "inference_live_activation_fraction",
@@ -292,7 +296,10 @@ BACKWARD_OVERLAP_FRACTION = _const(
     0.66,
     "fraction of compute time that can hide communication",
     "data-parallel gradient reduction overlaps with the backward pass, which is 2/3 of the "
-    "6*N*D training FLOPs (Kaplan et al. 2020); ZeRO-3 prefetch overlaps likewise",
+    "6*N*D training FLOPs (Kaplan et al. 2020); ZeRO-3 prefetch overlaps likewise. TP "
+    "collectives share the same budget: the training MFU is end-to-end from runs with TP = 8 "
+    "inside NVLink nodes (Llama 3 paper 2024: 38-43% BF16 MFU with TP 8), and Megatron/"
+    "TransformerEngine overlap TP communication with GEMMs (--tp-comm-overlap)",
 )
 BRIDGE_PAIR_SIZE = 2
 """PCIe cards with NVLink bridges (A100/H100 PCIe, RTX A6000) connect pairs only."""
@@ -344,7 +351,7 @@ TRAINING_KEYS = (
 )
 INFERENCE_KEYS = (
     "quant_scale_overhead",
-    "prefill_chunk_tokens",
+    "scheduled_tokens_per_iteration",
     "inference_live_activation_fraction",
     "max_auto_batch",
     "efficiency_prefill",

@@ -154,6 +154,38 @@ def cheapest_offers(
     return {n: (v[2], v[3]) for n, v in best.items()}
 
 
+def usd_per_gpu_hour(offer: Offer, gpu: GpuSpec, settings: CostSettings) -> float:
+    """What one GPU of ``offer`` costs per hour: :func:`cost_breakdown`'s ``usd_per_hour`` is
+    exactly this x the GPUs paid for (rentals: instance price / GPUs per instance; owned:
+    amortized card + power at the estimate's draw, ``tdp x POWER_UTILIZATION`` per GPU)."""
+    if offer.pricing != "purchase":
+        assert offer.price_usd_per_hour is not None
+        return offer.price_usd_per_hour / offer.gpu_count
+    assert offer.purchase_price_usd is not None
+    amortized = offer.purchase_price_usd / (settings.amortization_years * HOURS_PER_YEAR)
+    power_w = gpu.tdp_w * POWER_UTILIZATION
+    return amortized + power_w / 1000.0 * settings.datacenter_pue * settings.electricity_usd_per_kwh
+
+
+def cheapest_gpu_hour(
+    gpu: GpuSpec, offers: Sequence[Offer], smallest: int, max_count: int, settings: CostSettings
+) -> float | None:
+    """The lowest :func:`usd_per_gpu_hour` among offers that can serve some count from
+    ``smallest`` to ``max_count``; None when :func:`cheapest_offers` would find no plan.
+
+    An offer unusable at ``smallest`` (several partial-node instances, or more than
+    ``max_count`` GPUs rented) is unusable at every larger count too, so checking the smallest
+    count alone decides it, in one pass over the offers."""
+    best: float | None = None
+    for offer in offers:
+        plan = instances_for(gpu, offer, smallest)
+        if plan is None or plan[1] > max_count:
+            continue
+        rate = usd_per_gpu_hour(offer, gpu, settings)
+        best = rate if best is None or rate < best else best
+    return best
+
+
 def replicas_needed(workload: Workload, est: Estimate) -> int:
     """Copies of the estimated GPU group needed for the target requests/s (1 without one)."""
     spec = workload.inference

@@ -160,9 +160,9 @@ def _estimate_training(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate)
     model = workload.model
     assert spec is not None and model is not None
     prec = rate.precision_used
-    plan = tr.plan_training(workload, gpu, n, prec)
-    recompute = spec.activation_checkpointing
-    step = tr.step_time(workload, gpu, plan, rate, recompute)
+    plan = tr.plan_training(workload, gpu, n, rate)
+    step = plan.step
+    assert step is not None
     warnings: list[str] = []
     if plan.fits and plan.accumulation > 1:
         warnings.append(
@@ -231,12 +231,10 @@ def _training_fixes(
         f"{gpu.memory_gb:g} GB available",
     )
     fixes: list[str] = []
-    if not spec.activation_checkpointing and tr.plan_training(
-        workload, gpu, n, prec, checkpointing=True
-    ).fits:
+    if not spec.activation_checkpointing and tr.fits(workload, gpu, n, prec, checkpointing=True):
         fixes.append("fits with activation checkpointing")
     if spec.sharding not in ("auto", "zero3") and n > 1:
-        if tr.plan_training(workload, gpu, n, prec, sharding="zero3").fits:
+        if tr.fits(workload, gpu, n, prec, sharding="zero3"):
             fixes.append("fits with sharding zero3 (FSDP)")
     needed = min_gpus_to_fit(workload, gpu)
     if needed is not None and needed > n:

@@ -1,4 +1,5 @@
-"""Human-readable reasons, with figures, for recommendation candidates and rejections."""
+"""Human-readable reasons, with figures, for recommendation candidates and rejections; and
+the :class:`Option` record a candidate is built from (:func:`candidate`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,18 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from service.engine import cost as co
 from service.engine.estimate import estimate
-from service.engine.recommend_types import Constraints, CostBreakdown, Objective, RejectionCode
+from service.engine.provision import provision
+from service.engine.recommend_types import (
+    Candidate,
+    Constraints,
+    CostBreakdown,
+    CostSettings,
+    Objective,
+    Offer,
+    RejectionCode,
+)
 from service.engine.types import Estimate, GpuSpec, MemoryBreakdown, Workload
 
 
@@ -21,6 +32,47 @@ class Failure:
     reason: str
     fix: str
     overage: float = 0.0
+
+
+def closest(a: Failure | None, b: Failure) -> Failure:
+    """Keep the failure that came closest: the latest stage, then the smallest overage."""
+    if a is None or (b.stage, -b.overage) > (a.stage, -a.overage):
+        return b
+    return a
+
+
+def precision_failure(precision: str) -> Failure:
+    return Failure(
+        0, "precision", f"no {precision} support listed", f"use a GPU with {precision} support"
+    )
+
+
+def no_quote_failure(first: int | None = None) -> Failure:
+    """No usable quote at all (``first`` None), or none holding ``first``+ GPUs."""
+    if first is None:
+        reason = "no usable price quote under the given providers/regions/pricing"
+    else:
+        reason = f"no usable quote holds {first}+ GPUs in whole nodes"
+    return Failure(0, "no_quote", reason, "add a quote or relax the filter")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One feasible (GPU, count, offer) choice with the figures it is ranked on."""
+
+    gpu: GpuSpec
+    est: Estimate
+    offer: Offer | None
+    instances: int
+    """Instances (or owned units) per replica."""
+    cost: CostBreakdown
+    money: float | None
+    time: float
+    energy: float
+    proxy: float
+    """GPU-hours (to finish, or per unit of work): the cost stand-in when no price is known."""
+    first_fit: int
+    """Smallest GPU count that fits memory (min_gpus_to_fit)."""
 
 
 _PARTS = (
@@ -293,3 +345,63 @@ def limit_failure(
             over,
         )
     return None
+
+
+def candidate(
+    workload: Workload,
+    rank: int,
+    opt: Option,
+    score: float,
+    pareto: bool,
+    extra_warnings: list[str],
+    objective: Objective,
+    mins: Mapping[str, float],
+    settings: CostSettings,
+    skypilot_names: Mapping[str, str] | None,
+    node_labels: Mapping[str, str] | None,
+) -> Candidate:
+    """The returned candidate for ``opt``: reasons, warnings and provisioning snippets."""
+    gpu, est, offer = opt.gpu, opt.est, opt.offer
+    reasons = [
+        score_reason(objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload),
+        *memory_reasons(workload, gpu, est, opt.first_fit),
+        bound_reason(workload, gpu, est),
+        performance_reason(workload, est, opt.cost.replicas),
+    ]
+    warnings = [*est.warnings, *extra_warnings]
+    if offer is not None:
+        reasons.append(co.describe_offer(offer, opt.instances, settings))
+        if offer.stale:
+            warnings.append(f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)")
+        if offer.pricing == "spot":
+            warnings.append("spot capacity can be reclaimed at any time; checkpoint often")
+    else:
+        warnings.append("no usable price quote; cost unknown")
+    reasons.append(co.describe_cost(workload, opt.cost, est))
+    if opt.cost.break_even_months is not None:
+        reasons.append(
+            f"buying breaks even with the cheapest rental after "
+            f"{opt.cost.break_even_months:,.1f} months of 24/7 use"
+        )
+    return Candidate(
+        rank=rank,
+        gpu_slug=gpu.slug,
+        gpu_name=gpu.name,
+        gpu_count=est.gpu_count,
+        offer=offer,
+        estimate=est,
+        cost=opt.cost,
+        score=score,
+        pareto_optimal=pareto,
+        reasons=tuple(r for r in reasons if r),
+        warnings=tuple(dict.fromkeys(warnings)),
+        provision=provision(
+            gpu,
+            offer,
+            est.gpu_count,
+            opt.instances,
+            opt.cost.replicas,
+            skypilot_names=skypilot_names,
+            node_labels=node_labels,
+        ),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -45,17 +46,20 @@ class Sizing:
     kv_per_sequence: float
     """KV bytes per GPU per sequence at full context."""
     act_per_sample: float
+    """Activations that grow with the batch (encoders, CNNs: one forward pass of it)."""
+    act_fixed: float = 0.0
+    """Activations independent of the batch (decoder serving: one scheduler budget)."""
 
     def breakdown(self, batch: int) -> MemoryBreakdown:
         return MemoryBreakdown(
             weights=self.weights / c.GB,
-            activations=self.act_per_sample * batch / c.GB,
+            activations=(self.act_fixed + self.act_per_sample * batch) / c.GB,
             kv_cache=self.kv_per_sequence * batch / c.GB,
             overhead=self.overhead / c.GB,
         )
 
     def max_batch(self, usable: float) -> int:
-        free = usable - self.weights - self.overhead
+        free = usable - self.weights - self.overhead - self.act_fixed
         per_seq = self.kv_per_sequence + self.act_per_sample
         if free <= 0:
             return 0
@@ -81,14 +85,18 @@ def sizing(workload: Workload, precision_used: Precision, tp: int, pp: int) -> S
     wbpp = mem.weight_bytes_per_param(precision_used, workload.weight_precision)
     weights = model.params * wbpp / (tp * pp)
     elem = mem.activation_bytes_per_element(precision_used)
-    kv = 0.0
+    overhead = c.FRAMEWORK_OVERHEAD_GB * c.GB
     if isinstance(model, TransformerModel) and not model.encoder_only and spec.output_tokens > 0:
         # KV heads split across TP ranks (replicated when g < t); each PP stage holds 1/pp of
         # the layers for pp in-flight batches, so PP does not change KV per GPU.
         per_token = mem.kv_bytes_per_token(model, kv_precision(workload, precision_used))
         kv = per_token * mem.kv_tokens(model, context_tokens(spec)) / min(tp, model.kv_heads)
-    act_total = mem.inference_activation_bytes(model, 1, spec.prompt_tokens, tp, elem)
-    return Sizing(weights, c.FRAMEWORK_OVERHEAD_GB * c.GB, kv, act_total)
+        # continuous batching: the activation working set is one scheduler budget of tokens,
+        # whatever the number of sequences in flight
+        act_fixed = mem.serving_activation_bytes(model, tp, elem)
+        return Sizing(weights, overhead, kv, 0.0, act_fixed)
+    act_per = mem.inference_activation_bytes(model, 1, spec.prompt_tokens, tp, elem)
+    return Sizing(weights, overhead, 0.0, act_per)
 
 
 def _moe_weight_bytes_read(model: TransformerModel, wbpp: float, batch: int) -> float:
@@ -188,6 +196,10 @@ class Roofline:
         self.att_prompt = 4.0 * model.layers * model.hidden_size * pairs / (peak * eff_p)
         self.w_s = self.weight_read / self.bytes_s
         self.decode_comm_tokens = 1.0 + spec.prompt_tokens / out
+        # chunked prefill: a prompt longer than one iteration's token budget is spread over
+        # several iterations, each re-reading the weights and the batch's KV and carrying the
+        # running sequences' decode tokens (the budget also sizes activation memory)
+        self.chunks = float(math.ceil(s / c.SCHEDULED_TOKENS_PER_ITERATION))
 
     def _comm(self, tokens: float) -> float:
         """:func:`_tp_comm_s` for this split."""
@@ -229,10 +241,11 @@ class Roofline:
             self._comm(batch * self.decode_comm_tokens),
         )
         rest = (batch - 1) / batch
+        k = self.chunks
         prefill = _seq(
-            (self.lin_prompt + rest * lin_decode, w_s),
-            (self.att_prompt + rest * att_decode, kv_s),
-            self._comm(float(self.s + batch - 1)),
+            (self.lin_prompt + k * rest * lin_decode, k * w_s),
+            (self.att_prompt + k * rest * att_decode, k * kv_s),
+            self._comm(float(self.s + k * (batch - 1))),
         )
         return prefill, decode
 
@@ -277,8 +290,12 @@ def timing(
     computes ``batch`` decode tokens plus, on average, ``batch x prompt / output`` prompt tokens.
     The weight GEMMs (all tokens of the iteration) and attention (each sequence's own KV cache)
     run in sequence, each with its own roofline (:func:`performance.sequential`). TTFT is one
-    such iteration carrying a whole prompt (no queueing). PP stages run one after another for
-    one batch: full FLOPs and bytes at one GPU's rate.
+    such iteration carrying a whole prompt (no queueing), or ceil(prompt / budget) of them when
+    the prompt exceeds :data:`constants.SCHEDULED_TOKENS_PER_ITERATION` (chunked prefill).
+    Activation memory is sized for that budget (:func:`memory.serving_activation_bytes`);
+    the steady-state iteration may carry more tokens than the budget at large batches, which
+    for compute-bound iterations gives the same throughput as splitting it. PP stages run one
+    after another for one batch: full FLOPs and bytes at one GPU's rate.
     """
     return Roofline(workload, gpu, rate, placement.tp, placement.layout.tp_link_gb_s).timing(batch)
 

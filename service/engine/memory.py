@@ -5,6 +5,7 @@ All functions return bytes [B]; callers convert to GB (1e9 B).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -48,6 +49,7 @@ class StateBytes:
         return self.weights + self.gradients + self.optimizer
 
 
+@functools.lru_cache(maxsize=64)
 def training_state_bytes(precision: Precision, optimizer: Optimizer) -> StateBytes:
     """Per-parameter training state. Mixed precision (16-bit compute): 2 weights + 2 grads +
     4 fp32 master + optimizer moments (Adam 8) = 16 B/param (ZeRO paper §3). Full fp32: 4+4+8."""
@@ -110,20 +112,24 @@ def transformer_activation_bytes(
     checkpointing: bool,
     elem_bytes: float,
 ) -> float:
-    """Activations kept for backward per GPU [B] (Korthikanti et al. 2022, eqs. 1-2).
+    """Activations kept for backward per GPU [B] (Korthikanti et al. 2022, Table 2).
 
-    Per layer at 16-bit without sequence parallelism: s*b*h*(10 + 24/t + 5*a*s/(h*t)); the
-    attention-score term disappears with flash attention. MoE layers keep top-k MLP activations
-    (the MLP share is 19 of the 34). Full checkpointing keeps 2*s*b*h per layer plus one layer's
-    working set. fp32 logits for the loss are added (split across t).
+    Per layer at 16-bit with tensor + sequence parallelism of degree t: s*b*h*(34/t +
+    5*a*s/(h*t)) (eq. 1 at t = 1); the attention-score term disappears with flash attention.
+    Sequence parallelism (Megatron-LM ``--sequence-parallel``) shards the norm/dropout
+    activations along the sequence, so every term divides by t. MoE layers keep top-k MLP
+    activations (the MLP share is 19 of the 34). Full checkpointing keeps each layer's input,
+    2*s*b*h/t under sequence parallelism (§4.1), plus one layer's working set. fp32 logits for
+    the loss are added (split across t).
     """
     s, b, h, a = seq_len, micro_batch, model.hidden_size, model.attention_heads
     mlp_extra = 19.0 * (model.experts_per_token - 1) if model.experts > 1 else 0.0
-    linear = (c.ACT_COEF_LINEAR - 24.0) + (24.0 + mlp_extra) / tp
+    linear = (c.ACT_COEF_LINEAR + mlp_extra) / tp
     attention = 0.0 if flash_attention else c.ACT_COEF_ATTENTION * a * s / (h * tp)
     per_layer = s * b * h * (linear + attention) * elem_bytes / 2.0
     if checkpointing:
-        body = model.layers * c.ACT_COEF_CHECKPOINT * s * b * h * elem_bytes / 2.0 + per_layer
+        kept = model.layers * c.ACT_COEF_CHECKPOINT * s * b * h * elem_bytes / 2.0 / tp
+        body = kept + per_layer
     else:
         body = model.layers * per_layer
     logits = s * b * model.vocab_size * c.LOGIT_BYTES / tp
@@ -169,10 +175,21 @@ def causal_attention_pairs(model: TransformerModel, seq: float) -> float:
 def inference_activation_bytes(
     model: ModelSpec, batch: int, prompt_tokens: int, tp: int, elem_bytes: float
 ) -> float:
-    """Live activations during inference [B]: one prefill chunk's single-layer working set."""
+    """Live activations of a forward pass over ``batch`` samples [B] (encoders, CNNs): one
+    layer's working set for ``batch`` x prompt tokens, capped at one scheduler budget."""
     if isinstance(model, GenericModel):
         return generic_activation_bytes(model, batch, elem_bytes, training=False)
-    tokens = min(batch * max(prompt_tokens, 1), c.PREFILL_CHUNK_TOKENS)
+    tokens = min(batch * max(prompt_tokens, 1), c.SCHEDULED_TOKENS_PER_ITERATION)
+    return tokens * model.hidden_size * c.ACT_COEF_LINEAR * elem_bytes / 2.0 / tp
+
+
+def serving_activation_bytes(model: TransformerModel, tp: int, elem_bytes: float) -> float:
+    """Activation working set of a continuous-batching decoder server [B], independent of
+    the batch: the scheduler puts at most :data:`constants.SCHEDULED_TOKENS_PER_ITERATION`
+    tokens (decode tokens + prefill chunks) into one iteration, and the engine reserves one
+    layer's working set for that many tokens (vLLM sizes it by a profiling forward pass at
+    ``max_num_batched_tokens``; TensorRT-LLM by ``max_num_tokens``)."""
+    tokens = c.SCHEDULED_TOKENS_PER_ITERATION
     return tokens * model.hidden_size * c.ACT_COEF_LINEAR * elem_bytes / 2.0 / tp
 
 

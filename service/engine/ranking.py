@@ -31,24 +31,35 @@ with a single replica, known from the offer price or the GPUs' power before esti
 already worse than the GPU's best option so far: the skipped option could not have won, so
 results are the same as estimating every count (see :func:`cost.unit_rate_lower_bound`).
 Ties: the score rounded to 1e-9 relative, then usd_per_hour, gpu_count, gpu_slug, quote_id.
-``pareto_optimal``: no other priced candidate is at least as good on (cost, time, energy) and
-better on one; unpriced candidates are never marked.
+``pareto_optimal``: no other evaluated priced candidate is at least as good on (cost, time,
+energy) and better on one; unpriced candidates are never marked.
+
+Branch and bound: cheap per-GPU checks (constraints, precision, memory: ``min_gpus_to_fit``
+vs the count cap, a usable quote) reject GPUs first, exactly as a full evaluation would. Each
+remaining GPU gets a lower bound on its best score (:mod:`service.engine.bounds`); GPUs are
+evaluated in full in ascending bound order (ties by slug) and the search stops once the next
+bound is worse than the ``limit``-th best real score by more than :data:`PRUNE_MARGIN`
+(balanced: see :func:`bounds.search`). The top ``limit`` are then exactly those of the
+exhaustive search (``exhaustive=True``): a skipped GPU scores worse than every returned one.
+Skipped GPUs are not listed in ``rejected`` (they might also have failed a limit); a warning
+counts them. They cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
+dominated it would score no worse than it under every objective (balanced included), yet the
+skipped GPU scores strictly worse than the ``limit``-th.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from service.engine import bounds as bd
 from service.engine import cost as co
 from service.engine import explain as ex
 from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
 from service.engine.explain import Failure
+from service.engine.explain import Option as _Option
 from service.engine.performance import peak_rate
-from service.engine.provision import provision
 from service.engine.recommend_types import (
-    Candidate,
     Constraints,
     CostBreakdown,
     CostSettings,
@@ -73,27 +84,8 @@ PRUNED_OBJECTIVES: tuple[Objective, ...] = ("cost", "energy")
 """Objectives whose per-GPU best depends on that GPU's options alone (balanced needs every
 option's cost and time for its minima; time has no cheap bound), so counts whose lower bound
 (:func:`cost.unit_rate_lower_bound`) is already worse than the best option found can be skipped."""
-PRUNE_MARGIN = 1e-6
-"""Relative margin a bound must clear before a count is skipped: far above float noise and the
-1e-9 rounding of :data:`REL_TIE`, so a skipped option could never have tied or won."""
+PRUNE_MARGIN = bd.PRUNE_MARGIN
 INF = math.inf
-
-
-@dataclass(frozen=True)
-class _Option:
-    gpu: GpuSpec
-    est: Estimate
-    offer: Offer | None
-    instances: int
-    """Instances (or owned units) per replica."""
-    cost: CostBreakdown
-    money: float | None
-    time: float
-    energy: float
-    proxy: float
-    """GPU-hours (to finish, or per unit of work): the cost stand-in when no price is known."""
-    first_fit: int
-    """Smallest GPU count that fits memory (min_gpus_to_fit)."""
 
 
 def _round_rel(x: float) -> float:
@@ -124,41 +116,63 @@ def _metrics(
     )
 
 
-def _worse(a: Failure | None, b: Failure) -> Failure:
-    """Keep the failure that came closest: the latest stage, then the smallest overage."""
-    if a is None or (b.stage, -b.overage) > (a.stage, -a.overage):
-        return b
-    return a
-
-
-def _evaluate_gpu(
+def _screen(
     workload: Workload,
     gpu: GpuSpec,
-    offers: tuple[Offer, ...],
-    rent_rate: float | None,
+    all_offers: tuple[Offer, ...],
     c: Constraints,
     settings: CostSettings,
     needs_price: bool,
     objective: Objective,
-) -> tuple[list[_Option], Failure | None, str | None]:
-    """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
+) -> bd.Pending | Failure:
+    """The cheap checks (no estimate unless memory rules the GPU out), then its bounds."""
+    failure = ex.constraint_failure(gpu, c)
+    if failure is not None:
+        return failure
+    if peak_rate(gpu, workload.precision) is None:
+        return ex.precision_failure(workload.precision)
+    usable = co.usable_offers(all_offers, c)
+    if not usable and needs_price:
+        return ex.no_quote_failure()
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
     cap = c.max_gpus or default_cap
     counts = gpu_count_candidates(gpu, cap) or [1]
     first = min_gpus_to_fit(workload, gpu)
     if first is None or first > counts[-1]:
         est = estimate(workload, gpu, counts[-1])
-        return [], ex.memory_failure(gpu, est, first, cap), None
-    counts = [n for n in counts if n >= first]
-    plan: dict[int, tuple[Offer | None, int]] = dict(co.cheapest_offers(gpu, offers, counts, cap))
+        return ex.memory_failure(gpu, est, first, cap)
+    fitting = tuple(n for n in counts if n >= first)
+    rate = co.cheapest_gpu_hour(gpu, usable, fitting[0], cap, settings)
+    if rate is None and needs_price:
+        return ex.no_quote_failure(first)
+    floor = bd.floors(workload, gpu, first, cap)
+    lb_cost = bd.cost_floor(floor, rate)
+    bound = {"cost": lb_cost, "time": floor.time, "energy": bd.energy_floor(floor, gpu)}
+    tier = 1 if rate is None and objective in ("cost", "balanced") else 0
+    if tier and objective == "balanced":
+        lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned within tier 1
+    rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
+    return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, floor.time,
+                    bound.get(objective, 0.0))
+
+
+def _evaluate_gpu(
+    workload: Workload,
+    p: bd.Pending,
+    c: Constraints,
+    settings: CostSettings,
+    objective: Objective,
+) -> tuple[list[_Option], Failure | None, str | None]:
+    """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
+    gpu, offers, first = p.gpu, p.usable, p.first
+    plan: dict[int, tuple[Offer | None, int]] = dict(
+        co.cheapest_offers(gpu, offers, p.counts, p.cap)
+    )
     warning = None
-    if not plan:
-        if needs_price:
-            reason = f"no usable quote holds {first}+ GPUs in whole nodes"
-            return [], Failure(0, "no_quote", reason, "add a quote or relax the filter"), None
+    if not plan:  # needs_price with no plan was rejected by _screen
         if offers:
             warning = f"no usable quote holds {first}+ GPUs in whole nodes; cost unknown"
-        plan = dict.fromkeys(counts, (None, 1))
+        plan = dict.fromkeys(p.counts, (None, 1))
     options: list[_Option] = []
     failure: Failure | None = None
     spec = workload.inference
@@ -170,19 +184,18 @@ def _evaluate_gpu(
             bound = co.unit_rate_lower_bound(workload, objective, gpu, n, offer, instances)
             if bound is not None and bound > best * (1.0 + PRUNE_MARGIN):
                 continue
-        opt, miss = _option(workload, gpu, n, offer, instances, c, settings, rent_rate, first,
-                            latency_mode)
+        args = (workload, gpu, n, offer, instances, c, settings, p.rent, first)
+        opt, miss = _option(*args, latency_mode)
         if latency_mode and miss is not None:
             # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
             # the throughput-optimal batch, the lowest latency those limits leave
-            opt, miss = _option(workload, gpu, n, offer, instances, c, settings, rent_rate,
-                                first, False)
+            opt, miss = _option(*args, False)
         if miss is None:
             options.append(opt)
             if objective in PRUNED_OBJECTIVES:
                 best = min(best, _value(opt, objective, {}))
         else:
-            failure = _worse(failure, miss)
+            failure = ex.closest(failure, miss)
     return options, failure, warning
 
 
@@ -267,6 +280,9 @@ def _pareto(chosen: list[_Option]) -> set[int]:
     return front
 
 
+_Evaluated = tuple[GpuSpec, list[_Option], list[str]]
+
+
 def recommend(
     workload: Workload,
     gpus: Iterable[GpuSpec],
@@ -278,11 +294,13 @@ def recommend(
     limit: int = 10,
     skypilot_names: Mapping[str, str] | None = None,
     node_labels: Mapping[str, str] | None = None,
+    exhaustive: bool = False,
 ) -> Recommendation:
     """Rank GPU types (with count and offer) for ``workload``; see the module docstring.
 
     Deterministic: the input order of ``gpus`` and ``offers`` does not matter. Raises
-    ValueError for an invalid workload or objective.
+    ValueError for an invalid workload or objective. ``exhaustive``: evaluate every GPU in
+    full (no branch and bound; the same top ``limit``, and every limit failure in rejected).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -295,43 +313,32 @@ def recommend(
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
     )
-    per_gpu: list[tuple[GpuSpec, list[_Option], list[str]]] = []
-    rejected: list[Rejection] = []
+    rejected: dict[str, Rejection] = {}
+    pending: list[bd.Pending] = []
+    for gpu in co.by_slug(gpus).values():
+        group = grouped.get(gpu.slug, ())
+        got = _screen(workload, gpu, group, c, settings, needs_price, objective)
+        if isinstance(got, Failure):
+            rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, got.reason, got.fix, got.code)
+        else:
+            pending.append(got)
 
-    def reject(gpu: GpuSpec, f: Failure) -> None:
-        rejected.append(Rejection(gpu.slug, gpu.name, f.reason, f.fix, f.code))
+    per_gpu: list[_Evaluated] = []
 
-    for gpu in sorted(co.by_slug(gpus).values(), key=lambda g: g.slug):
-        failure = ex.constraint_failure(gpu, c)
-        if failure is None and peak_rate(gpu, workload.precision) is None:
-            failure = Failure(
-                0,
-                "precision",
-                f"no {workload.precision} support listed",
-                f"use a GPU with {workload.precision} support",
-            )
-        all_offers = grouped.get(gpu.slug, ())
-        usable = co.usable_offers(all_offers, c)
-        if failure is None and not usable and needs_price:
-            failure = Failure(
-                0,
-                "no_quote",
-                "no usable price quote under the given providers/regions/pricing",
-                "add a quote or relax the filter",
-            )
-        if failure is not None:
-            reject(gpu, failure)
-            continue
-        rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
-        options, failure, warning = _evaluate_gpu(
-            workload, gpu, usable, rent, c, settings, needs_price, objective
-        )
+    def evaluate(p: bd.Pending) -> list[_Option] | None:
+        options, failure, warning = _evaluate_gpu(workload, p, c, settings, objective)
         if not options:
             assert failure is not None
-            reject(gpu, failure)
-            continue
-        per_gpu.append((gpu, options, [warning] if warning else []))
+            f, gpu = failure, p.gpu
+            rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, f.reason, f.fix, f.code)
+            return None
+        per_gpu.append((p.gpu, options, [warning] if warning else []))
+        return options
 
+    def value(o: _Option, mins: Mapping[str, float]) -> float:
+        return _value(o, objective, mins)
+
+    skipped = bd.search(pending, objective, 0 if exhaustive else limit, evaluate, value)
     mins = _minima(o for _, opts, _ in per_gpu for o in opts)
     chosen: list[tuple[_Option, float, list[str]]] = []
     for _, opts, warns in per_gpu:
@@ -340,83 +347,17 @@ def recommend(
     chosen.sort(key=lambda t: _key(t[0], t[1], objective))
     front = _pareto([o for o, _, _ in chosen])
     candidates = [
-        _candidate(
-            workload,
-            rank,
-            opt,
-            score,
-            rank - 1 in front,
-            warns,
-            objective,
-            mins,
-            settings,
-            skypilot_names,
-            node_labels,
-        )
+        ex.candidate(workload, rank, opt, score, rank - 1 in front, warns, objective, mins,
+                     settings, skypilot_names, node_labels)
         for rank, (opt, score, warns) in enumerate(chosen[:limit], start=1)
     ]
     warnings: list[str] = []
     if not candidates:
         warnings.append("no GPU meets the workload and constraints; see rejected for fixes")
-    return Recommendation(objective, tuple(candidates), tuple(rejected), tuple(warnings))
-
-
-def _candidate(
-    workload: Workload,
-    rank: int,
-    opt: _Option,
-    score: float,
-    pareto: bool,
-    extra_warnings: list[str],
-    objective: Objective,
-    mins: Mapping[str, float],
-    settings: CostSettings,
-    skypilot_names: Mapping[str, str] | None,
-    node_labels: Mapping[str, str] | None,
-) -> Candidate:
-    gpu, est, offer = opt.gpu, opt.est, opt.offer
-    reasons = [
-        ex.score_reason(
-            objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload
-        ),
-        *ex.memory_reasons(workload, gpu, est, opt.first_fit),
-        ex.bound_reason(workload, gpu, est),
-        ex.performance_reason(workload, est, opt.cost.replicas),
-    ]
-    warnings = [*est.warnings, *extra_warnings]
-    if offer is not None:
-        reasons.append(co.describe_offer(offer, opt.instances, settings))
-        if offer.stale:
-            warnings.append(f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)")
-        if offer.pricing == "spot":
-            warnings.append("spot capacity can be reclaimed at any time; checkpoint often")
-    else:
-        warnings.append("no usable price quote; cost unknown")
-    reasons.append(co.describe_cost(workload, opt.cost, est))
-    if opt.cost.break_even_months is not None:
-        reasons.append(
-            f"buying breaks even with the cheapest rental after "
-            f"{opt.cost.break_even_months:,.1f} months of 24/7 use"
+    if skipped:
+        warnings.append(
+            f"{skipped} GPU types not evaluated in full: their best case cannot reach the top "
+            f"{limit} under {objective}"
         )
-    return Candidate(
-        rank=rank,
-        gpu_slug=gpu.slug,
-        gpu_name=gpu.name,
-        gpu_count=est.gpu_count,
-        offer=offer,
-        estimate=est,
-        cost=opt.cost,
-        score=score,
-        pareto_optimal=pareto,
-        reasons=tuple(r for r in reasons if r),
-        warnings=tuple(dict.fromkeys(warnings)),
-        provision=provision(
-            gpu,
-            offer,
-            est.gpu_count,
-            opt.instances,
-            opt.cost.replicas,
-            skypilot_names=skypilot_names,
-            node_labels=node_labels,
-        ),
-    )
+    rejections = tuple(rejected[slug] for slug in sorted(rejected))
+    return Recommendation(objective, tuple(candidates), rejections, tuple(warnings))

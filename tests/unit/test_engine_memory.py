@@ -123,3 +123,58 @@ def test_mistral_sliding_window_caps_kv_cache() -> None:
     assert est.memory.kv_cache == pytest.approx(4 * 4096 * 131_072 / 1e9, rel=1e-6)
     assert memory.kv_tokens(mistral, 2_000) == 2_000
     assert memory.causal_attention_pairs(mistral, 8192) == 4096**2 / 2 + 4096 * 4096
+
+
+def test_serving_activations_are_one_scheduler_budget_not_batch_x_prompt() -> None:
+    # continuous batching: the engine reserves activations for max_num_batched_tokens tokens
+    # per iteration (vLLM default 8192 on H100-class GPUs), whatever the batch:
+    # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit (was batch x 1024 prompt tokens)
+    from service.engine import constants as c
+
+    model = PRESETS["llama-3.1-8b"].model
+    assert isinstance(model, TransformerModel)
+    w = Workload(
+        kind="inference",
+        precision="bf16",
+        model=model,
+        inference=InferenceSpec(prompt_tokens=1024, output_tokens=256),
+    )
+    expected = c.SCHEDULED_TOKENS_PER_ITERATION * model.hidden_size * 34 / 1e9
+    big = estimate(w, H100_SXM, 1)
+    assert big.batch_size is not None and big.batch_size > 300
+    assert big.memory.activations == pytest.approx(expected)
+    fixed = estimate(
+        Workload(
+            kind="inference",
+            precision="bf16",
+            model=model,
+            inference=InferenceSpec(prompt_tokens=1024, output_tokens=256, batch_size=4),
+        ),
+        H100_SXM,
+        1,
+    )
+    assert fixed.memory.activations == pytest.approx(expected)
+    # the KV cache, not activations, bounds the batch: 1280 tokens x 131,072 B per sequence
+    per_seq = 1280 * memory.kv_bytes_per_token(model, "bf16") / 1e9
+    usable = 80 * (1 - c.MEMORY_RESERVE_FRACTION)
+    room = usable - big.memory.weights - big.memory.overhead - expected
+    assert big.batch_size == int(room // per_seq)
+
+
+def test_encoder_activations_still_scale_with_the_batch() -> None:
+    bert = PRESETS["bert-large"].model
+    w = Workload(
+        kind="inference",
+        precision="fp16",
+        model=bert,
+        inference=InferenceSpec(prompt_tokens=384, batch_size=8),
+    )
+    one = Workload(
+        kind="inference",
+        precision="fp16",
+        model=bert,
+        inference=InferenceSpec(prompt_tokens=384, batch_size=1),
+    )
+    a8 = estimate(w, H100_SXM, 1).memory.activations
+    a1 = estimate(one, H100_SXM, 1).memory.activations
+    assert a8 == pytest.approx(8 * a1)

@@ -218,28 +218,6 @@ def test_every_preset_estimates(preset: str) -> None:
 
 # ---------------------------------------------------------------- properties
 
-counts = st.sampled_from([1, 2, 4, 8, 16, 32, 64])
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    n=counts,
-    m=counts,
-    preset=st.sampled_from(["llama-2-7b", "llama-2-13b", "gpt-2", "resnet-50"]),
-    shard=st.sampled_from(["zero1", "zero2", "zero3"]),
-)
-def test_more_gpus_never_raise_training_memory(n: int, m: int, preset: str, shard: str) -> None:
-    lo, hi = sorted((n, m))
-    seq = None if preset == "resnet-50" else 1024
-    w = _train(preset, 64, seq, sharding=shard)
-    a = estimate(w, H100_SXM, lo)
-    b = estimate(w, H100_SXM, hi)
-    assert (
-        b.memory.weights + b.memory.gradients + b.memory.optimizer_states
-        <= (a.memory.weights + a.memory.gradients + a.memory.optimizer_states) + 1e-9
-    )
-
-
 def _scaled(gpu: GpuSpec, bw: float = 1.0, compute: float = 1.0) -> GpuSpec:
     from dataclasses import replace
 

@@ -1,0 +1,279 @@
+"""Lower bounds on a GPU type's best score, known before estimating any of its counts.
+
+Branch and bound in :func:`service.engine.ranking.recommend` evaluates GPU types in ascending
+bound order and stops once no remaining type can reach the top ``limit``; these bounds must
+never exceed the score the full search would find. Every figure is derived from the same
+functions and constants the estimate uses, dropping only terms that can only add time:
+
+* Ideal scaling: n GPUs at best divide the work by n (communication, stalls, pipeline bubbles
+  and the compute job's :data:`~constants.PARALLEL_EFFICIENCY` only add), so the GPU-hours
+  ``H`` of any option are at least those of one GPU running at the efficiency the estimate
+  applies, and its time is at least ``H / max usable GPUs``.
+* Money is ``usd_per_gpu_hour x GPU-hours`` exactly (:func:`cost.usd_per_gpu_hour`), so
+  cost >= cheapest usable per-GPU-hour rate x ``H``; energy is ``tdp x POWER_UTILIZATION``
+  per GPU-hour, so energy >= ``tdp x POWER_UTILIZATION / 1000 x H``.
+* Inference: a request costs at least the one-GPU compute of its prompt and every decode
+  token (linear layers + attention, at the estimate's efficiencies) plus, for attention, at
+  least the time to read its KV cache once per token; per GPU no split, batch or replica
+  count beats that, and with a target the paid GPUs are at least the smallest fitting count
+  while the work served is at most the target. Latency is at least the batch-1 no-comm
+  latency on one GPU divided by the largest tensor-parallel degree (every term scales as 1/TP
+  at best; PP stages run in sequence; latency grows with the batch).
+
+Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from service.engine import constants as c
+from service.engine import cost as co
+from service.engine import inference as inf
+from service.engine import parallelism as par
+from service.engine import training as tr
+from service.engine.estimate import _training_hours
+from service.engine.explain import Option
+from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.recommend_types import Offer
+from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
+
+BOUND_SLACK = 1e-9
+"""Relative amount every bound is lowered by, so float rounding (the estimate multiplies the
+same figures in another order) can never lift a bound above the exact score it bounds."""
+SECONDS_PER_HOUR = 3600.0
+PRUNE_MARGIN = 1e-6
+"""Relative margin a bound must clear before a count (or a GPU type) is skipped: far above
+float noise and the 1e-9 rounding of ``ranking.REL_TIE``, so a skipped option could never
+have tied or won."""
+BALANCED_WEIGHT = 0.5
+"""``ranking.BALANCED_COST_WEIGHT``: the balanced score's weight of normalized cost."""
+BALANCED_RECHECK = 8
+"""Balanced: after a failed stop test, evaluate 1/8 of the GPUs evaluated so far before the
+next one (each test is O(evaluated + remaining)), keeping the search O(n) overall."""
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Floors:
+    """Objective-independent lower bounds for one GPU type (0 = none proven)."""
+
+    gpu_hours: float
+    """Training/compute: GPU-hours to finish (GPUs, without a length: usd_per_hour is then
+    the cost); inference: GPU-hours per million output tokens / per 1000 requests."""
+    time: float
+    """Training/compute: hours to finish; inference: latency [ms]."""
+
+
+NO_FLOORS = Floors(0.0, 0.0)
+
+
+def floors(workload: Workload, gpu: GpuSpec, first: int, cap: int) -> Floors:
+    """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
+    memory) to ``cap`` GPUs per replica (see the module docstring)."""
+    rate = peak_rate(gpu, workload.precision, matmul=True)  # the rate estimate() uses
+    if rate is None:
+        return NO_FLOORS
+    if workload.kind == "compute":
+        out = _compute(workload, gpu, rate, cap)
+    elif workload.kind == "training":
+        out = _training(workload, rate, first, cap)
+    else:
+        out = _inference(workload, gpu, rate, first, cap)
+    return Floors(out.gpu_hours * (1 - BOUND_SLACK), out.time * (1 - BOUND_SLACK))
+
+
+def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
+    """``estimate._estimate_compute``: seconds = max(compute, memory) / scale with scale =
+    n x PARALLEL_EFFICIENCY (n > 1) <= n, so n x seconds >= max(compute, memory)."""
+    spec = workload.compute
+    assert spec is not None
+    if workload.precision == "fp64" and rate.tensor:
+        eff = c.EFF_FP64_TENSOR
+    elif rate.tensor:
+        eff = c.EFF_COMPUTE_JOB
+    else:
+        eff = c.EFF_NON_TENSOR
+    one_gpu_s = max(
+        spec.total_tflop / (rate.tflops * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
+    )
+    best_scale = cap * c.PARALLEL_EFFICIENCY if cap > 1 else 1.0
+    hours = one_gpu_s / SECONDS_PER_HOUR
+    return Floors(hours, hours / best_scale)
+
+
+def _training(workload: Workload, rate: PeakRate, first: int, cap: int) -> Floors:
+    """``training.step_time``: step >= compute = the busiest GPU's FLOPs (ceil(batch / dp)
+    samples over t ranks, dp x t <= n) / (peak x MFU) >= FLOPs / (n x peak x MFU); the MFU is
+    the one step_time picks for this rate and model, the FLOPs those without recomputation
+    (the fewest, whichever checkpointing the plan uses)."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and model is not None
+    if not rate.tensor:
+        eff = c.MFU_NON_TENSOR_TRAINING
+    elif isinstance(model, TransformerModel):
+        eff = c.MFU_TRANSFORMER_TRAINING
+    else:
+        eff = c.MFU_CNN_TRAINING
+    flops = tr.training_flops_per_step(workload, False)
+    one_gpu_step_s = flops / (rate.tflops * 1e12 * eff)
+    seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
+    hours = _training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
+    if hours is None:
+        # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
+        return Floors(float(first), 0.0)
+    return Floors(hours, hours / max(1, cap))
+
+
+def _inference(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
+    spec, model = workload.inference, workload.model
+    assert spec is not None and model is not None
+    # one GPU, TP 1: no collectives, the same efficiencies and byte counts as any split
+    roof = inf.Roofline(workload, gpu, rate, 1, 1.0)
+    tp_max = 1
+    if isinstance(model, TransformerModel):
+        tps = par.tp_candidates(gpu, max(1, cap))
+        tp_max = max(t for t in tps if model.attention_heads % t == 0)
+    latency_ms = roof.latency_ms(1)[2] / tp_max
+    if roof.decoder:
+        # per request: out decode tokens + its prompt, linear then attention kernels; the
+        # attention kernel also reads the KV cache (>= ctx x kv bytes per token, / kv_div <= tp)
+        linear = spec.output_tokens * 2.0 * roof.n_active / roof.den_d + roof.lin_prompt
+        attention = spec.output_tokens * 4.0 * roof.layers * roof.h * roof.ctx / roof.den_d
+        attention += roof.att_prompt
+        kv_read = spec.output_tokens * roof.ctx * roof.kv_tok / roof.bytes_s
+        per_request_s = linear + max(attention, kv_read)
+    elif isinstance(model, GenericModel):
+        per_request_s = max(
+            roof.flops_per / (roof.tflops * 1e12 * roof.eff), roof.act_per * 2.0 / roof.bytes_s
+        )
+    else:
+        per_request_s = roof.prompt_flops / (roof.tflops * 1e12 * roof.eff_p)
+    llm = co.is_llm_serving(workload)
+    units = float(spec.output_tokens) if llm else 1.0
+    scale = co.TOKENS_PER_MILLION if llm else co.REQUESTS_PER_UNIT
+    gpu_hours = per_request_s / (units * SECONDS_PER_HOUR) * scale
+    if spec.target_requests_per_s:
+        # >= first GPUs paid for, at most the target served
+        served = spec.target_requests_per_s * units * SECONDS_PER_HOUR
+        gpu_hours = max(gpu_hours, first / served * scale)
+    return Floors(gpu_hours, latency_ms)
+
+
+def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:
+    """Money (or GPU-hours without a usable quote) no option can beat."""
+    return floor.gpu_hours if usd_per_gpu_hour is None else floor.gpu_hours * usd_per_gpu_hour
+
+
+def energy_floor(floor: Floors, gpu: GpuSpec) -> float:
+    """kWh (to finish, or per unit of work) no option can beat: the estimate draws
+    ``tdp x POWER_UTILIZATION`` per GPU for every GPU-hour."""
+    return floor.gpu_hours * gpu.tdp_w * c.POWER_UTILIZATION / 1000.0
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A GPU that passed the cheap checks, with what evaluating it needs and its bounds."""
+
+    gpu: GpuSpec
+    usable: tuple[Offer, ...]
+    rent: float | None
+    first: int
+    counts: tuple[int, ...]
+    cap: int
+    tier: int
+    """1: unpriced under cost/balanced (ranks after every priced GPU), else 0."""
+    lb_cost: float
+    lb_time: float
+    lb: float
+    """The objective's bound (cost, time or energy); balanced: the search order only."""
+
+
+Evaluate = Callable[[Pending], list[Option] | None]
+"""Evaluates one GPU in full: its feasible options (None: rejected)."""
+Value = Callable[[Option, Mapping[str, float]], float]
+"""The objective's score of an option given the balanced minima (unused by other objectives)."""
+
+
+def search(
+    pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value
+) -> int:
+    """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
+    ``limit`` (``limit`` < 1: every GPU); returns how many were skipped."""
+    if objective == "balanced":
+        return _search_balanced(pending, limit, evaluate, value)
+    order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
+    worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
+    for i, p in enumerate(order):
+        if limit >= 1 and len(worst) >= limit:
+            tier, threshold = -worst[0][0], -worst[0][1]
+            if p.tier > tier or (p.tier == tier and p.lb > threshold * (1.0 + PRUNE_MARGIN)):
+                return len(order) - i  # sorted by (tier, bound): every later one is worse
+        options = evaluate(p)
+        if options:
+            item = (-p.tier, -min(value(o, {}) for o in options))
+            if len(worst) < max(limit, 1):
+                heapq.heappush(worst, item)
+            else:
+                heapq.heappushpop(worst, item)
+    return 0
+
+
+def _search_balanced(pending: list[Pending], limit: int, evaluate: Evaluate, value: Value) -> int:
+    """Balanced scores are relative to the minimum cost C and time T over every priced option,
+    and evaluating more GPUs can only lower C and T (raising every score). So the search may
+    stop before a GPU only when, for every GPU not yet evaluated (priced; unpriced ones rank
+    after every priced one): its cost bound >= C and time bound >= T, so none can move the
+    minima and the current C, T (hence every evaluated score) are final; and its balanced bound
+    0.5 LBc/C + 0.5 LBt/T is above the limit-th best evaluated score by PRUNE_MARGIN. Any
+    stop test that fails just means evaluating more, never a different answer."""
+    priced = [p for p in pending if p.tier == 0]
+    c_ref = min((p.lb_cost for p in priced if p.lb_cost > 0), default=1.0)
+    t_ref = min((p.lb_time for p in priced if p.lb_time > 0), default=1.0)
+
+    def order_key(p: Pending) -> tuple[int, float, str]:
+        if p.tier:
+            return 1, 0.0, p.gpu.slug
+        score = BALANCED_WEIGHT * p.lb_cost / c_ref
+        return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
+
+    order = sorted(pending, key=order_key)
+    suffix: list[tuple[float, float]] = [(INF, INF)] * (len(order) + 1)
+    for i in range(len(order) - 1, -1, -1):
+        p, (sc, st) = order[i], suffix[i + 1]
+        suffix[i] = (min(sc, p.lb_cost), min(st, p.lb_time)) if p.tier == 0 else (sc, st)
+    done: list[list[Option]] = []
+    c_min = t_min = INF
+    next_test = 0
+    for i, p in enumerate(order):
+        ready = limit >= 1 and len(done) >= limit and i >= next_test
+        if (
+            ready
+            and 0 < c_min < INF
+            and 0 < t_min < INF
+            and suffix[i][0] >= c_min
+            and (suffix[i][1] >= t_min)
+        ):
+            mins = {"money": c_min, "time": t_min}
+            scores = sorted(min(value(o, mins) for o in opts) for opts in done)
+            rest = min(
+                (
+                    BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
+                    for q in order[i:]
+                    if q.tier == 0
+                ),
+                default=INF,
+            )
+            if rest > scores[limit - 1] * (1.0 + PRUNE_MARGIN):
+                return len(order) - i
+            next_test = i + max(1, len(done) // BALANCED_RECHECK)
+        options = evaluate(p)
+        money = [o for o in options or () if o.money is not None]
+        if money:
+            done.append(money)
+            c_min = min(c_min, *(o.money for o in money if o.money is not None))
+            t_min = min(t_min, *(o.time for o in money))
+    return 0

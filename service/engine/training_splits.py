@@ -1,0 +1,143 @@
+"""Training memory per GPU for every (TP degree, ZeRO stage) split of a GPU count.
+
+A split's model states (weights, gradients, optimizer states) are fixed; its activations grow
+linearly with the micro-batch (Korthikanti et al. 2022), so one evaluation at micro-batch 1
+gives the largest micro-batch that fits in closed form. :mod:`service.engine.training` picks
+among the splits by step time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+from service.engine import constants as c
+from service.engine import memory as mem
+from service.engine import parallelism as par
+from service.engine.types import (
+    GenericModel,
+    GpuSpec,
+    MemoryBreakdown,
+    Precision,
+    Sharding,
+    TrainingSpec,
+    TransformerModel,
+    Workload,
+)
+
+SHARDING_ORDER: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
+SPLIT_CACHE_SIZE = 4096
+"""Memoized split sets: one per (workload, GPU, count, precision, options) asked."""
+
+
+class Split(NamedTuple):
+    """One (TP, sharding) split: model states per GPU [GB]; activations [GB] grow linearly
+    with the micro-batch."""
+
+    tp: int
+    dp: int
+    sharding: Sharding
+    per_gpu_batch: int
+    weights: float
+    gradients: float
+    optimizer: float
+    act_gb: float
+    """Activations per sample of micro-batch [GB]."""
+
+    @property
+    def fixed_gb(self) -> float:
+        return self.weights + self.gradients + self.optimizer + c.FRAMEWORK_OVERHEAD_GB
+
+    def memory(self, micro: int) -> MemoryBreakdown:
+        return MemoryBreakdown(
+            weights=self.weights,
+            gradients=self.gradients,
+            optimizer_states=self.optimizer,
+            activations=self.act_gb * micro,
+            overhead=c.FRAMEWORK_OVERHEAD_GB,
+        )
+
+    def largest_micro(self, usable_gb: float) -> int:
+        """Largest candidate micro-batch that fits (0: none): the whole per-GPU batch or a
+        power of 2 below it."""
+        room = usable_gb - self.fixed_gb
+        if room < self.act_gb:
+            return 0
+        limit = room / self.act_gb if self.act_gb > 0 else math.inf
+        if self.per_gpu_batch <= limit:
+            return self.per_gpu_batch
+        micro = 1
+        while micro * 2 <= limit:
+            micro *= 2
+        return micro
+
+
+def seq_len(spec: TrainingSpec, model: TransformerModel | GenericModel) -> int:
+    """Tokens per sample: the sequence length for transformers, 1 for CNNs."""
+    return (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
+
+
+def activation_bytes(
+    workload: Workload, tp: int, prec: Precision, checkpointing: bool
+) -> float:
+    """Activations per GPU at micro-batch 1 [B]."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and model is not None
+    elem = mem.activation_bytes_per_element(prec)
+    if isinstance(model, TransformerModel):
+        return mem.transformer_activation_bytes(
+            model,
+            seq_len(spec, model),
+            1,
+            tp,
+            flash_attention=spec.flash_attention,
+            checkpointing=checkpointing,
+            elem_bytes=elem,
+        )
+    return mem.generic_activation_bytes(model, 1, elem, training=True)
+
+
+def tp_degrees(workload: Workload, gpu: GpuSpec, gpu_count: int) -> list[int]:
+    model = workload.model
+    if not isinstance(model, TransformerModel):
+        return [1]
+    return [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0]
+
+
+@functools.lru_cache(maxsize=SPLIT_CACHE_SIZE)
+def splits(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    prec: Precision,
+    checkpointing: bool,
+    wanted: Sharding,
+) -> tuple[Split, ...]:
+    """Every (TP, sharding) split, smallest TP first, then least sharding."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and model is not None
+    states = mem.training_state_bytes(prec, spec.optimizer)
+    shardings = SHARDING_ORDER if wanted == "auto" else (wanted,)
+    layers = model.layers if isinstance(model, TransformerModel) else 0
+    out: list[Split] = []
+    for tp in tp_degrees(workload, gpu, gpu_count):
+        dp = max(1, gpu_count // tp)
+        per_gpu_batch = max(1, math.ceil(spec.batch_size / dp))
+        act_gb = activation_bytes(workload, tp, prec, checkpointing) / c.GB
+        params = model.params / tp / c.GB
+        # a single data-parallel rank has nothing to shard over
+        for eff in shardings if dp > 1 else ("none",):
+            w_div, g_div, o_div = mem.shard_divisors(eff, dp)
+            weights = params * states.weights / w_div
+            if w_div > 1 and layers:
+                # ZeRO-3 gathers one layer's full weights at a time (x2 with prefetch)
+                weights += 2.0 * params / layers * states.weights
+            grads = params * states.gradients / g_div
+            optim = params * states.optimizer / o_div
+            out.append(Split(tp, dp, eff, per_gpu_batch, weights, grads, optim, act_gb))
+    return tuple(out)
+
+
+def usable_gb(gpu: GpuSpec) -> float:
+    return mem.usable_memory_bytes(gpu.memory_gb) / c.GB
