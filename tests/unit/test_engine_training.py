@@ -227,3 +227,28 @@ def test_more_gpus_never_slow_a_step_whose_traffic_hides(
     if a.fits and b.fits and b.step is not None and b.step.exposed_s == 0.0:
         assert a.step is not None
         assert b.step.total_s <= a.step.total_s * tr.LAYOUT_TIE
+
+
+def test_min_gpus_to_fit_bisection_matches_a_linear_scan() -> None:
+    """The bisection in min_gpus_to_fit relies on fitting being monotone in the count."""
+    from service.engine.estimate import _fits, gpu_count_candidates
+    from service.engine.types import InferenceSpec
+    from tests.unit.gpus import ALL
+
+    workloads = [
+        Workload(kind="training", precision="bf16", model=PRESETS[p].model,
+                 training=TrainingSpec(batch_size=512, seq_len=4096, tokens=1e10))
+        for p in ("llama-2-7b", "llama-2-70b", "llama-3.1-405b", "mixtral-8x7b")
+    ] + [
+        Workload(kind="inference", precision="bf16", model=PRESETS[p].model,
+                 inference=InferenceSpec(prompt_tokens=2048, output_tokens=256))
+        for p in ("llama-2-70b", "llama-3.1-405b")
+    ]
+    for workload in workloads:
+        for gpu in ALL:
+            rate = peak_rate(gpu, workload.precision)
+            linear = None
+            if rate is not None:
+                linear = next((n for n in gpu_count_candidates(gpu)
+                               if _fits(workload, gpu, n, rate.precision_used)), None)
+            assert min_gpus_to_fit(workload, gpu) == linear, (gpu.slug, workload.model)
