@@ -1,8 +1,12 @@
-"""Median recommendation time per workload x objective, cold (engine caches cleared) / warm.
+"""Median recommendation time per workload x objective: cold (engine caches cleared) / warm.
 
-Usage: python -m bench.measure_recommend DATABASE_URL [RUNS]  (build a scale DB with
-bench.bench_scale.build). Prints one line per workload: objective cold/warm in ms.
+Usage: python -m bench.measure_recommend DATABASE_URL [RUNS]
+(build a synthetic scale database with bench.bench_scale.build). Prints one line per workload,
+each objective as cold/warm milliseconds, in-process through the service function.
 """
+
+from __future__ import annotations
+
 import statistics
 import sys
 import time
@@ -15,16 +19,32 @@ from service.config import Settings
 from service.db import make_engine
 from service.workloads.service import recommend_for
 
-url=sys.argv[1]; runs=int(sys.argv[2]) if len(sys.argv)>2 else 7
-e=make_engine(url); s=Settings(database_url=url)
-with Session(e) as ses:
-    recommend_for(ses,submission=query(list(WORKLOADS)[0],'cost'),objective='cost',limit=10,settings=s,now=utcnow())
-    for name in WORKLOADS:
-        row=[]
-        for obj in ('cost','time','energy','balanced'):
-            q=query(name,obj); cold=[]; warm=[]
-            for i in range(runs):
-                clear_caches(); t=time.perf_counter(); recommend_for(ses,submission=q,objective=obj,limit=10,settings=s,now=utcnow()); cold.append(time.perf_counter()-t)
-                t=time.perf_counter(); recommend_for(ses,submission=q,objective=obj,limit=10,settings=s,now=utcnow()); warm.append(time.perf_counter()-t)
-            row.append(f"{obj} {statistics.median(cold)*1000:.1f}/{statistics.median(warm)*1000:.1f}")
-        print(name, ' | '.join(row), flush=True)
+OBJECTIVES = ("cost", "time", "energy", "balanced")
+
+
+def main(url: str, runs: int) -> None:
+    settings = Settings(database_url=url)
+    with Session(make_engine(url)) as session:
+
+        def once(name: str, objective: str) -> float:
+            started = time.perf_counter()
+            recommend_for(session, submission=query(name, objective), objective=objective,
+                          limit=10, settings=settings, now=utcnow())
+            return time.perf_counter() - started
+
+        once(next(iter(WORKLOADS)), "cost")  # builds the catalog and offer snapshots
+        for name in WORKLOADS:
+            cells = []
+            for objective in OBJECTIVES:
+                cold, warm = [], []
+                for _ in range(runs):
+                    clear_caches()
+                    cold.append(once(name, objective))
+                    warm.append(once(name, objective))
+                cells.append(f"{objective} {statistics.median(cold) * 1000:.1f}/"
+                             f"{statistics.median(warm) * 1000:.1f}")
+            print(name, " | ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 7)
