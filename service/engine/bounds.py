@@ -71,9 +71,13 @@ class Floors:
 NO_FLOORS = Floors(0.0, 0.0)
 
 
-def floors(workload: Workload, gpu: GpuSpec, first: int, cap: int) -> Floors:
+def floors(
+    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool = False
+) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
-    memory) to ``cap`` GPUs per replica (see the module docstring)."""
+    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: inference
+    options run at the throughput-optimal batch (every objective but time), which gives a
+    much higher latency floor (:func:`_latency_floor`)."""
     rate = peak_rate(gpu, workload.precision, matmul=True)  # the rate estimate() uses
     if rate is None:
         return NO_FLOORS
@@ -82,7 +86,7 @@ def floors(workload: Workload, gpu: GpuSpec, first: int, cap: int) -> Floors:
     elif workload.kind == "training":
         out = _training(workload, rate, first, cap)
     else:
-        out = _inference(workload, gpu, rate, first, cap)
+        out = _inference(workload, gpu, rate, first, cap, throughput)
     return Floors(out.gpu_hours * (1 - BOUND_SLACK), out.time * (1 - BOUND_SLACK))
 
 
@@ -128,16 +132,72 @@ def _training(workload: Workload, rate: PeakRate, first: int, cap: int) -> Floor
     return Floors(hours, hours / max(1, cap))
 
 
-def _inference(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
+def _latency_floor(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> float:
+    """Least latency [ms] of any option at the throughput-optimal batch (no latency mode).
+
+    ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp),
+    max_fit(tp, pp))``, i.e. min(limit, max(1, min(max_fit, MAX_AUTO_BATCH))) with ``limit``
+    the largest batch meeting the latency limits (>= 1 for any feasible option) on the split's
+    roofline, which depends on tp only (PP stages run in sequence at one GPU's rate; the TP
+    link does not depend on the count). ``max_fit`` never falls as pp grows (PP divides the
+    weights, not the KV cache or activations), so every option's batch is at least
+    ``b(tp) = min(limit(tp), max(1, min(max_fit(tp, 1), MAX_AUTO_BATCH)))`` for its tp, and
+    latency grows with the batch: the floor is the least ``latency(tp, b(tp))`` over the TP
+    degrees of any count up to ``cap``. A fixed ``batch_size`` runs at that batch on every
+    split. The arithmetic is the estimate's own (:class:`inference.Context`, shared with it)."""
+    spec, model = workload.inference, workload.model
+    assert spec is not None and model is not None
+    ctx = inf.context(workload, gpu, rate.precision_used, rate)
+    best = INF
+    for tp in _tp_degrees(workload, gpu, cap):
+        roof = ctx.roofline(tp)
+        if spec.batch_size is not None:
+            batch = spec.batch_size
+        else:
+            max_fit = max(1, ctx.sizing(tp, 1).max_batch(ctx.usable))
+            batch = _meeting_upto(roof, max(1, min(max_fit, int(c.MAX_AUTO_BATCH))))
+        best = min(best, roof.latency_ms(batch)[2])
+    return best
+
+
+def _meeting_upto(roof: inf.Roofline, hi: int) -> int:
+    """``min(max(largest_meeting(roof), 1), hi)``, bisecting over [1, hi] only (the
+    predicate is monotone, see :func:`inference.largest_meeting`)."""
+    if roof.meets(hi):
+        return hi
+    if hi == 1 or not roof.meets(1):
+        return 1
+    lo = 1  # meets; hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if roof.meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
+    """Every TP degree any count up to ``cap`` may split the model over."""
+    model = workload.model
+    if not isinstance(model, TransformerModel):
+        return [1]
+    heads = model.attention_heads
+    return [t for t in par.tp_candidates(gpu, max(1, cap)) if heads % t == 0]
+
+
+def _inference(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int, throughput: bool
+) -> Floors:
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     # one GPU, TP 1: no collectives, the same efficiencies and byte counts as any split
     roof = inf.Roofline(workload, gpu, rate, 1, 1.0)
-    tp_max = 1
-    if isinstance(model, TransformerModel):
-        tps = par.tp_candidates(gpu, max(1, cap))
-        tp_max = max(t for t in tps if model.attention_heads % t == 0)
-    latency_ms = roof.latency_ms(1)[2] / tp_max
+    if throughput:
+        latency_ms = _latency_floor(workload, gpu, rate, cap)
+    else:
+        tp_max = max(_tp_degrees(workload, gpu, cap))
+        latency_ms = roof.latency_ms(1)[2] / tp_max
     if roof.decoder:
         # per request: out decode tokens + its prompt, linear then attention kernels; the
         # attention kernel also reads the KV cache (>= ctx x kv bytes per token, / kv_div <= tp)
@@ -241,39 +301,54 @@ def _search_balanced(pending: list[Pending], limit: int, evaluate: Evaluate, val
         return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
 
     order = sorted(pending, key=order_key)
-    suffix: list[tuple[float, float]] = [(INF, INF)] * (len(order) + 1)
-    for i in range(len(order) - 1, -1, -1):
-        p, (sc, st) = order[i], suffix[i + 1]
-        suffix[i] = (min(sc, p.lb_cost), min(st, p.lb_time)) if p.tier == 0 else (sc, st)
     done: list[list[Option]] = []
+    seen: set[int] = set()  # indices into order evaluated ahead of their turn
     c_min = t_min = INF
-    next_test = 0
-    for i, p in enumerate(order):
-        ready = limit >= 1 and len(done) >= limit and i >= next_test
-        if (
-            ready
-            and 0 < c_min < INF
-            and 0 < t_min < INF
-            and suffix[i][0] >= c_min
-            and (suffix[i][1] >= t_min)
-        ):
-            mins = {"money": c_min, "time": t_min}
-            scores = sorted(min(value(o, mins) for o in opts) for opts in done)
-            rest = min(
-                (
-                    BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
-                    for q in order[i:]
-                    if q.tier == 0
-                ),
-                default=INF,
-            )
-            if rest > scores[limit - 1] * (1.0 + PRUNE_MARGIN):
-                return len(order) - i
-            next_test = i + max(1, len(done) // BALANCED_RECHECK)
-        options = evaluate(p)
-        money = [o for o in options or () if o.money is not None]
+
+    def run(p: Pending) -> None:
+        nonlocal c_min, t_min
+        money = [o for o in evaluate(p) or () if o.money is not None]
         if money:
             done.append(money)
             c_min = min(c_min, *(o.money for o in money if o.money is not None))
             t_min = min(t_min, *(o.time for o in money))
+
+    next_test = 0
+    for i, p in enumerate(order):
+        if i in seen:
+            continue
+        if limit >= 1 and len(done) >= limit and i >= next_test and 0 < c_min < INF:
+            # GPUs that might still lower a minimum are evaluated now, out of turn (the set
+            # evaluated, not the order, decides the answer); each one only lowers the minima,
+            # so the blocking set shrinks and this ends
+            while True:
+                block = [
+                    j for j in range(i, len(order))
+                    if j not in seen and order[j].tier == 0
+                    and (order[j].lb_cost < c_min or order[j].lb_time < t_min)
+                ]
+                if not block or len(block) > len(order) // 2:
+                    break
+                for j in block:
+                    seen.add(j)
+                    run(order[j])
+            if not block and 0 < t_min < INF:
+                mins = {"money": c_min, "time": t_min}
+                scores = sorted(min(value(o, mins) for o in opts) for opts in done)
+                rest = min(
+                    (
+                        BALANCED_WEIGHT * q.lb_cost / c_min
+                        + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
+                        for j, q in enumerate(order[i:], start=i)
+                        if q.tier == 0 and j not in seen
+                    ),
+                    default=INF,
+                )
+                if rest > scores[limit - 1] * (1.0 + PRUNE_MARGIN):
+                    return sum(1 for j in range(i, len(order)) if j not in seen)
+            next_test = i + max(1, len(done) // BALANCED_RECHECK)
+            if i in seen:  # evaluated just now as a blocker
+                continue
+        seen.add(i)
+        run(p)
     return 0

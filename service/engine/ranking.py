@@ -58,6 +58,7 @@ from service.engine import explain as ex
 from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
 from service.engine.explain import Failure
 from service.engine.explain import Option as _Option
+from service.engine.memory_only import memory_estimate
 from service.engine.performance import peak_rate
 from service.engine.recommend_types import (
     Constraints,
@@ -139,13 +140,13 @@ def _screen(
     counts = gpu_count_candidates(gpu, cap) or [1]
     first = min_gpus_to_fit(workload, gpu)
     if first is None or first > counts[-1]:
-        est = estimate(workload, gpu, counts[-1])
-        return ex.memory_failure(gpu, est, first, cap)
+        # the rejection reads only the memory figures: no layout/speed search
+        return ex.memory_failure(gpu, memory_estimate(workload, gpu, counts[-1]), first, cap)
     fitting = tuple(n for n in counts if n >= first)
     rate = co.cheapest_gpu_hour(gpu, usable, fitting[0], cap, settings)
     if rate is None and needs_price:
         return ex.no_quote_failure(first)
-    floor = bd.floors(workload, gpu, first, cap)
+    floor = bd.floors(workload, gpu, first, cap, objective == "balanced")
     lb_cost = bd.cost_floor(floor, rate)
     bound = {"cost": lb_cost, "time": floor.time, "energy": bd.energy_floor(floor, gpu)}
     tier = 1 if rate is None and objective in ("cost", "balanced") else 0
@@ -265,8 +266,9 @@ def _key(opt: _Option, value: float, objective: Objective) -> tuple[object, ...]
     )
 
 
-def _pareto(chosen: list[_Option]) -> set[int]:
-    """Indices of priced options not dominated on (money, time, energy)."""
+def _pareto(chosen: list[_Option], top: int) -> set[int]:
+    """Indices, among the first ``top``, of priced options not dominated on (money, time,
+    energy) by any priced option of ``chosen`` (O(top x len(chosen)), not quadratic)."""
     pts = [
         (i, (_round_rel(o.money), _round_rel(o.time), _round_rel(o.energy)))
         for i, o in enumerate(chosen)
@@ -274,7 +276,12 @@ def _pareto(chosen: list[_Option]) -> set[int]:
     ]
     front: set[int] = set()
     for i, p in pts:
-        dominated = any(all(a <= b for a, b in zip(q, p, strict=True)) and q != p for _, q in pts)
+        if i >= top:
+            break
+        p0, p1, p2 = p
+        dominated = any(
+            q[0] <= p0 and q[1] <= p1 and q[2] <= p2 and q != p for _, q in pts
+        )
         if not dominated:
             front.add(i)
     return front
@@ -345,7 +352,7 @@ def recommend(
         best = min(opts, key=lambda o: _key(o, _value(o, objective, mins), objective))
         chosen.append((best, _value(best, objective, mins), warns))
     chosen.sort(key=lambda t: _key(t[0], t[1], objective))
-    front = _pareto([o for o, _, _ in chosen])
+    front = _pareto([o for o, _, _ in chosen], limit)
     candidates = [
         ex.candidate(workload, rank, opt, score, rank - 1 in front, warns, objective, mins,
                      settings, skypilot_names, node_labels)

@@ -165,9 +165,8 @@ def fits(
 ) -> bool:
     """Whether some layout fits memory (cheap: no step times, no layout records)."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    usable = splits.usable_gb(gpu)
-    options = splits.splits(workload, gpu, gpu_count, precision_used, ckpt, wanted)
-    return any(o.fixed_gb + o.act_gb <= usable for o in options)
+    least = splits.least_gb(workload, gpu, gpu_count, precision_used, ckpt, wanted)
+    return least <= splits.usable_gb(gpu)
 
 
 _Step = tuple[float, float, float, float, float]

@@ -139,5 +139,40 @@ def splits(
     return tuple(out)
 
 
+def least_gb(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    prec: Precision,
+    checkpointing: bool,
+    wanted: Sharding,
+) -> float:
+    """``min(o.fixed_gb + o.act_gb for o in splits(...))`` with the same arithmetic in the same
+    order, without building (or memoizing) the split records: the memory-fit check asked for
+    every GPU type of a catalog, most of which are never estimated."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and model is not None
+    states = mem.training_state_bytes(prec, spec.optimizer)
+    shardings = SHARDING_ORDER if wanted == "auto" else (wanted,)
+    layers = model.layers if isinstance(model, TransformerModel) else 0
+    overhead = c.FRAMEWORK_OVERHEAD_GB
+    best = math.inf
+    for tp in tp_degrees(workload, gpu, gpu_count):
+        dp = max(1, gpu_count // tp)
+        act_gb = activation_bytes(workload, tp, prec, checkpointing) / c.GB
+        params = model.params / tp / c.GB
+        for eff in shardings if dp > 1 else ("none",):
+            w_div, g_div, o_div = mem.shard_divisors(eff, dp)
+            weights = params * states.weights / w_div
+            if w_div > 1 and layers:
+                weights += 2.0 * params / layers * states.weights
+            grads = params * states.gradients / g_div
+            optim = params * states.optimizer / o_div
+            total = weights + grads + optim + overhead + act_gb
+            if total < best:
+                best = total
+    return best
+
+
 def usable_gb(gpu: GpuSpec) -> float:
     return mem.usable_memory_bytes(gpu.memory_gb) / c.GB

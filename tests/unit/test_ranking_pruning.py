@@ -210,3 +210,48 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
             if objective in ("cost", "energy") and name != "llama-2-70b-pretrain":
                 assert p.lb >= best * 0.05, (p.gpu.slug, p.lb, best)
     assert checked >= 5
+
+
+EXTRA_INFERENCE = {
+    "fixed-batch": InferenceSpec(prompt_tokens=512, output_tokens=128, batch_size=8,
+                                 max_latency_ms=5000),
+    "no-limits": InferenceSpec(prompt_tokens=512, output_tokens=128),
+    "latency-target": InferenceSpec(prompt_tokens=1024, output_tokens=256,
+                                    max_latency_ms=8000, target_requests_per_s=2),
+}
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("name", sorted(EXTRA_INFERENCE))
+def test_pruned_top_equals_exhaustive_inference_variants(name: str, objective: Objective) -> None:
+    """The throughput-mode latency floor (fixed batch, no limits, a target) and the balanced
+    search evaluating blocking GPUs out of turn: the same top, no GPU listed twice."""
+    workload = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
+                        inference=EXTRA_INFERENCE[name])
+    for gpus, offers in ((load_gpus(), load_offers()), synthetic()):
+        pruned, full = _pair(workload, objective, gpus, offers)
+        _check_same_top(pruned, full)
+        slugs = [c.gpu_slug for c in pruned.recommendations]
+        assert len(slugs) == len(set(slugs))
+
+
+@pytest.mark.parametrize("max_gpus", [None, 4, 16])
+def test_memory_rejections_match_the_full_estimate(max_gpus: int | None) -> None:
+    """Training rejections on memory are explained from the minimum-memory layout alone
+    (memory_only.memory_estimate): the same reason and fix text as from the full estimate."""
+    from service.engine import explain as ex
+    from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
+    from service.engine.memory_only import memory_estimate
+
+    workload = WORKLOADS["llama-2-70b-pretrain"]
+    cap = max_gpus or rk.CAP_TRAINING_GPUS
+    checked = 0
+    for gpu in load_gpus():
+        n = gpu_count_candidates(gpu, cap)[-1]
+        first = min_gpus_to_fit(workload, gpu)
+        if first is not None and first <= n:
+            continue
+        fast = ex.memory_failure(gpu, memory_estimate(workload, gpu, n), first, cap)
+        assert fast == ex.memory_failure(gpu, estimate(workload, gpu, n), first, cap)
+        checked += 1
+    assert checked > 0
