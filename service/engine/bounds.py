@@ -38,7 +38,7 @@ from service.engine import training as tr
 from service.engine.estimate import _training_hours
 from service.engine.explain import Option
 from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
-from service.engine.recommend_types import Offer
+from service.engine.recommend_types import Offer, Rejection
 from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
 
 BOUND_SLACK = 1e-9
@@ -258,11 +258,34 @@ Value = Callable[[Option, Mapping[str, float]], float]
 """The objective's score of an option given the balanced minima (unused by other objectives)."""
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A GPU left unevaluated: its best-case score cannot beat the ``limit``-th one."""
+
+    gpu: GpuSpec
+    best_case: float
+    """Lower bound of its score under the objective (lower is better)."""
+    threshold: float
+    """The ``limit``-th best score when the search stopped."""
+
+
+def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
+    """Why a skipped GPU is not in the answer, with the figures that prove it."""
+    if s.best_case == INF:
+        reason = f"has no usable price quote, so it ranks after the top {limit} priced GPUs"
+    else:
+        reason = (f"not in the top {limit} under {objective}: its best case scores "
+                  f">= {s.best_case:.4g}, worse than #{limit}'s {s.threshold:.4g} "
+                  "(lower is better), so it was not evaluated in full")
+    return Rejection(s.gpu.slug, s.gpu.name, reason,
+                     f"ask for more results (limit > {limit}) to see it ranked", "outranked")
+
+
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value
-) -> int:
+) -> list[Skipped]:
     """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
-    ``limit`` (``limit`` < 1: every GPU); returns how many were skipped."""
+    ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds."""
     if objective == "balanced":
         return _search_balanced(pending, limit, evaluate, value)
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
@@ -271,7 +294,10 @@ def search(
         if limit >= 1 and len(worst) >= limit:
             tier, threshold = -worst[0][0], -worst[0][1]
             if p.tier > tier or (p.tier == tier and p.lb > threshold * (1.0 + PRUNE_MARGIN)):
-                return len(order) - i  # sorted by (tier, bound): every later one is worse
+                # sorted by (tier, bound): every later one is worse
+                # (a later tier is unpriced: its bound is GPU-hours, not comparable)
+                return [Skipped(q.gpu, q.lb if q.tier == tier else INF, threshold)
+                        for q in order[i:]]
         options = evaluate(p)
         if options:
             item = (-p.tier, -min(value(o, {}) for o in options))
@@ -279,10 +305,12 @@ def search(
                 heapq.heappush(worst, item)
             else:
                 heapq.heappushpop(worst, item)
-    return 0
+    return []
 
 
-def _search_balanced(pending: list[Pending], limit: int, evaluate: Evaluate, value: Value) -> int:
+def _search_balanced(
+    pending: list[Pending], limit: int, evaluate: Evaluate, value: Value
+) -> list[Skipped]:
     """Balanced scores are relative to the minimum cost C and time T over every priced option,
     and evaluating more GPUs can only lower C and T (raising every score). So the search may
     stop before a GPU only when, for every GPU not yet evaluated (priced; unpriced ones rank
@@ -335,20 +363,18 @@ def _search_balanced(pending: list[Pending], limit: int, evaluate: Evaluate, val
             if not block and 0 < t_min < INF:
                 mins = {"money": c_min, "time": t_min}
                 scores = sorted(min(value(o, mins) for o in opts) for opts in done)
-                rest = min(
-                    (
-                        BALANCED_WEIGHT * q.lb_cost / c_min
-                        + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
-                        for j, q in enumerate(order[i:], start=i)
-                        if q.tier == 0 and j not in seen
-                    ),
-                    default=INF,
-                )
+                left = [
+                    (q, BALANCED_WEIGHT * q.lb_cost / c_min
+                     + (1 - BALANCED_WEIGHT) * q.lb_time / t_min)
+                    for j, q in enumerate(order[i:], start=i) if j not in seen
+                ]
+                rest = min((b for q, b in left if q.tier == 0), default=INF)
                 if rest > scores[limit - 1] * (1.0 + PRUNE_MARGIN):
-                    return sum(1 for j in range(i, len(order)) if j not in seen)
+                    return [Skipped(q.gpu, b if q.tier == 0 else INF, scores[limit - 1])
+                            for q, b in left]
             next_test = i + max(1, len(done) // BALANCED_RECHECK)
             if i in seen:  # evaluated just now as a blocker
                 continue
         seen.add(i)
         run(p)
-    return 0
+    return []

@@ -363,8 +363,10 @@ def recommend(
         warnings.append("no GPU meets the workload and constraints; see rejected for fixes")
     if skipped:
         warnings.append(
-            f"{skipped} GPU types not evaluated in full: their best case cannot reach the top "
-            f"{limit} under {objective}"
+            f"{len(skipped)} GPU types not evaluated in full: their best case cannot reach the "
+            f"top {limit} under {objective} (listed in rejected with code 'outranked')"
         )
+    for s in skipped:
+        rejected[s.gpu.slug] = bd.outranked(s, limit, objective)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings))

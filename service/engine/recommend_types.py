@@ -24,6 +24,7 @@ RejectionCode = Literal[
     "no_quote",
     "power",
     "interconnect",
+    "outranked",
 ]
 
 RENTAL_PRICING: tuple[Pricing, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")

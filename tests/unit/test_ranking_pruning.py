@@ -117,19 +117,22 @@ def _pair(
 def _check_same_top(pruned: Recommendation, full: Recommendation) -> None:
     assert pruned.recommendations == full.recommendations
     full_rejected = {r.gpu_slug: r for r in full.rejected}
-    # every rejection the pruned search makes is the exhaustive one; the GPUs it skipped are
-    # exactly those neither returned nor rejected
+    returned = {c.gpu_slug for c in full.recommendations}
+    # every rejection the pruned search makes is the exhaustive one, except the GPUs it
+    # skipped ('outranked'): those are neither returned by the exhaustive search nor better
+    outranked = [r for r in pruned.rejected if r.code == "outranked"]
     for r in pruned.rejected:
-        assert full_rejected[r.gpu_slug] == r
+        if r.code == "outranked":
+            assert r.gpu_slug not in returned
+            assert r.fix.startswith("ask for more results")
+        else:
+            assert full_rejected[r.gpu_slug] == r
     skipped = [w for w in pruned.warnings if "not evaluated in full" in w]
-    missing = len(full.rejected) - len(pruned.rejected) + (
-        len(full.recommendations) - len(pruned.recommendations)
-    )
     if skipped:
-        n = int(skipped[0].split()[0])
-        assert n >= missing and n > 0
+        assert int(skipped[0].split()[0]) == len(outranked) > 0
         assert f"cannot reach the top {LIMIT} under {pruned.objective}" in skipped[0]
     else:
+        assert not outranked
         assert pruned == full
 
 
