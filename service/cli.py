@@ -21,10 +21,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from service.migrate import upgrade
+    from service.migrate import startup_lock, upgrade
 
     url = _settings(args).database_url
-    upgrade(url)
+    with startup_lock(url):
+        upgrade(url)
     print(f"migrated {_redact(url)} to head")
     return 0
 
@@ -44,13 +45,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.main import create_app
-    from service.migrate import upgrade
+    from service.migrate import startup_lock, upgrade
     from service.seeding import seed
 
     settings = _settings(args)
-    upgrade(settings.database_url)
     engine = make_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
-    result = seed(engine)
+    with startup_lock(settings.database_url):
+        upgrade(settings.database_url)
+        result = seed(engine)
     if not result.skipped:
         print(f"seeded {result.gpus} GPUs and {result.quotes} quotes", file=sys.stderr)
     app = create_app(settings, engine=engine)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Annotated, Generic, TypeVar
 
 from fastapi import Header, Query
 from pydantic import AfterValidator, BaseModel, Field
-from sqlmodel import SQLModel
+from sqlmodel import Session, SQLModel
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -23,6 +28,42 @@ SQLModel.metadata.naming_convention = {
 ETAG_HEADER_DOC = 'The ETag from the last GET of this resource, e.g. "3". Required for updates.'
 
 
+class SnapshotCache(Generic[K, V]):
+    """A small thread-safe LRU for per-process snapshots of database state.
+
+    Keys must include what the snapshot was read at (database URL and a fingerprint of the
+    rows), so a hit is only ever the same state; the LRU bound keeps memory flat.
+    """
+
+    def __init__(self, slots: int) -> None:
+        self._slots = slots
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._slots:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+def database_key(session: Session) -> str:
+    """Which database a session reads (part of every snapshot cache key)."""
+    return str(session.get_bind().engine.url)
+
+
 def utcnow() -> datetime:
     """Timezone-aware now, truncated to microseconds (PostgreSQL's resolution)."""
     return datetime.now(UTC)
@@ -33,9 +74,20 @@ def as_utc(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+EARLIEST_YEAR, LATEST_YEAR = 1990, 2200
+"""Datetimes outside these years are typos (and 0001/9999 overflow once moved to UTC)."""
+
+
 def _assume_utc(value: object) -> object:
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError as exc:
+            raise ValueError("date out of range") from exc
+        if not EARLIEST_YEAR <= value.year <= LATEST_YEAR:
+            raise ValueError(f"year must be between {EARLIEST_YEAR} and {LATEST_YEAR}")
     return value
 
 
@@ -47,15 +99,35 @@ def etag_for(version: int) -> str:
     return f'"{version}"'
 
 
+ANY_VERSION = 0
+"""What ``If-Match: *`` parses to: any current version matches (RFC 9110 13.1.1)."""
+_ETAG = re.compile(r'(?:W/)?"?([0-9]{1,9})"?')
+
+
 def parse_if_match(value: str | None) -> int | None:
-    """The row version an If-Match header names, or None when absent; -1 when unparseable."""
+    """The row version an If-Match header names: None when absent, ANY_VERSION for ``*``,
+    -1 (matches nothing) when it is not one of our ETags."""
     if value is None:
         return None
     tag = value.strip()
-    if tag.startswith("W/"):
-        tag = tag[2:]
-    tag = tag.strip('"')
-    return int(tag) if tag.isdigit() else -1
+    if tag == "*":
+        return ANY_VERSION
+    match = _ETAG.fullmatch(tag)
+    return int(match.group(1)) if match else -1
+
+
+def check_version(if_match: int | None, current: int) -> int:
+    """The version a conditional write must find: ``current`` when If-Match is absent or ``*``;
+    412 when If-Match names another version."""
+    if if_match is None or if_match == ANY_VERSION:
+        return current
+    if if_match != current:
+        from service.errors import PreconditionFailed
+
+        raise PreconditionFailed(
+            f'If-Match "{if_match}" does not match the current ETag "{current}"'
+        )
+    return if_match
 
 
 IfMatch = Annotated[str | None, Header(alias="If-Match", description=ETAG_HEADER_DOC)]

@@ -10,6 +10,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
+STATEMENT_TIMEOUT_MS = 30_000
+"""No request's query should run longer; the largest (a 100,000-row import) takes ~2 s."""
+
 
 def make_engine(url: str, *, connect_timeout_s: float = 3.0) -> Engine:
     """Create the engine; same code for SQLite and PostgreSQL."""
@@ -20,6 +23,14 @@ def make_engine(url: str, *, connect_timeout_s: float = 3.0) -> Engine:
         connect_args["timeout"] = 30
     elif url.startswith("postgresql"):
         connect_args["connect_timeout"] = max(1, int(connect_timeout_s))
+        # A peer that stops answering mid-connection must not hang a request for the kernel's
+        # TCP timeout (minutes): keepalives + TCP_USER_TIMEOUT bound a dead link, and
+        # statement_timeout bounds a stuck query (libpq parameters, PostgreSQL docs 34.1.2).
+        connect_args.update(
+            keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=2,
+            tcp_user_timeout=int(connect_timeout_s * 1000) + 2000,
+            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+        )
         kwargs["pool_timeout"] = connect_timeout_s
     engine = create_engine(url, connect_args=connect_args, **kwargs)
     if url.startswith("sqlite"):

@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 PROBLEM_JSON = "application/problem+json"
@@ -220,6 +220,17 @@ def install_error_handlers(app: FastAPI) -> None:
             "The database cannot be reached; retry later.",
             instance=request.url.path,
             headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity(request: Request, exc: IntegrityError) -> JSONResponse:
+        # A uniqueness or reference check that a concurrent request won between our own check
+        # and the write (e.g. two POSTs of one slug): the state conflicts, nothing was written.
+        return problem_response(
+            409, "conflict", "Conflict",
+            "A concurrent change conflicts with this request (duplicate key or a missing "
+            "referenced row); nothing was written. Re-read and retry.",
+            instance=request.url.path,
         )
 
     @app.exception_handler(DBAPIError)

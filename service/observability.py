@@ -86,11 +86,13 @@ class ObservabilityMiddleware:
         request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        started = False
         start = time.perf_counter()
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
+                started = True
                 status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", request_id.encode()))
@@ -99,6 +101,19 @@ class ObservabilityMiddleware:
 
         try:
             await self.app(scope, receive, send_wrapper)
+        except Exception:
+            # Unhandled: answer here (the outer ServerErrorMiddleware would answer without the
+            # request id) and log with the id; never leak the exception text to the caller.
+            log.exception("unhandled error", extra={"fields": {"request_id": request_id}})
+            if started:
+                raise
+            body = json.dumps({"type": PROBLEM_BASE + "internal-error", "title": "Internal error",
+                               "status": 500, "instance": scope["path"]}).encode()
+            await send_wrapper({"type": "http.response.start", "status": 500, "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ]})
+            await send_wrapper({"type": "http.response.body", "body": body})
         finally:
             elapsed = time.perf_counter() - start
             route = _route_template(scope)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from datetime import datetime
 from typing import Annotated, Literal
@@ -21,6 +22,7 @@ from service.common import utcnow
 from service.db import SessionDep
 from service.errors import Forbidden, Unauthorized
 
+log = logging.getLogger("gpu_advisor")
 Role = Literal["admin", "reader"]
 KEY_PREFIX = "gpa"
 
@@ -65,8 +67,11 @@ def install_key(session: Session, *, key: str, name: str, role: Role) -> ApiKey:
     if row is None:
         row = ApiKey(name=name, role=role, prefix=prefix, key_hash=hash_key(key))
         session.add(row)
+    elif row.revoked_at is not None:
+        # A revoked key stays revoked: restarting with the old env var must not revive it.
+        log.warning("bootstrap key '%s' (prefix %s) is revoked; not reinstalled", name, prefix)
     else:
-        row.key_hash, row.role, row.revoked_at = hash_key(key), role, None
+        row.key_hash, row.role = hash_key(key), role
     session.flush()
     return row
 

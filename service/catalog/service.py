@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +17,11 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import utcnow
+from service.common import ANY_VERSION, SnapshotCache, check_version, database_key, utcnow
 from service.engine.types import GpuSpec
 from service.errors import (
     Conflict,
     NotFound,
-    PreconditionFailed,
     PreconditionRequired,
     Unprocessable,
     field_error,
@@ -65,13 +63,13 @@ def list_gpus(
     if precision:
         stmt = stmt.where(getattr(Gpu, PRECISION_COLUMN[precision]).is_not(None))
     if q:
-        like = f"%{q.lower()}%"
+        text = q.lower()  # autoescape: '%' and '_' in the query match themselves
         stmt = stmt.where(
             or_(
-                func.lower(Gpu.slug).like(like),
-                func.lower(Gpu.name).like(like),
-                func.lower(Gpu.architecture).like(like),
-                func.lower(cast(Gpu.aliases, String)).like(like),
+                func.lower(Gpu.slug).contains(text, autoescape=True),
+                func.lower(Gpu.name).contains(text, autoescape=True),
+                func.lower(Gpu.architecture).contains(text, autoescape=True),
+                func.lower(cast(Gpu.aliases, String)).contains(text, autoescape=True),
             )
         )
     total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
@@ -97,19 +95,20 @@ def create_gpu(session: Session, *, data: GpuCreate) -> Gpu:
 def _compare_and_set(session: Session, *, slug: str, if_match: int | None,
                      values: dict[str, Any]) -> Gpu:
     """Apply ``values`` only if the row is still at version ``if_match`` (one atomic UPDATE)."""
+    current = get_gpu(session, slug=slug).version  # 404 before 428
     if if_match is None:
         raise PreconditionRequired("Send If-Match with the ETag from GET /v1/gpus/{slug}")
+    expected = check_version(if_match, current)
     result = session.execute(
         update(Gpu)
-        .where(col(Gpu.slug) == slug, col(Gpu.version) == if_match)
+        .where(col(Gpu.slug) == slug, col(Gpu.version) == expected)
         .values(**values, version=col(Gpu.version) + 1, updated_at=utcnow())
         .execution_options(synchronize_session=False)
     )
     if result.rowcount == 0:  # type: ignore[attr-defined]
-        current = get_gpu(session, slug=slug)
-        raise PreconditionFailed(
-            f"If-Match \"{if_match}\" does not match the current ETag \"{current.version}\""
-        )
+        session.expire_all()
+        check_version(if_match if if_match != ANY_VERSION else -1,
+                      get_gpu(session, slug=slug).version)
     session.expire_all()
     return get_gpu(session, slug=slug)
 
@@ -133,10 +132,7 @@ def delete_gpu(session: Session, *, slug: str, if_match: int | None) -> None:
     from service.quotes.service import count_quotes_for_gpu  # the other domain's service
 
     gpu = get_gpu(session, slug=slug)
-    if if_match is not None and if_match != gpu.version:
-        raise PreconditionFailed(
-            f"If-Match \"{if_match}\" does not match the current ETag \"{gpu.version}\""
-        )
+    check_version(if_match, gpu.version)
     quotes = count_quotes_for_gpu(session, gpu_slug=slug)
     if quotes:
         raise Conflict(f"GPU '{slug}' has {quotes} price quotes; delete them first")
@@ -207,8 +203,7 @@ class CatalogSnapshot:
     skypilot_names: dict[str, str]
 
 
-_SNAPSHOTS: OrderedDict[tuple[object, ...], CatalogSnapshot] = OrderedDict()
-_SNAPSHOT_SLOTS = 8
+_SNAPSHOTS: SnapshotCache[tuple[object, ...], CatalogSnapshot] = SnapshotCache(slots=8)
 """Snapshots kept per process (one per database and revision in use)."""
 
 
@@ -220,7 +215,7 @@ def catalog_snapshot(session: Session) -> CatalogSnapshot:
     against the database, so replicas never serve a stale catalog.
     """
     fingerprint = catalog_fingerprint(session)
-    key = (_database_key(session), *fingerprint)
+    key = (database_key(session), *fingerprint)
     snap = _SNAPSHOTS.get(key)
     if snap is None:
         gpus = all_gpus(session)
@@ -230,14 +225,8 @@ def catalog_snapshot(session: Session) -> CatalogSnapshot:
             names={g.slug: g.name for g in gpus},
             skypilot_names={g.slug: skypilot_name(g) for g in gpus},
         )
-        _SNAPSHOTS[key] = snap
-        while len(_SNAPSHOTS) > _SNAPSHOT_SLOTS:
-            _SNAPSHOTS.popitem(last=False)
-    else:
-        _SNAPSHOTS.move_to_end(key)
+        # Under READ COMMITTED a commit may land between the two reads: cache only rows known
+        # to belong to the fingerprint they are filed under.
+        if catalog_fingerprint(session) == fingerprint:
+            _SNAPSHOTS.put(key, snap)
     return snap
-
-
-def _database_key(session: Session) -> str:
-    bind = session.get_bind()
-    return str(bind.engine.url)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import func, or_
+from sqlalchemy import func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.common import as_utc, utcnow
+from service.common import SnapshotCache, as_utc, check_version, database_key, utcnow
 from service.errors import Conflict, NotFound, PreconditionFailed, Unprocessable, field_error
 from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
@@ -160,10 +159,7 @@ def patch_quote(
     changed_by: str = "api",
 ) -> Quote:
     quote = get_quote(session, quote_id=quote_id)
-    if if_match is not None and if_match != quote.version:
-        raise PreconditionFailed(
-            f"If-Match \"{if_match}\" does not match the current ETag \"{quote.version}\""
-        )
+    expected = check_version(if_match, quote.version)
     changes: dict[str, Any] = data.model_dump(exclude_unset=True)
     nulls = sorted(k for k, v in changes.items() if v is None and k in QUOTE_NOT_NULL)
     if nulls:
@@ -185,15 +181,26 @@ def patch_quote(
     if changes:
         _check_unique(session, merged, exclude_id=quote.id)
         new_hourly, new_purchase = merged["price_usd_per_hour"], merged["purchase_price_usd"]
+        now = utcnow()
+        # One conditional UPDATE: of two concurrent PATCHes read at the same version, exactly
+        # one writes (and records history); the other gets 412.
+        result = session.execute(
+            update(Quote)
+            .where(col(Quote.id) == quote.id, col(Quote.version) == expected)
+            .values(**changes, version=col(Quote.version) + 1, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
+        if result.rowcount == 0:  # type: ignore[attr-defined]
+            raise PreconditionFailed(
+                f"Quote {quote.id} changed since version {expected}; re-read it and retry"
+            )
         if price_changed(quote, hourly=new_hourly, purchase=new_purchase):
             record_price_change(session, quote=quote, new_hourly=new_hourly,
                                 new_purchase=new_purchase, changed_by=changed_by,
-                                changed_at=utcnow())
-        quote.sqlmodel_update(changes)
-        quote.version += 1
-        quote.updated_at = utcnow()
-        session.add(quote)
+                                changed_at=now)
         session.flush()
+        session.expire(quote)
+        quote = get_quote(session, quote_id=quote_id)
     return quote
 
 
@@ -220,8 +227,7 @@ class OfferSnapshot:
     """The earliest expiry after ``built_at``: past it, the snapshot is rebuilt."""
 
 
-_OFFERS: OrderedDict[tuple[object, ...], OfferSnapshot] = OrderedDict()
-_OFFER_SLOTS = 8
+_OFFERS: SnapshotCache[tuple[object, ...], OfferSnapshot] = SnapshotCache(slots=8)
 
 
 def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
@@ -233,12 +239,11 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     one window query keeps those (200,000 quotes -> ~29,000 in the 5,000-GPU benchmark).
     """
     fingerprint = quotes_fingerprint(session)
-    key = (str(session.get_bind().engine.url), *fingerprint)
+    key = (database_key(session), *fingerprint)
     snap = _OFFERS.get(key)
     if snap is not None and now >= snap.built_at and (
         snap.valid_until is None or now < snap.valid_until
     ):
-        _OFFERS.move_to_end(key)
         return snap
     t = Quote.__table__  # type: ignore[attr-defined]
     live = or_(t.c.valid_until.is_(None), t.c.valid_until >= now)
@@ -258,7 +263,6 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     ).scalar()
     snap = OfferSnapshot(fingerprint=fingerprint, rows=rows, built_at=now,
                          valid_until=as_utc(next_expiry) if next_expiry else None)
-    _OFFERS[key] = snap
-    while len(_OFFERS) > _OFFER_SLOTS:
-        _OFFERS.popitem(last=False)
+    if quotes_fingerprint(session) == fingerprint:  # no commit landed between the reads
+        _OFFERS.put(key, snap)
     return snap

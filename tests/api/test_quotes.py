@@ -60,8 +60,12 @@ def test_create_list_filter_patch_delete(client: TestClient, admin_headers: dict
 
     listed = client.get("/v1/quotes", params={"provider": "testcloud"}).json()
     assert [q["id"] for q in listed["data"]] == [qid]
-    cheap = client.get("/v1/quotes", params={"gpu": H100, "max_price_usd_per_hour": 1}).json()
-    assert all(q["price_usd_per_hour"] <= 1 for q in cheap["data"])
+    every = client.get("/v1/quotes", params={"gpu": H100, "limit": 500}).json()["data"]
+    limit = sorted(q["price_usd_per_hour"] for q in every if q["price_usd_per_hour"])[2]
+    cheap = client.get("/v1/quotes", params={"gpu": H100, "max_price_usd_per_hour": limit,
+                                             "limit": 500}).json()["data"]
+    assert len(cheap) >= 3 and all(q["price_usd_per_hour"] <= limit for q in cheap)
+    assert len(cheap) < len(every)
 
     patched = client.patch(f"/v1/quotes/{qid}", json={"price_usd_per_hour": 20.0},
                            headers=admin_headers)

@@ -71,7 +71,8 @@ def test_runs_are_stored_and_fetched_unchanged(client: TestClient,
     assert result["catalog_revision"] == body["catalog_revision"]
     again = client.get(f"/v1/workloads/{wid}/runs/{body['id']}").json()
     assert again == body
-    client.get(f"/v1/workloads/{wid}/recommendations", params={"objective": "time"})
+    timed = client.get(f"/v1/workloads/{wid}/recommendations", params={"objective": "time"})
+    assert timed.status_code == 200 and timed.json()["objective"] == "time"
     runs = client.get(f"/v1/workloads/{wid}/runs").json()
     assert runs["total"] == 2 and runs["data"][0]["objective"] == "time"
     assert runs["data"][1]["top_gpu_slug"] == result["recommendations"][0]["gpu"]["slug"]
@@ -118,8 +119,9 @@ def test_recommendation_follows_catalog_changes(client: TestClient,
     assert second["catalog_revision"] != first["catalog_revision"]
     assert second["recommendations"][0]["quote"]["id"] != quote["id"]
     gpu = client.get(f"/v1/gpus/{top['gpu']['slug']}")
-    client.patch(f"/v1/gpus/{top['gpu']['slug']}", json={"memory_gb": 1},
-                 headers={**admin_headers, "If-Match": gpu.headers["etag"]})
+    shrunk = client.patch(f"/v1/gpus/{top['gpu']['slug']}", json={"memory_gb": 1},
+                          headers={**admin_headers, "If-Match": gpu.headers["etag"]})
+    assert shrunk.status_code == 200
     third = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
     assert top["gpu"]["slug"] not in {r["gpu"]["slug"] for r in third["recommendations"]}
 

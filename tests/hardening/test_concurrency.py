@@ -190,3 +190,63 @@ def test_concurrent_imports_of_the_same_rows(servers: tuple[str, str]) -> None:
     assert set(codes) <= {200, 409}, codes
     assert codes[200] >= 1, codes
     assert _count(base_b, "conc-same") == 30
+
+
+def test_concurrent_quote_patches_have_one_winner_and_one_history_row(
+    servers: tuple[str, str],
+) -> None:
+    base_a, base_b = servers
+    quote = httpx.get(f"{base_a}/v1/quotes", params={"gpu": GPU, "limit": 1}).json()["data"][0]
+    etag = f'"{quote["version"]}"'
+
+    def patch(i: int) -> int:
+        base = base_a if i % 2 else base_b
+        r = httpx.patch(f"{base}/v1/quotes/{quote['id']}",
+                        json={"price_usd_per_hour": 100.0 + i},
+                        headers={**AUTH, "If-Match": etag}, timeout=30)
+        return r.status_code
+
+    codes = Counter(_concurrently(16, patch))
+    assert codes == {200: 1, 412: 15}, codes
+    history = httpx.get(f"{base_a}/v1/quotes/{quote['id']}/history").json()
+    rows = history["data"] if isinstance(history, dict) else history
+    assert len(rows) == 1
+
+
+def test_concurrent_creates_of_one_slug_are_409_not_500(servers: tuple[str, str]) -> None:
+    base_a, base_b = servers
+    body = {"slug": "race-gpu", "name": "Race", "vendor": "NVIDIA", "form_factor": "pcie",
+            "memory_gb": 24, "memory_bandwidth_gb_s": 600, "tdp_w": 300,
+            "interconnect": "pcie", "source": "test"}
+
+    def create(i: int) -> int:
+        base = base_a if i % 2 else base_b
+        return httpx.post(f"{base}/v1/gpus", json=body, headers=AUTH, timeout=30).status_code
+
+    codes = Counter(_concurrently(16, create))
+    assert codes[201] == 1 and codes[409] == 15, codes
+
+
+def test_replicas_starting_together_on_an_empty_database(fresh_url: str) -> None:
+    """Both run migrate + seed at start-up; the advisory lock serializes them."""
+    from sqlalchemy import create_engine, text
+
+    from tests.conftest import create_pg_database, drop_pg_database
+
+    assert PG_URL
+    url = create_pg_database(PG_URL, prefix="gpu_advisor_race")
+    try:
+        started = _concurrently(3, lambda i: _serve(url))
+        try:
+            assert all(isinstance(s, tuple) for s in started), started
+            engine = create_engine(url)
+            with engine.connect() as conn:
+                assert conn.execute(text("SELECT count(*) FROM gpus")).scalar() == 33
+            engine.dispose()
+        finally:
+            for s in started:
+                if isinstance(s, tuple):
+                    s[0].terminate()
+                    s[0].wait(timeout=10)
+    finally:
+        drop_pg_database(PG_URL, url)
