@@ -25,9 +25,7 @@ Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -36,9 +34,8 @@ from service.engine import inference as inf
 from service.engine import parallelism as par
 from service.engine import training as tr
 from service.engine.estimate import _training_hours
-from service.engine.explain import Option
 from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
-from service.engine.recommend_types import Offer, Rejection
+from service.engine.recommend_types import Offer
 from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
 
 BOUND_SLACK = 1e-9
@@ -152,29 +149,23 @@ def _latency_floor(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -
     for tp in _tp_degrees(workload, gpu, cap):
         roof = ctx.roofline(tp)
         if spec.batch_size is not None:
-            batch = spec.batch_size
+            best = min(best, roof.latency_ms(spec.batch_size)[2])
         else:
             max_fit = max(1, ctx.sizing(tp, 1).max_batch(ctx.usable))
-            batch = _meeting_upto(roof, max(1, min(max_fit, int(c.MAX_AUTO_BATCH))))
-        best = min(best, roof.latency_ms(batch)[2])
+            best = min(best, _least_latency(roof, max(1, min(max_fit, int(c.MAX_AUTO_BATCH))),
+                                            best))
     return best
 
 
-def _meeting_upto(roof: inf.Roofline, hi: int) -> int:
-    """``min(max(largest_meeting(roof), 1), hi)``, bisecting over [1, hi] only (the
-    predicate is monotone, see :func:`inference.largest_meeting`)."""
-    if roof.meets(hi):
-        return hi
-    if hi == 1 or not roof.meets(1):
-        return 1
-    lo = 1  # meets; hi does not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if roof.meets(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _least_latency(roof: inf.Roofline, hi: int, best: float) -> float:
+    """Latency at ``min(max(largest_meeting(roof), 1), hi)``, searching [1, hi] only (the
+    predicate is monotone, see :func:`inference.largest_meeting`); or some latency >= ``best``
+    when that one is (latency grows with the batch: the least over TP degrees is the same)."""
+    ok_hi, g_hi, lat_hi = roof.check(hi)
+    if ok_hi or hi == 1:
+        return lat_hi
+    ok_lo, g_lo, lat_lo = roof.check(1)
+    return inf.boundary(roof, 1, hi, (g_lo, g_hi, lat_lo), best)[1] if ok_lo else lat_lo
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
@@ -250,131 +241,17 @@ class Pending:
     lb_time: float
     lb: float
     """The objective's bound (cost, time or energy); balanced: the search order only."""
+    floor: Floors = NO_FLOORS
+    """The objective-independent floors behind the bounds (see :func:`count_floors`)."""
 
 
-Evaluate = Callable[[Pending], list[Option] | None]
-"""Evaluates one GPU in full: its feasible options (None: rejected)."""
-Value = Callable[[Option, Mapping[str, float]], float]
-"""The objective's score of an option given the balanced minima (unused by other objectives)."""
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A GPU left unevaluated: its best-case score cannot beat the ``limit``-th one."""
-
-    gpu: GpuSpec
-    best_case: float
-    """Lower bound of its score under the objective (lower is better)."""
-    threshold: float
-    """The ``limit``-th best score when the search stopped."""
-
-
-def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
-    """Why a skipped GPU is not in the answer, with the figures that prove it."""
-    if s.best_case == INF:
-        reason = f"has no usable price quote, so it ranks after the top {limit} priced GPUs"
-    else:
-        reason = (f"not in the top {limit} under {objective}: its best case scores "
-                  f">= {s.best_case:.4g}, worse than #{limit}'s {s.threshold:.4g} "
-                  "(lower is better), so it was not evaluated in full")
-    return Rejection(s.gpu.slug, s.gpu.name, reason,
-                     f"ask for more results (limit > {limit}) to see it ranked", "outranked")
-
-
-def search(
-    pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value
-) -> list[Skipped]:
-    """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
-    ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds."""
-    if objective == "balanced":
-        return _search_balanced(pending, limit, evaluate, value)
-    order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
-    worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
-    for i, p in enumerate(order):
-        if limit >= 1 and len(worst) >= limit:
-            tier, threshold = -worst[0][0], -worst[0][1]
-            if p.tier > tier or (p.tier == tier and p.lb > threshold * (1.0 + PRUNE_MARGIN)):
-                # sorted by (tier, bound): every later one is worse
-                # (a later tier is unpriced: its bound is GPU-hours, not comparable)
-                return [Skipped(q.gpu, q.lb if q.tier == tier else INF, threshold)
-                        for q in order[i:]]
-        options = evaluate(p)
-        if options:
-            item = (-p.tier, -min(value(o, {}) for o in options))
-            if len(worst) < max(limit, 1):
-                heapq.heappush(worst, item)
-            else:
-                heapq.heappushpop(worst, item)
-    return []
-
-
-def _search_balanced(
-    pending: list[Pending], limit: int, evaluate: Evaluate, value: Value
-) -> list[Skipped]:
-    """Balanced scores are relative to the minimum cost C and time T over every priced option,
-    and evaluating more GPUs can only lower C and T (raising every score). So the search may
-    stop before a GPU only when, for every GPU not yet evaluated (priced; unpriced ones rank
-    after every priced one): its cost bound >= C and time bound >= T, so none can move the
-    minima and the current C, T (hence every evaluated score) are final; and its balanced bound
-    0.5 LBc/C + 0.5 LBt/T is above the limit-th best evaluated score by PRUNE_MARGIN. Any
-    stop test that fails just means evaluating more, never a different answer."""
-    priced = [p for p in pending if p.tier == 0]
-    c_ref = min((p.lb_cost for p in priced if p.lb_cost > 0), default=1.0)
-    t_ref = min((p.lb_time for p in priced if p.lb_time > 0), default=1.0)
-
-    def order_key(p: Pending) -> tuple[int, float, str]:
-        if p.tier:
-            return 1, 0.0, p.gpu.slug
-        score = BALANCED_WEIGHT * p.lb_cost / c_ref
-        return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
-
-    order = sorted(pending, key=order_key)
-    done: list[list[Option]] = []
-    seen: set[int] = set()  # indices into order evaluated ahead of their turn
-    c_min = t_min = INF
-
-    def run(p: Pending) -> None:
-        nonlocal c_min, t_min
-        money = [o for o in evaluate(p) or () if o.money is not None]
-        if money:
-            done.append(money)
-            c_min = min(c_min, *(o.money for o in money if o.money is not None))
-            t_min = min(t_min, *(o.time for o in money))
-
-    next_test = 0
-    for i, p in enumerate(order):
-        if i in seen:
-            continue
-        if limit >= 1 and len(done) >= limit and i >= next_test and 0 < c_min < INF:
-            # GPUs that might still lower a minimum are evaluated now, out of turn (the set
-            # evaluated, not the order, decides the answer); each one only lowers the minima,
-            # so the blocking set shrinks and this ends
-            while True:
-                block = [
-                    j for j in range(i, len(order))
-                    if j not in seen and order[j].tier == 0
-                    and (order[j].lb_cost < c_min or order[j].lb_time < t_min)
-                ]
-                if not block or len(block) > len(order) // 2:
-                    break
-                for j in block:
-                    seen.add(j)
-                    run(order[j])
-            if not block and 0 < t_min < INF:
-                mins = {"money": c_min, "time": t_min}
-                scores = sorted(min(value(o, mins) for o in opts) for opts in done)
-                left = [
-                    (q, BALANCED_WEIGHT * q.lb_cost / c_min
-                     + (1 - BALANCED_WEIGHT) * q.lb_time / t_min)
-                    for j, q in enumerate(order[i:], start=i) if j not in seen
-                ]
-                rest = min((b for q, b in left if q.tier == 0), default=INF)
-                if rest > scores[limit - 1] * (1.0 + PRUNE_MARGIN):
-                    return [Skipped(q.gpu, b if q.tier == 0 else INF, scores[limit - 1])
-                            for q, b in left]
-            next_test = i + max(1, len(done) // BALANCED_RECHECK)
-            if i in seen:  # evaluated just now as a blocker
-                continue
-        seen.add(i)
-        run(p)
-    return []
+def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None) -> tuple[
+        float, float]:
+    """(cost, time) no option of ``p`` on ``n`` GPUs rented at ``usd_per_gpu_hour`` can
+    beat: the GPU's floors with that count's rate; training/compute time >= H / n (ideal
+    scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``); inference:
+    the GPU's latency floor. No rate: 0 (no bound)."""
+    f = p.floor
+    lbc = 0.0 if usd_per_gpu_hour is None else f.gpu_hours * usd_per_gpu_hour
+    lbt = f.gpu_hours / n if kind != "inference" and f.time > 0 else p.lb_time
+    return lbc, max(lbt, p.lb_time)

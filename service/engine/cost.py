@@ -130,28 +130,40 @@ def group_usd_per_hour(offer: Offer, instances: int) -> float:
 def cheapest_offers(
     gpu: GpuSpec, offers: Sequence[Offer], counts: Iterable[int], max_count: int
 ) -> dict[int, tuple[Offer, int]]:
-    """For each GPU count actually rented: the cheapest offer and its instance count.
+    """For each GPU count actually rented (ascending): the cheapest offer and its instances.
 
     Rentals compare instances x hourly price; purchases compare the card price. Ties go to the
     lower quote_id, so the choice is deterministic.
     """
     best: dict[int, tuple[float, int, Offer, int]] = {}
-    for count in counts:
-        for offer in offers:
-            plan = instances_for(gpu, offer, count)
-            if plan is None or plan[1] > max_count:
-                continue
-            instances, rented = plan
-            if offer.pricing == "purchase":
+    per_node = max(1, gpu.max_gpus_per_node)
+    wanted = sorted(counts)
+    for offer in offers:
+        # instances_for inlined: GPUs rented grow with the count, and a count needing several
+        # partial-node instances means every larger one does too, so each stops a scan
+        purchase = offer.pricing == "purchase"
+        per_instance = offer.gpu_count
+        for count in wanted:
+            if purchase:
+                instances = rented = count
+            else:
+                instances = -(-count // per_instance)
+                if instances > 1 and per_instance < per_node:
+                    break
+                rented = instances * per_instance
+            if rented > max_count:
+                break
+            if purchase:
                 assert offer.purchase_price_usd is not None
                 price = offer.purchase_price_usd * instances
             else:
                 price = group_usd_per_hour(offer, instances)
-            key = (price, offer.quote_id)
             current = best.get(rented)
-            if current is None or key < (current[0], current[1]):
+            if current is None or price < current[0] or (
+                price == current[0] and offer.quote_id < current[1]
+            ):
                 best[rented] = (price, offer.quote_id, offer, instances)
-    return {n: (v[2], v[3]) for n, v in best.items()}
+    return {n: (v[2], v[3]) for n, v in sorted(best.items())}
 
 
 def usd_per_gpu_hour(offer: Offer, gpu: GpuSpec, settings: CostSettings) -> float:

@@ -380,7 +380,7 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision) -> bool:
     if workload.kind == "inference":
         spec = workload.inference
         assert spec is not None
-        return inf.place(workload, gpu, n, prec, spec.batch_size or 1)[2]
+        return inf.fits_any(workload, gpu, n, prec, spec.batch_size or 1)
     spec_c = workload.compute
     assert spec_c is not None
     return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (

@@ -27,6 +27,9 @@ from service.engine.types import (
 CONTEXT_CACHE_SIZE = 256
 """Memoized :class:`Context` objects: a request asks for one or two per GPU type in turn, so
 a small LRU holds a whole catalog's worth without growing with the number of requests."""
+NEAR_LIMIT = 0.02
+"""Relative distance of a latency figure to its limit within which :func:`boundary` also
+times the neighbouring batch (a guess that close is usually right next to the boundary)."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,19 @@ class Roofline:
         tpot = _total(dec) * 1e3
         return ttft, tpot, ttft + self.spec.output_tokens * tpot
 
+    def check(self, batch: int) -> tuple[bool, float, float]:
+        """(:meth:`meets`, the largest ratio of a latency figure to its limit, the latency
+        [ms]) from one timing; the ratio only guides :func:`boundary`, ``meets`` decides."""
+        spec = self.spec
+        ttft, tpot, latency = self.latency_ms(batch)
+        ok, worst = True, 0.0
+        for value, limit in ((ttft, spec.max_ttft_ms), (tpot, spec.max_tpot_ms),
+                             (latency, spec.max_latency_ms)):
+            if limit is not None and value is not None:
+                ok = ok and not value > limit
+                worst = max(worst, value / limit if limit > 0 else math.inf)
+        return ok, worst, latency
+
     def meets(self, batch: int) -> bool:
         """:func:`meets` of :meth:`timing`."""
         spec = self.spec
@@ -348,18 +364,49 @@ def largest_meeting(roof: Roofline) -> int:
     of terms affine in it, MoE weight reads rise with it), so the predicate is monotone and a
     bisection finds the boundary: O(log batch) evaluations, once per TP degree."""
     hi = int(c.MAX_AUTO_BATCH)
-    if roof.meets(hi):
+    ok_hi, g_hi, _ = roof.check(hi)
+    if ok_hi:
         return hi
-    if hi == 1 or not roof.meets(1):
+    if hi == 1:
         return 0
-    lo = 1
-    while hi - lo > 1:
+    ok_lo, g_lo, lat_lo = roof.check(1)
+    return boundary(roof, 1, hi, (g_lo, g_hi, lat_lo))[0] if ok_lo else 0
+
+
+def boundary(
+    roof: Roofline, lo: int, hi: int, seed: tuple[float, float, float], stop_at: float = math.inf
+) -> tuple[int, float]:
+    """The largest batch in [lo, hi) meeting the limits and its latency [ms], given that
+    ``lo`` meets them and ``hi`` does not (``seed``: their ratios from
+    :meth:`Roofline.check`, and the latency at ``lo``); returns early, with a smaller batch,
+    once that latency reaches ``stop_at`` (a caller after the least latency needs no more).
+    The predicate is monotone, so any probe order keeps a valid bracket and gives the
+    bisection's answer; the figures are nearly affine in the batch, so probing where the
+    ratio crosses 1 (regula falsi; next to it too when within :data:`NEAR_LIMIT`) closes the
+    bracket in a few timings, bisecting after two steps that removed little of it."""
+    g_lo, g_hi, lat_lo = seed
+    poor = 0  # interpolation steps in a row that removed under a quarter of the bracket
+    while hi - lo > 1 and lat_lo < stop_at:
+        width = hi - lo
         mid = (lo + hi) // 2
-        if roof.meets(mid):
-            lo = mid
+        if poor < 2 and math.isfinite(g_hi) and g_hi > g_lo:
+            mid = lo + int((1.0 - g_lo) / (g_hi - g_lo) * width)
+            mid = min(max(mid, lo + 1), hi - 1)
+        ok, g, lat = roof.check(mid)
+        if ok:
+            lo, g_lo, lat_lo = mid, g, lat
+            step = mid + 1 if g > 1.0 - NEAR_LIMIT else 0
         else:
-            hi = mid
-    return lo
+            hi, g_hi = mid, g
+            step = mid - 1 if g < 1.0 + NEAR_LIMIT else 0
+        if lo < step < hi:  # next to the limit: the neighbour likely closes the bracket
+            ok, g, lat = roof.check(step)
+            if ok:
+                lo, g_lo, lat_lo = step, g, lat
+            else:
+                hi, g_hi = step, g
+        poor = poor + 1 if 4 * (width - (hi - lo)) < width else 0
+    return lo, lat_lo
 
 
 def best_batch(
@@ -473,6 +520,14 @@ def place(
     splits = ctx.splits(gpu_count)
     tp, pp = next((s for s in splits if ctx.fits(s[0], s[1], batch)), splits[-1])
     return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
+
+
+def fits_any(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
+) -> bool:
+    """``place(...)[2]`` without building a placement: whether some split fits ``batch``."""
+    ctx = _context_for(workload, gpu, precision_used)
+    return any(ctx.fits(tp, pp, batch) for tp, pp in ctx.splits(gpu_count))
 
 
 def _context_for(workload: Workload, gpu: GpuSpec, precision_used: Precision) -> Context:

@@ -39,7 +39,7 @@ vs the count cap, a usable quote) reject GPUs first, exactly as a full evaluatio
 remaining GPU gets a lower bound on its best score (:mod:`service.engine.bounds`); GPUs are
 evaluated in full in ascending bound order (ties by slug) and the search stops once the next
 bound is worse than the ``limit``-th best real score by more than :data:`PRUNE_MARGIN`
-(balanced: see :func:`bounds.search`). The top ``limit`` are then exactly those of the
+(balanced: see :func:`search.search`). The top ``limit`` are then exactly those of the
 exhaustive search (``exhaustive=True``): a skipped GPU scores worse than every returned one.
 Skipped GPUs are not listed in ``rejected`` (they might also have failed a limit); a warning
 counts them. They cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
@@ -55,6 +55,7 @@ from collections.abc import Iterable, Mapping
 from service.engine import bounds as bd
 from service.engine import cost as co
 from service.engine import explain as ex
+from service.engine import search as se
 from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
 from service.engine.explain import Failure
 from service.engine.explain import Option as _Option
@@ -154,7 +155,7 @@ def _screen(
         lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned within tier 1
     rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
     return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, floor.time,
-                    bound.get(objective, 0.0))
+                      bound.get(objective, 0.0), floor)
 
 
 def _evaluate_gpu(
@@ -198,6 +199,35 @@ def _evaluate_gpu(
         else:
             failure = ex.closest(failure, miss)
     return options, failure, warning
+
+
+def _probe(
+    workload: Workload,
+    p: bd.Pending,
+    c: Constraints,
+    settings: CostSettings,
+    c_min: float,
+    t_min: float,
+) -> tuple[list[_Option], list[tuple[float, float]]]:
+    """Balanced (see :func:`search._search_balanced`): the feasible priced options of the
+    counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
+    options are found, and the floors of the other counts."""
+    plan = co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
+    opts: list[_Option] = []
+    rest: list[tuple[float, float]] = []
+    for n in sorted(plan):
+        offer, instances = plan[n]
+        lbc, lbt = bd.count_floors(workload.kind, p, n, co.usd_per_gpu_hour(
+            offer, p.gpu, settings) if offer is not None else None)
+        if lbc >= c_min and lbt >= t_min:
+            rest.append((lbc, lbt))
+            continue
+        opt, miss = _option(workload, p.gpu, n, offer, instances, c, settings, p.rent, p.first,
+                            False)
+        if miss is None and opt.money is not None:
+            opts.append(opt)
+            c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
+    return opts, rest
 
 
 def _option(
@@ -345,8 +375,16 @@ def recommend(
     def value(o: _Option, mins: Mapping[str, float]) -> float:
         return _value(o, objective, mins)
 
-    skipped = bd.search(pending, objective, 0 if exhaustive else limit, evaluate, value)
-    mins = _minima(o for _, opts, _ in per_gpu for o in opts)
+    probed: list[_Option] = []  # priced options of probed GPUs: they count in the minima
+
+    def probe(p: bd.Pending, c_min: float, t_min: float) -> tuple[
+            list[_Option], list[tuple[float, float]]]:
+        opts, rest = _probe(workload, p, c, settings, c_min, t_min)
+        probed.extend(opts)
+        return opts, rest
+
+    skipped = se.search(pending, objective, 0 if exhaustive else limit, evaluate, value, probe)
+    mins = _minima([o for _, opts, _ in per_gpu for o in opts] + probed)
     chosen: list[tuple[_Option, float, list[str]]] = []
     for _, opts, warns in per_gpu:
         best = min(opts, key=lambda o: _key(o, _value(o, objective, mins), objective))
@@ -367,6 +405,6 @@ def recommend(
             f"top {limit} under {objective} (listed in rejected with code 'outranked')"
         )
     for s in skipped:
-        rejected[s.gpu.slug] = bd.outranked(s, limit, objective)
+        rejected[s.gpu.slug] = se.outranked(s, limit, objective)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings))

@@ -148,8 +148,23 @@ def least_gb(
     wanted: Sharding,
 ) -> float:
     """``min(o.fixed_gb + o.act_gb for o in splits(...))`` with the same arithmetic in the same
-    order, without building (or memoizing) the split records: the memory-fit check asked for
-    every GPU type of a catalog, most of which are never estimated."""
+    order, without building the split records: the memory-fit check asked for every GPU type
+    of a catalog, most of which are never estimated. The GPU matters only through its TP
+    degrees (powers of 2 up to ``min(fast domain, count)``), so the figure is memoized on
+    that limit: GPU types of one node class share it."""
+    limit = min(par.fast_domain_size(gpu), gpu_count)
+    return _least_gb(workload, limit, gpu_count, prec, checkpointing, wanted)
+
+
+@functools.lru_cache(maxsize=SPLIT_CACHE_SIZE)
+def _least_gb(
+    workload: Workload,
+    tp_limit: int,
+    gpu_count: int,
+    prec: Precision,
+    checkpointing: bool,
+    wanted: Sharding,
+) -> float:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(prec, spec.optimizer)
@@ -157,7 +172,10 @@ def least_gb(
     layers = model.layers if isinstance(model, TransformerModel) else 0
     overhead = c.FRAMEWORK_OVERHEAD_GB
     best = math.inf
-    for tp in tp_degrees(workload, gpu, gpu_count):
+    heads = model.attention_heads if isinstance(model, TransformerModel) else 1
+    for tp in par.powers_of_two_upto(tp_limit):
+        if heads % tp:
+            continue
         dp = max(1, gpu_count // tp)
         act_gb = activation_bytes(workload, tp, prec, checkpointing) / c.GB
         params = model.params / tp / c.GB

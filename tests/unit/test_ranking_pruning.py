@@ -10,8 +10,11 @@ from functools import cache
 import pytest
 
 from service.engine import ranking as rk
-from service.engine.bounds import Pending
-from service.engine.cost import group_offers
+from service.engine.bounds import Pending, count_floors
+from service.engine.constants import MAX_AUTO_BATCH
+from service.engine.cost import group_offers, usd_per_gpu_hour
+from service.engine.inference import Roofline, largest_meeting
+from service.engine.performance import peak_rate
 from service.engine.recommend_types import (
     Constraints,
     CostSettings,
@@ -258,3 +261,47 @@ def test_memory_rejections_match_the_full_estimate(max_gpus: int | None) -> None
         assert fast == ex.memory_failure(gpu, estimate(workload, gpu, n), first, cap)
         checked += 1
     assert checked > 0
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_count_floors_never_exceed_the_real_option(name: str) -> None:
+    """The balanced probe skips a count only on these floors: each must hold for its count."""
+    workload, settings = WORKLOADS[name], CostSettings()
+    checked = 0
+    for p in _screened(workload, "balanced"):
+        options, _, _ = rk._evaluate_gpu(workload, p, Constraints(), settings, "balanced")
+        for o in options:
+            if o.money is None or o.offer is None:
+                continue
+            rate = usd_per_gpu_hour(o.offer, p.gpu, settings)
+            lbc, lbt = count_floors(workload.kind, p, o.est.gpu_count, rate)
+            assert lbc <= o.money and lbt <= o.time, (p.gpu.slug, o.est.gpu_count)
+            checked += 1
+    assert checked >= 10
+
+
+def _bisect(roof: Roofline, hi: int) -> int:
+    if roof.meets(hi):
+        return hi
+    if hi == 1 or not roof.meets(1):
+        return 0
+    lo = 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if roof.meets(mid) else (lo, mid)
+    return lo
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_INFERENCE) + ["llama-3.1-8b-serve"])
+def test_boundary_search_equals_bisection(name: str) -> None:
+    """largest_meeting probes where the limits are crossed; the answer is the bisection's."""
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    spec = base.inference if name not in EXTRA_INFERENCE else EXTRA_INFERENCE[name]
+    workload = dataclasses.replace(base, inference=spec)
+    for gpu in load_gpus():
+        rate = peak_rate(gpu, workload.precision, matmul=True)
+        if rate is None:
+            continue
+        for tp in (1, 2, 4, 8):
+            roof = Roofline(workload, gpu, rate, tp, 100.0)
+            assert largest_meeting(roof) == _bisect(roof, int(MAX_AUTO_BATCH)), (gpu.slug, tp)
