@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 from collections import OrderedDict
@@ -53,6 +54,10 @@ class SnapshotCache(Generic[K, V]):
             self._data.move_to_end(key)
             while len(self._data) > self._slots:
                 self._data.popitem(last=False)
+        # A snapshot is hundreds of thousands of long-lived objects: move them out of the
+        # collector's generations, or every full collection re-walks them inside a request
+        # (~0.1 s each at 5,000 GPUs). They are acyclic, so refcounting frees them on eviction.
+        gc.freeze()
 
     def clear(self) -> None:
         with self._lock:
