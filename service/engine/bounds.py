@@ -33,7 +33,7 @@ from service.engine import cost as co
 from service.engine import inference as inf
 from service.engine import parallelism as par
 from service.engine import training as tr
-from service.engine.estimate import _training_hours
+from service.engine.estimate import _training_hours, compute_job_efficiency
 from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.recommend_types import Offer
 from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
@@ -92,12 +92,7 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floo
     n x PARALLEL_EFFICIENCY (n > 1) <= n, so n x seconds >= max(compute, memory)."""
     spec = workload.compute
     assert spec is not None
-    if workload.precision == "fp64" and rate.tensor:
-        eff = c.EFF_FP64_TENSOR
-    elif rate.tensor:
-        eff = c.EFF_COMPUTE_JOB
-    else:
-        eff = c.EFF_NON_TENSOR
+    eff = compute_job_efficiency(workload, rate)
     one_gpu_s = max(
         spec.total_tflop / (rate.tflops * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
     )
@@ -113,12 +108,7 @@ def _training(workload: Workload, rate: PeakRate, first: int, cap: int) -> Floor
     (the fewest, whichever checkpointing the plan uses)."""
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    if not rate.tensor:
-        eff = c.MFU_NON_TENSOR_TRAINING
-    elif isinstance(model, TransformerModel):
-        eff = c.MFU_TRANSFORMER_TRAINING
-    else:
-        eff = c.MFU_CNN_TRAINING
+    eff = tr.training_mfu(workload, rate)
     flops = tr.training_flops_per_step(workload, False)
     one_gpu_step_s = flops / (rate.tflops * 1e12 * eff)
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1

@@ -100,15 +100,17 @@ def _warnings(
 # ---------------------------------------------------------------- compute jobs
 
 
+def compute_job_efficiency(workload: Workload, rate: PeakRate) -> float:
+    """Share of peak a generic compute job reaches (shared with the ranking's bounds)."""
+    if workload.precision == "fp64" and rate.tensor:
+        return c.EFF_FP64_TENSOR
+    return c.EFF_COMPUTE_JOB if rate.tensor else c.EFF_NON_TENSOR
+
+
 def _estimate_compute(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
     spec = workload.compute
     assert spec is not None
-    if workload.precision == "fp64" and rate.tensor:
-        eff = c.EFF_FP64_TENSOR
-    elif rate.tensor:
-        eff = c.EFF_COMPUTE_JOB
-    else:
-        eff = c.EFF_NON_TENSOR
+    eff = compute_job_efficiency(workload, rate)
     compute_s = spec.total_tflop / (rate.tflops * eff)
     memory_s = spec.total_gb_moved / bandwidth_gb_s(gpu)
     scale = n * (c.PARALLEL_EFFICIENCY if n > 1 else 1.0)

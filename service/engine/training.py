@@ -95,15 +95,20 @@ class _Job(NamedTuple):
     layers: int
 
 
+def training_mfu(workload: Workload, rate: PeakRate) -> float:
+    """The share of peak a training step reaches: by tensor path and model family (the same
+    figure for the estimate and for the ranking's lower bounds)."""
+    if not rate.tensor:
+        return c.MFU_NON_TENSOR_TRAINING
+    if isinstance(workload.model, TransformerModel):
+        return c.MFU_TRANSFORMER_TRAINING
+    return c.MFU_CNN_TRAINING
+
+
 def _job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool) -> _Job:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    if not rate.tensor:
-        eff = c.MFU_NON_TENSOR_TRAINING
-    elif isinstance(model, TransformerModel):
-        eff = c.MFU_TRANSFORMER_TRAINING
-    else:
-        eff = c.MFU_CNN_TRAINING
+    eff = training_mfu(workload, rate)
     states = mem.training_state_bytes(rate.precision_used, spec.optimizer)
     tp_bytes, layers = 0.0, 0
     if isinstance(model, TransformerModel):
