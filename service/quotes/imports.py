@@ -33,6 +33,7 @@ from service.quotes.importers import (
     parse_skypilot,
 )
 from service.quotes.models import (
+    AddedQuote,
     ImportFormat,
     ImportResult,
     Quote,
@@ -239,6 +240,10 @@ def run_import(
         import_id=import_id, dry_run=dry_run, provider=provider, format=fmt,
         captured_at=captured, rows_read=parsed.rows_read, quotes_in_file=len(parsed.quotes),
         added=len(plan.inserts),
+        added_quotes=[AddedQuote(
+            row=q.row, gpu_slug=q.gpu_slug, region=q.region, instance_type=q.instance_type,
+            gpu_count=q.gpu_count, pricing=q.pricing, price_usd_per_hour=q.price_usd_per_hour,
+            purchase_price_usd=q.purchase_price_usd) for q in plan.inserts],
         updated=[UpdatedQuote(
             quote_id=old.id, gpu_slug=q.gpu_slug, region=q.region,
             instance_type=q.instance_type, pricing=q.pricing,

@@ -208,6 +208,17 @@ class UpdatedQuote(SQLModel):
     gpu_count: int
 
 
+class AddedQuote(SQLModel):
+    row: int = Field(description="CSV line (header = 1) or JSON position of its first row")
+    gpu_slug: str
+    region: str
+    instance_type: str
+    gpu_count: int
+    pricing: str
+    price_usd_per_hour: float | None
+    purchase_price_usd: float | None
+
+
 class SkippedRow(SQLModel):
     row: int = Field(description="CSV: line of the file (header = 1); JSON: position from 1")
     reason: str
@@ -229,6 +240,9 @@ class ImportResult(SQLModel):
     rows_read: int = Field(description="Data rows in the file (header excluded)")
     quotes_in_file: int = Field(description="Quotes the rows make after merging zones")
     added: int
+    added_quotes: list[AddedQuote] = Field(
+        description="The quotes added (or, for a dry run, that would be added)"
+    )
     updated: list[UpdatedQuote]
     unchanged: int = Field(description="Same price; captured_at moved forward when newer")
     ignored_rows: int = Field(description="CPU-only and host-machine rows, not quotes")

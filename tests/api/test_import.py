@@ -90,6 +90,10 @@ def test_dry_run_writes_nothing(client: TestClient, admin_headers: dict[str, str
     before = client.get("/v1/quotes/imports").json()["total"]
     out = do_import(client, admin_headers, t4_file("1.5", "1.2"), dry_run="true")
     assert out["import_id"] is None and out["dry_run"] and out["added"] == 2
+    added = out["added_quotes"]
+    assert sorted((q["row"], q["instance_type"], q["price_usd_per_hour"]) for q in added) == [
+        (2, "t.0", 1.5), (3, "t.1", 1.2)]  # header is line 1
+    assert {(q["gpu_slug"], q["pricing"]) for q in added} == {("nvidia-t4", "on_demand")}
     assert all_quotes(client, "testcloud") == []
     assert client.get("/v1/quotes/imports").json()["total"] == before
 
