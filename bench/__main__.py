@@ -61,11 +61,13 @@ def summary(http: dict[str, Any], scale: dict[str, Any], extra: dict[str, Any]) 
     lines += ["", f"Target p50 < {TARGET_SCALE_P50_MS:g} ms at {big['gpus']} GPUs / "
                   f"{big['quotes']} quotes:"]
     for name, ms in big["median_ms"].items():
-        growth = scale["growth"].get(name, {})
-        shape = "linear or better" if growth.get("linear_or_better") else "worse than linear"
-        lines.append(f"- {name}: {ms:.0f} ms, {_ok(ms < TARGET_SCALE_P50_MS)}; "
-                     f"x{growth.get('time_ratio')} time for x{growth.get('size_ratio'):g} GPUs "
+        growth = scale["growth"].get(name)
+        line = f"- {name}: {ms:.0f} ms, {_ok(ms < TARGET_SCALE_P50_MS)}"
+        if growth:  # only with two sizes or more (BENCH_SCALE_SIZES)
+            shape = "linear or better" if growth["linear_or_better"] else "worse than linear"
+            line += (f"; x{growth['time_ratio']} time for x{growth['size_ratio']:g} GPUs "
                      f"({shape})")
+        lines.append(line)
     if "import" in extra:
         lines += ["", "Import benchmark: see import.json."]
     return "\n".join(lines) + "\n"
