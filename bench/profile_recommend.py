@@ -37,7 +37,7 @@ from service.engine.ranking import recommend
 from service.engine.recommend_types import Offer
 from service.estimates.routes import to_engine_workload
 from service.migrate import upgrade
-from service.quotes.service import usable_quotes
+from service.quotes.service import offer_snapshot
 from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
@@ -130,7 +130,7 @@ def engine_inputs(engine: Any) -> tuple[list[Any], list[Offer]]:
                   instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
                   price_usd_per_hour=q.price_usd_per_hour,
                   purchase_price_usd=q.purchase_price_usd, age_days=1.0, stale=False)
-            for q in usable_quotes(session, now=utcnow())
+            for q in offer_snapshot(session, now=utcnow()).rows
         ]
     return gpus, offers
 

@@ -7,11 +7,11 @@ import re
 import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from fastapi import Header, Query
+from fastapi import Header, Query, Request
 from pydantic import AfterValidator, BaseModel, Field
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session, SQLModel, func, select
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -62,6 +62,27 @@ class SnapshotCache(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+
+
+def capped_limit(request: Request, limit: int) -> int:
+    """``limit`` if within GPU_ADVISOR_MAX_PAGE_SIZE, else a 422 naming query.limit."""
+    cap = request.app.state.settings.max_page_size
+    if limit > cap:
+        from service.errors import Unprocessable, field_error
+
+        raise Unprocessable(errors=[field_error("query.limit", f"must be <= {cap}")])
+    return limit
+
+
+def table_fingerprint(session: Session, table: Any) -> tuple[object, ...]:
+    """Changes whenever a row of ``table`` (a model with id, version, updated_at) is added,
+    removed or updated (every update bumps version): (count, max id, sum of versions, latest
+    update); a collision needs all four to match."""
+    count, max_id, versions, latest = session.exec(
+        select(func.count(), func.max(table.id), func.sum(table.version),
+               func.max(table.updated_at))
+    ).one()
+    return int(count), max_id, int(versions or 0), str(latest) if latest else None
 
 
 def database_key(session: Session) -> str:

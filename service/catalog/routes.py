@@ -15,9 +15,9 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import IfMatch, Offset, Page, etag_for, parse_if_match
+from service.common import IfMatch, Offset, Page, capped_limit, etag_for, parse_if_match
 from service.db import SessionDep
-from service.errors import Unprocessable, field_error, responses
+from service.errors import responses
 from service.security import AdminDep, ReaderDep
 
 router = APIRouter(prefix="/v1/gpus", tags=["gpus"])
@@ -86,9 +86,7 @@ def list_gpus(
     offset: Offset = 0,
 ) -> Page[GpuPublic]:
     """Filter, sort and page through the catalog. Tensor figures are dense."""
-    cap = request.app.state.settings.max_page_size
-    if limit > cap:
-        raise Unprocessable(errors=[field_error("query.limit", f"must be <= {cap}")])
+    capped_limit(request, limit)
     rows, total = service.list_gpus(
         session, vendor=vendor, form_factor=form_factor, min_memory_gb=min_memory_gb,
         precision=precision, q=q, sort=sort, limit=limit, offset=offset,

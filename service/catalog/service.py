@@ -17,7 +17,14 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import ANY_VERSION, SnapshotCache, check_version, database_key, utcnow
+from service.common import (
+    ANY_VERSION,
+    SnapshotCache,
+    check_version,
+    database_key,
+    table_fingerprint,
+    utcnow,
+)
 from service.engine.types import GpuSpec
 from service.errors import (
     Conflict,
@@ -171,15 +178,7 @@ def all_gpus(session: Session) -> list[Gpu]:
 
 
 def catalog_fingerprint(session: Session) -> tuple[object, ...]:
-    """Changes whenever a GPU row is added, removed or updated (every update bumps version).
-
-    (count, max id, sum of versions, latest update): a collision needs all four to match.
-    """
-    row = session.exec(
-        select(func.count(), func.max(Gpu.id), func.sum(Gpu.version), func.max(Gpu.updated_at))
-    ).one()
-    count, max_id, versions, latest = row
-    return int(count), max_id, int(versions or 0), str(latest) if latest else None
+    return table_fingerprint(session, Gpu)
 
 
 _SKYPILOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")

@@ -7,9 +7,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
 
-from service.common import IfMatch, Offset, Page, etag_for, parse_if_match, utcnow
+from service.common import (
+    IfMatch,
+    Offset,
+    Page,
+    capped_limit,
+    etag_for,
+    parse_if_match,
+    utcnow,
+)
 from service.db import SessionDep
-from service.errors import Unprocessable, field_error, responses
+from service.errors import responses
 from service.quotes import history, imports, service
 from service.quotes.models import (
     ImportFormat,
@@ -79,9 +87,7 @@ def list_quotes(
 ) -> Page[QuotePublic]:
     """Filter and page through quotes; expired ones only with include_expired=true."""
     settings = request.app.state.settings
-    if limit > settings.max_page_size:
-        cap = settings.max_page_size
-        raise Unprocessable(errors=[field_error("query.limit", f"must be <= {cap}")])
+    capped_limit(request, limit)
     rows, total = service.list_quotes(
         session, now=utcnow(), stale_days=settings.stale_quote_days, gpu=gpu, provider=provider,
         region=region, pricing=pricing, max_price_usd_per_hour=max_price_usd_per_hour,

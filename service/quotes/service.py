@@ -10,7 +10,14 @@ from sqlalchemy import func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.common import SnapshotCache, as_utc, check_version, database_key, utcnow
+from service.common import (
+    SnapshotCache,
+    as_utc,
+    check_version,
+    database_key,
+    table_fingerprint,
+    utcnow,
+)
 from service.errors import Conflict, NotFound, PreconditionFailed, Unprocessable, field_error
 from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
@@ -98,23 +105,6 @@ def list_quotes(
              col(Quote.instance_type), col(Quote.pricing))
     rows = session.exec(stmt.order_by(*order).limit(limit).offset(offset)).all()
     return list(rows), int(total)
-
-
-def usable_quotes(session: Session, *, now: datetime) -> list[Any]:
-    """Every quote not expired at ``now``, in a stable order (for the recommender).
-
-    Plain rows of the columns the recommender reads (attribute access like a Quote), not ORM
-    objects: at 200,000 quotes, building and tracking the objects was half the request time.
-    """
-    t = Quote.__table__  # type: ignore[attr-defined]
-    stmt = (
-        sa_select(t.c.id, t.c.gpu_slug, t.c.provider, t.c.region, t.c.instance_type,
-                  t.c.gpu_count, t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd,
-                  t.c.captured_at)
-        .where(or_(t.c.valid_until.is_(None), t.c.valid_until >= now))
-        .order_by(t.c.id)
-    )
-    return list(session.execute(stmt).all())
 
 
 def _check_gpu_exists(session: Session, slug: str, field: str) -> None:
@@ -210,12 +200,7 @@ def delete_quote(session: Session, *, quote_id: int) -> None:
 
 
 def quotes_fingerprint(session: Session) -> tuple[object, ...]:
-    """Changes whenever a quote is added, removed or updated (every update bumps version)."""
-    count, max_id, versions, latest = session.exec(
-        select(func.count(), func.max(Quote.id), func.sum(Quote.version),
-               func.max(Quote.updated_at))
-    ).one()
-    return int(count), max_id, int(versions or 0), str(latest) if latest else None
+    return table_fingerprint(session, Quote)
 
 
 @dataclass(frozen=True)

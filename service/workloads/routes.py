@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
 
-from service.common import Offset, Page, as_utc, utcnow
+from service.common import Offset, Page, as_utc, capped_limit, utcnow
 from service.db import SessionDep
-from service.errors import Unprocessable, field_error, responses
+from service.errors import responses
 from service.security import AdminDep, ReaderDep
 from service.workloads import service
 from service.workloads.models import (
@@ -30,13 +30,6 @@ IdempotencyKey = Annotated[
            description="Same key + same body: the first workload back; other body: 409"),
 ]
 Limit = Annotated[int, Query(ge=1, le=100, description="Recommendations to return")]
-
-
-def _page_limit(request: Request, limit: int) -> int:
-    cap = request.app.state.settings.max_page_size
-    if limit > cap:
-        raise Unprocessable(errors=[field_error("query.limit", f"must be <= {cap}")])
-    return limit
 
 
 def _run_out(run: RecommendationRun) -> RunOut:
@@ -76,7 +69,7 @@ def list_workloads(request: Request, session: SessionDep, _: ReaderDep,
                    limit: Annotated[int, Query(ge=1)] = 50,
                    offset: Offset = 0) -> Page[WorkloadPublic]:
     """Stored workloads, newest first."""
-    rows, total = service.list_workloads(session, limit=_page_limit(request, limit),
+    rows, total = service.list_workloads(session, limit=capped_limit(request, limit),
                                          offset=offset)
     return Page(data=[service.to_public(r) for r in rows], total=total, limit=limit,
                 offset=offset)
@@ -124,7 +117,7 @@ def list_runs(workload_id: str, request: Request, session: SessionDep, _: Reader
               limit: Annotated[int, Query(ge=1)] = 50, offset: Offset = 0) -> Page[RunSummary]:
     """Past runs of a workload, newest first, with the top pick of each."""
     rows, total = service.list_runs(session, workload_id=workload_id,
-                                    limit=_page_limit(request, limit), offset=offset)
+                                    limit=capped_limit(request, limit), offset=offset)
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 

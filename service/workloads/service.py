@@ -14,14 +14,14 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from service.catalog.service import catalog_fingerprint, catalog_snapshot
+from service.catalog.service import catalog_snapshot
 from service.common import as_utc
 from service.config import Settings
 from service.engine.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
 from service.estimates.routes import to_engine_workload
-from service.quotes.service import OfferSnapshot, offer_snapshot, quotes_fingerprint
+from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -119,11 +119,6 @@ def delete_workload(session: Session, *, workload_id: str) -> None:
         session.delete(run)
     session.delete(row)
     session.flush()
-
-
-def catalog_revision(session: Session) -> str:
-    """A short digest of the catalog and quotes state: equal revisions, equal inputs."""
-    return _revision(catalog_fingerprint(session), quotes_fingerprint(session))
 
 
 def _revision(gpus: tuple[object, ...], quotes: tuple[object, ...]) -> str:
