@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.routing import APIRoute
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from service import __version__
@@ -66,9 +67,13 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.bootstrap_admin_key:
             with Session(engine) as session:
-                install_key(session, key=settings.bootstrap_admin_key, name="bootstrap-admin",
-                            role="admin")
-                session.commit()
+                try:
+                    install_key(session, key=settings.bootstrap_admin_key,
+                                name="bootstrap-admin", role="admin")
+                    session.commit()
+                except IntegrityError:
+                    # Another replica starting at the same moment installed the same key.
+                    session.rollback()
         yield
 
     app = FastAPI(
