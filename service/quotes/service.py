@@ -205,6 +205,8 @@ def quotes_fingerprint(session: Session) -> tuple[object, ...]:
 
 @dataclass(frozen=True)
 class OfferSnapshot:
+    key: tuple[object, ...]
+    """(database URL, *fingerprint): which database and state the rows were read from."""
     fingerprint: tuple[object, ...]
     rows: tuple[Any, ...]
     built_at: datetime
@@ -246,7 +248,7 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     next_expiry = session.execute(
         sa_select(func.min(t.c.valid_until)).where(t.c.valid_until >= now)
     ).scalar()
-    snap = OfferSnapshot(fingerprint=fingerprint, rows=rows, built_at=now,
+    snap = OfferSnapshot(key=key, fingerprint=fingerprint, rows=rows, built_at=now,
                          valid_until=as_utc(next_expiry) if next_expiry else None)
     if quotes_fingerprint(session) == fingerprint:  # no commit landed between the reads
         _OFFERS.put(key, snap)
