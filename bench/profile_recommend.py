@@ -35,7 +35,7 @@ from service.db import make_engine
 from service.engine import estimate as est_mod
 from service.engine.ranking import recommend
 from service.engine.recommend_types import Offer
-from service.estimates.routes import to_engine_workload
+from service.estimates.service import to_engine_workload
 from service.migrate import upgrade
 from service.quotes.service import offer_snapshot
 from service.seeding import seed

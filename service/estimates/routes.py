@@ -10,26 +10,14 @@ from pydantic import BaseModel
 from service.catalog.service import get_gpu, to_spec
 from service.db import SessionDep
 from service.engine import estimate
-from service.engine.types import Workload
 from service.errors import NotFound, Unprocessable, field_error, responses
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
+from service.estimates.service import to_engine_workload
 from service.presets.catalog import PRESETS, preset_to_dict
 from service.security import ReaderDep
-from service.workloads.schemas import WorkloadError, WorkloadSpec
 
 router = APIRouter(tags=["estimates"])
 models_router = APIRouter(prefix="/v1/models", tags=["models"])
-
-
-def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload") -> Workload:
-    """Resolve presets and check consistency, as a 422 naming each bad field."""
-    try:
-        return spec.to_engine()
-    except WorkloadError as exc:
-        raise Unprocessable(
-            "The workload's numbers are inconsistent or unknown",
-            errors=[field_error(f"{prefix}.{f}", msg) for f, msg in exc.errors],
-        ) from exc
 
 
 @router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",

@@ -19,7 +19,7 @@ from service.config import Settings
 from service.engine.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
-from service.estimates.routes import to_engine_workload
+from service.estimates.service import to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.workloads.models import (
     ConstraintsIn,

@@ -1,0 +1,18 @@
+"""Turning a submitted workload into the engine's, with problem+json errors."""
+
+from __future__ import annotations
+
+from service.engine.types import Workload
+from service.errors import Unprocessable, field_error
+from service.workloads.schemas import WorkloadError, WorkloadSpec
+
+
+def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload") -> Workload:
+    """Resolve presets and check consistency, as a 422 naming each bad field."""
+    try:
+        return spec.to_engine()
+    except WorkloadError as exc:
+        raise Unprocessable(
+            "The workload's numbers are inconsistent or unknown",
+            errors=[field_error(f"{prefix}.{f}", msg) for f, msg in exc.errors],
+        ) from exc
