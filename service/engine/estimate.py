@@ -403,7 +403,12 @@ def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[i
     return counts
 
 
-@functools.lru_cache(maxsize=4096)
+FIT_CACHE_SIZE = 65_536
+"""(workload, GPU) pairs whose minimum fitting count is kept: more than the GPU types of the
+largest catalog benchmarked (5,000) times a few workloads; an entry is a few hundred bytes."""
+
+
+@functools.lru_cache(maxsize=FIT_CACHE_SIZE)
 def min_gpus_to_fit(workload: Workload, gpu: GpuSpec) -> int | None:
     """Smallest GPU count (1, 2, 4, 8, then whole nodes up to 4096) at which it fits memory.
 
