@@ -10,7 +10,6 @@ builds the same memory figures and fixes from the minimum-memory layout alone.
 from __future__ import annotations
 
 from service.engine import training as tr
-from service.engine import training_splits as splits
 from service.engine.estimate import _training_fixes, estimate
 from service.engine.performance import peak_rate
 from service.engine.types import Estimate, GpuSpec, Workload
@@ -29,10 +28,7 @@ def memory_estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimat
     if workload.kind != "training" or rate is None or spec is None:
         return estimate(workload, gpu, gpu_count)
     prec = rate.precision_used
-    ckpt, wanted = spec.activation_checkpointing, spec.sharding
-    usable = splits.usable_gb(gpu)
-    options = splits.splits(workload, gpu, gpu_count, prec, ckpt, wanted)
-    if any(o.largest_micro(usable) > 0 for o in options):
+    if tr.fits(workload, gpu, gpu_count, prec):
         return estimate(workload, gpu, gpu_count)  # plan_training would pick a fitting layout
     plan = tr.min_memory_plan(workload, gpu, gpu_count, prec)
     fixes, reasons, needed = _training_fixes(workload, gpu, gpu_count, prec, plan)
