@@ -32,8 +32,8 @@ from service.catalog.service import all_gpus, to_spec
 from service.common import utcnow
 from service.config import Settings
 from service.db import make_engine
-from service.engine import estimate as est_mod
-from service.engine.ranking import recommend
+from service.engine.choice.ranking import recommend
+from service.engine.physics import estimate as est_mod
 from service.engine.recommend_types import Offer
 from service.estimates.service import to_engine_workload
 from service.migrate import upgrade
@@ -69,17 +69,9 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 
 def clear_caches() -> None:
     """Clear every functools cache in the engine modules (no cross-request reuse)."""
-    from service.engine import (
-        cost,
-        estimate,
-        explain,
-        inference,
-        memory,
-        parallelism,
-        performance,
-        ranking,
-        training,
-    )
+    from service.engine.choice import cost, explain, ranking
+    from service.engine.physics import estimate, memory, parallelism, performance, training
+    from service.engine.physics import serving as inference
 
     for module in (estimate, inference, memory, parallelism, performance, ranking, training,
                    cost, explain):

@@ -149,7 +149,7 @@ class Candidate:
     estimate: Estimate
     cost: CostBreakdown
     score: float
-    """The value ranked on, lower is better (see service.engine.ranking)."""
+    """The value ranked on, lower is better (see service.engine.choice.ranking)."""
     pareto_optimal: bool
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]

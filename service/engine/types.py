@@ -43,6 +43,17 @@ class GpuSpec:
     max_gpus_per_node: int = 8
     pcie_gen: int | None = None
     architecture: str = ""
+    sm_count: int | None = None
+    """Streaming multiprocessors (NVIDIA) or compute units (AMD): the GEMM tile slots per wave."""
+    boost_clock_mhz: float | None = None
+    """Boost clock [MHz]: the clock the datasheet peaks are quoted at."""
+    base_clock_mhz: float | None = None
+    """Base clock [MHz]: the clock guaranteed at the board power limit under heavy load."""
+    l2_cache_mb: float | None = None
+    """Last-level on-chip cache [MB] (L2; AMD MI300: Infinity Cache)."""
+    tensor_core_generation: int | None = None
+    """Matrix-unit generation (NVIDIA tensor cores: 1 Volta .. 5 Blackwell; AMD CDNA 1-3;
+    0 = none)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,10 @@ class InferenceSpec:
     max_tpot_ms: float | None = None
     max_latency_ms: float | None = None
     target_requests_per_s: float | None = None
+    effective_prompt_tokens: int | None = None
+    """Mean real (unpadded) tokens per sample when the runtime batches without padding
+    (TensorRT / FasterTransformer remove-padding kernels); work is counted on these, memory
+    is still sized for ``prompt_tokens``. None = padded (every sample costs prompt_tokens)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,9 @@ class ComputeSpec:
     total_tflop: float
     total_gb_moved: float = 0.0
     memory_gb: float = 0.0
+    fp64_units: Literal["vector", "matrix"] = "vector"
+    """FP64 jobs: whether the code's FLOPs run on matrix (tensor) units (DGEMM, HPL) or on
+    plain vector units (stencils, CFD, most solvers: the default)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from service.catalog.service import catalog_snapshot
 from service.common import SnapshotCache, as_utc
 from service.config import Settings
-from service.engine.ranking import recommend
+from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
 from service.estimates.service import to_engine_workload

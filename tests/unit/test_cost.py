@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.engine import cost as co
 from service.engine import min_gpus_to_fit
-from service.engine.ranking import recommend
+from service.engine.choice import cost as co
+from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import ComputeSpec, InferenceSpec, Workload
 from service.presets.catalog import PRESETS

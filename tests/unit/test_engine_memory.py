@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.engine import estimate, memory
+from service.engine import estimate
+from service.engine.physics import memory
 from service.engine.types import InferenceSpec, TrainingSpec, TransformerModel, Workload
 from service.presets import PRESETS
 from tests.unit.gpus import A100_SXM, H100_SXM

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from service.engine import constants as c
 from service.engine import estimate, min_gpus_to_fit
-from service.engine.performance import peak_rate
-from service.engine.training import training_flops_per_step
+from service.engine.physics.performance import peak_rate
+from service.engine.physics.training import training_flops_per_step
 from service.engine.types import (
     ComputeSpec,
     GpuSpec,

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from service.engine import constants as c
 from service.engine import estimate, min_gpus_to_fit
-from service.engine import training as tr
-from service.engine.performance import peak_rate
+from service.engine.physics import training as tr
+from service.engine.physics.performance import peak_rate
 from service.engine.types import GpuSpec, Sharding, TrainingSpec, Workload
 from service.presets import PRESETS
 from tests.unit.gpus import (
@@ -231,7 +231,7 @@ def test_more_gpus_never_slow_a_step_whose_traffic_hides(
 
 def test_min_gpus_to_fit_bisection_matches_a_linear_scan() -> None:
     """The bisection in min_gpus_to_fit relies on fitting being monotone in the count."""
-    from service.engine.estimate import _fits, gpu_count_candidates
+    from service.engine.physics.estimate import _fits, gpu_count_candidates
     from service.engine.types import InferenceSpec
     from tests.unit.gpus import ALL
 

@@ -9,12 +9,12 @@ from functools import cache
 
 import pytest
 
-from service.engine import ranking as rk
-from service.engine.bounds import Pending, count_floors
+from service.engine.choice import ranking as rk
+from service.engine.choice.bounds import Pending, count_floors
+from service.engine.choice.cost import group_offers, usd_per_gpu_hour
 from service.engine.constants import MAX_AUTO_BATCH
-from service.engine.cost import group_offers, usd_per_gpu_hour
-from service.engine.inference import Roofline, largest_meeting
-from service.engine.performance import peak_rate
+from service.engine.physics.performance import peak_rate
+from service.engine.physics.serving import Roofline, largest_meeting
 from service.engine.recommend_types import (
     Constraints,
     CostSettings,
@@ -245,9 +245,9 @@ def test_pruned_top_equals_exhaustive_inference_variants(name: str, objective: O
 def test_memory_rejections_match_the_full_estimate(max_gpus: int | None) -> None:
     """Training rejections on memory are explained from the minimum-memory layout alone
     (memory_only.memory_estimate): the same reason and fix text as from the full estimate."""
-    from service.engine import explain as ex
-    from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
-    from service.engine.memory_only import memory_estimate
+    from service.engine.choice import explain as ex
+    from service.engine.physics.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
+    from service.engine.physics.memory_only import memory_estimate
 
     workload = WORKLOADS["llama-2-70b-pretrain"]
     cap = max_gpus or rk.CAP_TRAINING_GPUS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.engine.ranking import recommend
+from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, Objective, Recommendation
 from service.engine.types import ComputeSpec, InferenceSpec, TrainingSpec, Workload
 from service.presets.catalog import PRESETS

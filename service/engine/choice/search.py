@@ -1,6 +1,6 @@
 """Branch and bound over GPU types: evaluate best bound first, stop once no remaining type
-can reach the top ``limit`` (bounds: :mod:`service.engine.bounds`; the exactness argument:
-:mod:`service.engine.ranking` and :func:`_search_balanced`)."""
+can reach the top ``limit`` (bounds: :mod:`service.engine.choice.bounds`; the exactness argument:
+:mod:`service.engine.choice.ranking` and :func:`_search_balanced`)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from service.engine.bounds import (
+from service.engine.choice.bounds import (
     BALANCED_RECHECK,
     BALANCED_WEIGHT,
     INF,
     PRUNE_MARGIN,
     Pending,
 )
-from service.engine.explain import Option
+from service.engine.choice.explain import Option
 from service.engine.recommend_types import Rejection
 from service.engine.types import GpuSpec
 

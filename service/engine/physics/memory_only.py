@@ -1,6 +1,6 @@
 """The estimate a memory rejection is explained from, without the speed search.
 
-:func:`service.engine.explain.memory_failure` reads only an estimate's memory figures (the
+:func:`service.engine.choice.explain.memory_failure` reads only an estimate's memory figures (the
 per-GPU breakdown at the largest count tried) and its fixes. For training, where a catalog
 can hold thousands of GPU types that no count fits (a 70B model without checkpointing), the
 full estimate's layout and step-time search is most of the work of rejecting them; this
@@ -9,9 +9,9 @@ builds the same memory figures and fixes from the minimum-memory layout alone.
 
 from __future__ import annotations
 
-from service.engine import training as tr
-from service.engine.estimate import _training_fixes, estimate
-from service.engine.performance import peak_rate
+from service.engine.physics import training as tr
+from service.engine.physics.estimate import _training_fixes, estimate
+from service.engine.physics.performance import peak_rate
 from service.engine.types import Estimate, GpuSpec, Workload
 
 

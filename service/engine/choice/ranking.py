@@ -3,7 +3,7 @@
 For every GPU type the constraints allow, GPU counts 1, 2, 4, 8, then whole nodes (up to
 ``max_gpus``, else :data:`CAP_TRAINING_GPUS` / :data:`CAP_INFERENCE_GPUS`) are tried from the
 smallest count that fits memory; each count is rounded up to whole instances of the cheapest
-usable offer (see :mod:`service.engine.cost`) and estimated once. Options failing a limit
+usable offer (see :mod:`service.engine.choice.cost`) and estimated once. Options failing a limit
 (latency, max_gpus, deadline, budget, max_usd_per_hour) are dropped; the best remaining option
 per GPU becomes its candidate, else the GPU is rejected with the limit it came closest to.
 
@@ -36,7 +36,7 @@ energy) and better on one; unpriced candidates are never marked.
 
 Branch and bound: cheap per-GPU checks (constraints, precision, memory: ``min_gpus_to_fit``
 vs the count cap, a usable quote) reject GPUs first, exactly as a full evaluation would. Each
-remaining GPU gets a lower bound on its best score (:mod:`service.engine.bounds`); GPUs are
+remaining GPU gets a lower bound on its best score (:mod:`service.engine.choice.bounds`); GPUs are
 evaluated in full in ascending bound order (ties by slug) and the search stops once the next
 bound is worse than the ``limit``-th best real score by more than :data:`PRUNE_MARGIN`
 (balanced: see :func:`search.search`). The top ``limit`` are then exactly those of the
@@ -52,15 +52,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from service.engine import bounds as bd
-from service.engine import cost as co
-from service.engine import explain as ex
-from service.engine import search as se
-from service.engine.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
-from service.engine.explain import Failure
-from service.engine.explain import Option as _Option
-from service.engine.memory_only import memory_estimate
-from service.engine.performance import peak_rate
+from service.engine.choice import bounds as bd
+from service.engine.choice import cost as co
+from service.engine.choice import explain as ex
+from service.engine.choice import search as se
+from service.engine.choice.explain import Failure
+from service.engine.choice.explain import Option as _Option
+from service.engine.physics.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
+from service.engine.physics.memory_only import memory_estimate
+from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import (
     Constraints,
     CostBreakdown,

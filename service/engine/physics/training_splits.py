@@ -2,7 +2,7 @@
 
 A split's model states (weights, gradients, optimizer states) are fixed; its activations grow
 linearly with the micro-batch (Korthikanti et al. 2022), so one evaluation at micro-batch 1
-gives the largest micro-batch that fits in closed form. :mod:`service.engine.training` picks
+gives the largest micro-batch that fits in closed form. :mod:`service.engine.physics.training` picks
 among the splits by step time.
 """
 
@@ -13,8 +13,8 @@ import math
 from typing import NamedTuple
 
 from service.engine import constants as c
-from service.engine import memory as mem
-from service.engine import parallelism as par
+from service.engine.physics import memory as mem
+from service.engine.physics import parallelism as par
 from service.engine.types import (
     GenericModel,
     GpuSpec,

@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine import memory as mem
-from service.engine import parallelism as par
-from service.engine.performance import (
+from service.engine.physics import memory as mem
+from service.engine.physics import parallelism as par
+from service.engine.physics.performance import (
     PeakRate,
     PhaseTime,
     bandwidth_gb_s,

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from service.engine import constants as c
-from service.engine import memory as mem
-from service.engine import parallelism as par
-from service.engine import training_splits as splits
-from service.engine.performance import PeakRate, all_gather_s, all_reduce_s, bandwidth_gb_s
+from service.engine.physics import memory as mem
+from service.engine.physics import parallelism as par
+from service.engine.physics import training_splits as splits
+from service.engine.physics.performance import PeakRate, all_gather_s, all_reduce_s, bandwidth_gb_s
 from service.engine.types import (
     Bound,
     GenericModel,

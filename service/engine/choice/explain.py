@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from service.engine import cost as co
-from service.engine.estimate import estimate
-from service.engine.provision import provision
+from service.engine.choice import cost as co
+from service.engine.choice.provision import provision
+from service.engine.physics.estimate import estimate
 from service.engine.recommend_types import (
     Candidate,
     Constraints,

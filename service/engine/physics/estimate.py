@@ -7,11 +7,11 @@ import math
 from dataclasses import replace
 
 from service.engine import constants as c
-from service.engine import inference as inf
-from service.engine import memory as mem
-from service.engine import parallelism as par
-from service.engine import training as tr
-from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.physics import memory as mem
+from service.engine.physics import parallelism as par
+from service.engine.physics import serving as inf
+from service.engine.physics import training as tr
+from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.types import (
     Assumption,
     Estimate,

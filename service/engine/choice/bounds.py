@@ -1,6 +1,6 @@
 """Lower bounds on a GPU type's best score, known before estimating any of its counts.
 
-Branch and bound in :func:`service.engine.ranking.recommend` evaluates GPU types in ascending
+Branch and bound in :func:`service.engine.choice.ranking.recommend` evaluates GPU types in ascending
 bound order and stops once no remaining type can reach the top ``limit``; these bounds must
 never exceed the score the full search would find. Every figure is derived from the same
 functions and constants the estimate uses, dropping only terms that can only add time:
@@ -29,12 +29,12 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine import cost as co
-from service.engine import inference as inf
-from service.engine import parallelism as par
-from service.engine import training as tr
-from service.engine.estimate import _training_hours, compute_job_efficiency
-from service.engine.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.choice import cost as co
+from service.engine.physics import parallelism as par
+from service.engine.physics import serving as inf
+from service.engine.physics import training as tr
+from service.engine.physics.estimate import _training_hours, compute_job_efficiency
+from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.recommend_types import Offer
 from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
 
