@@ -6,7 +6,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck ci bench openapi clean
+.PHONY: run test lint typecheck ci bench validate openapi clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+validate: $(STAMP)
+	$(BIN)/python -m tests.validation.report tests/validation/points.csv tests/validation/calibration.csv
 
 ci:
 	.ci/run

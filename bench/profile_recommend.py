@@ -68,17 +68,10 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 
 
 def clear_caches() -> None:
-    """Clear every functools cache in the engine modules (no cross-request reuse)."""
-    from service.engine.choice import cost, explain, ranking
-    from service.engine.physics import estimate, memory, parallelism, performance, training
-    from service.engine.physics import serving as inference
+    """Empty the service's engine cache (cold runs: no cross-request reuse)."""
+    from service.estimates.service import ENGINE_CACHE
 
-    for module in (estimate, inference, memory, parallelism, performance, ranking, training,
-                   cost, explain):
-        for value in vars(module).values():
-            clear = getattr(value, "cache_clear", None)
-            if callable(clear):
-                clear()
+    ENGINE_CACHE.clear()
 
 
 def query(name: str, objective: str) -> RecommendationQuery:

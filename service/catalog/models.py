@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, StringConstraints, field_validator
+from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
 from sqlalchemy import JSON, Column, String
 from sqlmodel import Field, SQLModel
 
@@ -36,6 +36,59 @@ def _tflops(description: str) -> float | None:
     return field
 
 
+SM_COUNT_DESCRIPTION = (
+    "Streaming multiprocessors (NVIDIA) or compute units (AMD) [count]; null = unknown"
+)
+BOOST_CLOCK_DESCRIPTION = (
+    "Boost clock [MHz]: NVIDIA's maximum GPU Boost clock, AMD's peak engine clock; the "
+    "datasheet vector peaks are quoted at it (some dense tensor peaks at a lower clock: see "
+    "notes); null = unknown"
+)
+BASE_CLOCK_DESCRIPTION = (
+    "Base clock [MHz]: the clock guaranteed at the board power limit; must not exceed "
+    "boost_clock_mhz; null = unknown"
+)
+L2_CACHE_DESCRIPTION = (
+    "L2 cache, whole device [MB] (AMD MI300: the L2 of all XCDs; the Infinity Cache is "
+    "in notes); null = unknown"
+)
+TENSOR_CORE_GENERATION_DESCRIPTION = (
+    "Matrix-unit generation: NVIDIA tensor cores 1 Volta, 2 Turing, 3 Ampere, 4 Ada/Hopper, "
+    "5 Blackwell; AMD matrix cores 1 CDNA1, 2 CDNA2, 3 CDNA3; 0 = no tensor/matrix units; "
+    "null = unknown"
+)
+
+
+def _sm_count() -> int | None:
+    field: int | None = Field(default=None, ge=1, le=100_000, description=SM_COUNT_DESCRIPTION)
+    return field
+
+
+def _clock_mhz(description: str) -> float | None:
+    field: float | None = Field(default=None, ge=1, le=10_000, description=description)
+    return field
+
+
+def _l2_cache_mb() -> float | None:
+    field: float | None = Field(default=None, ge=0, le=10_000, description=L2_CACHE_DESCRIPTION)
+    return field
+
+
+def _tensor_core_generation() -> int | None:
+    field: int | None = Field(
+        default=None, ge=0, le=20, description=TENSOR_CORE_GENERATION_DESCRIPTION
+    )
+    return field
+
+
+def _base_not_above_boost(value: float | None, info: ValidationInfo) -> float | None:
+    """base_clock_mhz <= boost_clock_mhz when both are given (boost is validated first)."""
+    boost = info.data.get("boost_clock_mhz")
+    if value is not None and boost is not None and value > boost:
+        raise ValueError(f"base_clock_mhz {value:g} exceeds boost_clock_mhz {boost:g}")
+    return value
+
+
 class GpuSpecFields(SQLModel):
     """Everything about a GPU except its slug and bookkeeping."""
 
@@ -63,6 +116,11 @@ class GpuSpecFields(SQLModel):
     max_gpus_per_node: int = Field(default=8, ge=1, le=1024)
     pcie_gen: int | None = Field(default=None, ge=1, le=8)
     mig_instances: int = Field(default=0, ge=0, le=64)
+    sm_count: int | None = _sm_count()
+    boost_clock_mhz: float | None = _clock_mhz(BOOST_CLOCK_DESCRIPTION)
+    base_clock_mhz: float | None = _clock_mhz(BASE_CLOCK_DESCRIPTION)
+    l2_cache_mb: float | None = _l2_cache_mb()
+    tensor_core_generation: int | None = _tensor_core_generation()
     aliases: list[str] = Field(
         default_factory=list,
         sa_column=Column(JSON, nullable=False),
@@ -71,6 +129,11 @@ class GpuSpecFields(SQLModel):
     source: str = Field(min_length=1, max_length=2000, description="Where the figures come from")
     source_date: date | None = Field(default=None, description="When the figures were taken")
     notes: str = Field(default="", max_length=4000)
+
+    @field_validator("base_clock_mhz")
+    @classmethod
+    def _base_clock(cls, value: float | None, info: ValidationInfo) -> float | None:
+        return _base_not_above_boost(value, info)
 
     @field_validator("aliases")
     @classmethod
@@ -138,12 +201,18 @@ class GpuUpdate(SQLModel):
     max_gpus_per_node: int | None = Field(default=None, ge=1, le=1024)
     pcie_gen: int | None = Field(default=None, ge=1, le=8)
     mig_instances: int | None = Field(default=None, ge=0, le=64)
+    sm_count: int | None = _sm_count()
+    boost_clock_mhz: float | None = _clock_mhz(BOOST_CLOCK_DESCRIPTION)
+    base_clock_mhz: float | None = _clock_mhz(BASE_CLOCK_DESCRIPTION)
+    l2_cache_mb: float | None = _l2_cache_mb()
+    tensor_core_generation: int | None = _tensor_core_generation()
     aliases: list[str] | None = Field(default=None, max_length=50)
     source: str | None = Field(default=None, min_length=1, max_length=2000)
     source_date: date | None = None
     notes: str | None = Field(default=None, max_length=4000)
 
     _aliases = field_validator("aliases")(GpuSpecFields._aliases.__func__)  # type: ignore[attr-defined]
+    _base_clock = field_validator("base_clock_mhz")(_base_not_above_boost)
 
 
 class GpuPublic(GpuSpecFields):

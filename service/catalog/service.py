@@ -37,7 +37,8 @@ from service.errors import (
 SORTABLE = (
     "slug", "name", "vendor", "launch_year", "memory_gb", "memory_bandwidth_gb_s",
     "fp64_tflops", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops",
-    "int8_tops", "tdp_w", "interconnect_bandwidth_gb_s", "created_at", "updated_at",
+    "int8_tops", "tdp_w", "interconnect_bandwidth_gb_s", "sm_count", "boost_clock_mhz",
+    "l2_cache_mb", "created_at", "updated_at",
 )
 
 
@@ -132,7 +133,26 @@ def patch_gpu(session: Session, *, slug: str, data: GpuUpdate, if_match: int | N
             "These fields cannot be null",
             errors=[field_error(f"body.{k}", "may not be null") for k in nulls],
         )
+    _check_clocks(session, slug=slug, changes=changes)
     return _compare_and_set(session, slug=slug, if_match=if_match, values=changes)
+
+
+def _check_clocks(session: Session, *, slug: str, changes: dict[str, Any]) -> None:
+    """base_clock_mhz <= boost_clock_mhz on the row as it would be after a PATCH."""
+    if not {"base_clock_mhz", "boost_clock_mhz"} & changes.keys():
+        return
+    gpu = get_gpu(session, slug=slug)
+    base = changes.get("base_clock_mhz", gpu.base_clock_mhz)
+    boost = changes.get("boost_clock_mhz", gpu.boost_clock_mhz)
+    if base is not None and boost is not None and base > boost:
+        field = "base_clock_mhz" if "base_clock_mhz" in changes else "boost_clock_mhz"
+        raise Unprocessable(
+            "The base clock cannot exceed the boost clock",
+            errors=[field_error(
+                f"body.{field}",
+                f"base_clock_mhz {base:g} would exceed boost_clock_mhz {boost:g}",
+            )],
+        )
 
 
 def delete_gpu(session: Session, *, slug: str, if_match: int | None) -> None:
@@ -170,6 +190,11 @@ def to_spec(gpu: Gpu) -> GpuSpec:
         max_gpus_per_node=gpu.max_gpus_per_node,
         pcie_gen=gpu.pcie_gen,
         architecture=gpu.architecture,
+        sm_count=gpu.sm_count,
+        boost_clock_mhz=gpu.boost_clock_mhz,
+        base_clock_mhz=gpu.base_clock_mhz,
+        l2_cache_mb=gpu.l2_cache_mb,
+        tensor_core_generation=gpu.tensor_core_generation,
     )
 
 

@@ -133,61 +133,17 @@ MAX_AUTO_BATCH = _const(
 )
 
 # ------------------------------------------------------------- efficiency
-MFU_TRANSFORMER_TRAINING = _const(
-    "mfu_transformer_training",
-    0.40,
-    "fraction of dense tensor peak",
-    "Llama 2 paper (Touvron et al. 2023, Table 2): 184,320 A100-80GB GPU-hours for 7B x 2T "
-    "tokens = 39% MFU, 70B = 43%; Llama 3 paper (2024, Table 4) 38-43% BF16 MFU on H100",
-)
-MFU_CNN_TRAINING = _const(
-    "mfu_cnn_training",
-    0.22,
-    "fraction of dense tensor peak",
-    "NVIDIA DeepLearningExamples ResNet-50 v1.5 PyTorch AMP on A100-80GB ~2,700 img/s = "
-    "2,700 x 24.6 GFLOP = 66 TFLOPS of 312 (see CALIBRATION.md)",
-)
-MFU_NON_TENSOR_TRAINING = _const(
-    "mfu_non_tensor_training",
-    0.55,
-    "fraction of fp32/fp64 vector peak",
-    "training on CUDA cores without tensor cores: ResNet-50 FP32 on V100 ~360-390 img/s "
-    "(NVIDIA DeepLearningExamples) = 9 TFLOPS of 15.7 = 0.57",
-)
 EFF_NON_TENSOR = _const(
     "efficiency_non_tensor",
-    0.70,
+    0.80,
     "fraction of fp32/fp64 vector peak",
     "SGEMM/DGEMM on CUDA cores reach 70-90% of peak; HPL on V100 ~ 5.5/7.8 (TOP500 lists)",
 )
 EFF_FP64_TENSOR = _const(
     "efficiency_fp64_tensor",
-    0.75,
+    0.77,
     "fraction of fp64 tensor peak",
     "HPL: A100 ~ 14/19.5 TFLOPS per GPU (Selene, TOP500), H100 ~ 50/67 (Eos) = 0.72-0.75",
-)
-EFF_PREFILL = _const(
-    "efficiency_prefill",
-    0.65,
-    "fraction of dense tensor peak",
-    "llm-analysis suggests 0.7 for inference FLOPs; TensorRT-LLM prefill reaches 60-70% MFU",
-)
-EFF_DECODE_COMPUTE = _const(
-    "efficiency_decode_compute",
-    0.50,
-    "fraction of dense tensor peak",
-    "large-batch decode GEMMs are skinny and interleave attention; 40-60% MFU "
-    "(vLLM/TensorRT-LLM throughput tables, see CALIBRATION.md)",
-)
-EFF_8BIT_TRANSFORMER = _const(
-    "efficiency_8bit_transformer_factor",
-    0.80,
-    "x efficiency_prefill / efficiency_decode_compute",
-    "FP8/INT8 transformer inference reaches a smaller share of its (2x) tensor peak: "
-    "attention, norms and (de)quantization do not speed up. TensorRT-LLM perf overview (v1.0, "
-    "docs/source/performance/perf-overview.md), Llama 3.1 8B FP8, ISL/OSL 2048/128, "
-    "compute-bound: H100 3,450 and H200 3,538 output tok/s = ~0.51 of FP8 dense peak, vs 0.65 "
-    "at 16-bit (see CALIBRATION.md)",
 )
 EFF_MEMORY_BW = _const(
     "efficiency_memory_bandwidth",
@@ -195,13 +151,6 @@ EFF_MEMORY_BW = _const(
     "fraction of datasheet memory bandwidth",
     "STREAM-like reads reach 80-92% of HBM peak (Azure GB200 92%; llm-analysis uses 0.9); "
     "end-to-end decode kernels reach ~0.7-0.85",
-)
-EFF_CNN_INFERENCE = _const(
-    "efficiency_cnn_inference",
-    0.38,
-    "fraction of dense tensor peak",
-    "MLPerf Inference ResNet-50 offline (TensorRT, INT8): T4 ~5,600 img/s = 35% of 130 TOPS, "
-    "A100 ~ 40% (see CALIBRATION.md)",
 )
 EFF_COMPUTE_JOB = _const(
     "efficiency_compute_job",
@@ -215,6 +164,178 @@ PARALLEL_EFFICIENCY = _const(
     0.90,
     "fraction per extra GPU group",
     "strong-scaling efficiency of a generic multi-GPU compute job (HPL scales at ~0.9 per node)",
+)
+
+# ------------------------------------------------------------- operator model (engine v2)
+GEMM_TILES: tuple[tuple[int, int], ...] = ((128, 128), (256, 128), (64, 128))
+_note(
+    "gemm_tile",
+    "128x128, 256x128, 64x128 (the cheapest is used)",
+    "output elements per tile (rows x columns)",
+    "CUTLASS/cuBLAS tensor-core GEMM kernels come in 128x128, 256x128 and 64x128 threadblock "
+    "tiles and the library heuristics pick per shape; NVIDIA 'Matrix Multiplication "
+    "Background' user guide illustrates tile and wave quantization with them",
+)
+SPLIT_K_MIN = _const(
+    "split_k_min_depth",
+    256.0,
+    "elements of K per split",
+    "cuBLAS/CUTLASS split-K (and stream-K) divide K when a GEMM has fewer tiles than SMs; a "
+    "slice needs a few 64-deep main-loop iterations to amortize its reduction (CUTLASS "
+    "split-K examples use slices of 256+)",
+)
+SM_COUNT_UNKNOWN = 108
+"""SMs assumed when the catalog lacks the figure (A100: the median datacenter part)."""
+GEMM_EFFICIENCY = _const(
+    "gemm_efficiency",
+    0.80,
+    "fraction of the sustained-clock tensor peak",
+    "large cuBLAS/hipBLASLt GEMMs reach ~80-90% of peak at the clock they hold; set by "
+    "CALIBRATION.md row 1 (Llama-2-7B pre-training on A100)",
+)
+ATTENTION_EFFICIENCY = _const(
+    "attention_efficiency",
+    0.55,
+    "fraction of the sustained-clock tensor peak",
+    "FlashAttention-2 (Dao 2023, sec. 4.1): 50-73% of peak forward, 45-63% backward on A100; "
+    "FlashAttention-3 ~75% forward on H100. We take 0.55 (training runs both passes)",
+)
+TRAINING_KERNEL_FACTOR = _const(
+    "training_kernel_factor",
+    0.62,
+    "x gemm_efficiency / attention_efficiency in transformer training",
+    "transformer training kernels (forward, data- and weight-gradient GEMMs with fp32 main-"
+    "gradient accumulation, attention backward) and the step's host/pipeline stalls reach "
+    "less than inference GEMMs: Llama 2 pre-training sustained 39-43% MFU on A100 (Touvron et "
+    "al. 2023, Table 2), Llama 3 38-43% on H100; set by CALIBRATION.md rows 1-2",
+)
+CONV_EFFICIENCY = _const(
+    "conv_efficiency",
+    0.32,
+    "fraction of the sustained-clock tensor peak",
+    "cuDNN implicit-GEMM convolutions over ResNet-class channel counts; set by CALIBRATION.md "
+    "row 3 (ResNet-50 AMP training, 1x A100-80GB, 2,470 img/s)",
+)
+CONV_INFERENCE_EFFICIENCY = _const(
+    "conv_inference_efficiency",
+    0.55,
+    "fraction of the sustained-clock tensor peak",
+    "TensorRT inference convolutions (forward only, batch norm folded, activations fused into "
+    "the epilogue, tuned tactics) reach more of peak than cuDNN training convolutions (data "
+    "and weight gradients); set by CALIBRATION.md row 5 (MLPerf Inference v3.1 ResNet-50 "
+    "offline INT8, 1x H100 SXM, 88,526 samples/s)",
+)
+EFF_8BIT_GEMM = _const(
+    "efficiency_8bit_gemm_factor",
+    0.75,
+    "x gemm_efficiency / attention_efficiency",
+    "FP8/INT8 GEMMs reach a smaller share of their 2x peak (scaling epilogues, smaller "
+    "tiles per byte); set by CALIBRATION.md row 7 (TensorRT-LLM Llama 3.1 8B FP8 2048/128)",
+)
+KERNEL_OVERHEAD_S = _const(
+    "kernel_overhead_s",
+    3e-6,
+    "s per kernel",
+    "launch + ramp + tail of one kernel: NVIDIA AIConfigurator adds ~3 us per memory "
+    "operation; kernel launch latency is 2-5 us (ESTIMATION.md)",
+)
+STEP_OVERHEAD_S = _const(
+    "serving_step_overhead_s",
+    4e-4,
+    "s per serving iteration",
+    "scheduling, sampling and detokenization per continuous-batching iteration (CPU side, "
+    "partly overlapped); vLLM v0.6 release blog: CPU overhead was up to half of decode time "
+    "before async scheduling; set by CALIBRATION.md row 9 (batch-1 TPOT)",
+)
+TRANSFORMER_KERNELS_PER_LAYER = _const(
+    "transformer_kernels_per_layer",
+    10.0,
+    "kernels per layer per forward",
+    "QKV, output, up(+gate), down GEMMs; attention; two norms (fused with residual adds); "
+    "rotary/bias; activation; KV-cache write (TensorRT-LLM / vLLM Llama layer)",
+)
+TRANSFORMER_ELEMENTWISE_PASSES = _const(
+    "transformer_elementwise_elements_per_token",
+    12.0,
+    "hidden-size vectors read or written per token per layer by non-GEMM ops (forward)",
+    "two norms (read h, write h each), two residual adds (read 2h, write h each), rotary / "
+    "bias (read+write ~2h): 4 + 6 + 2 = 12 vectors of h; the MLP activation adds 2-3 vectors "
+    "of the intermediate size (counted separately)",
+)
+BACKWARD_ELEMENTWISE_FACTOR = _const(
+    "backward_elementwise_factor",
+    2.0,
+    "x forward non-GEMM traffic",
+    "each elementwise op's backward reads its saved input and the incoming gradient and writes "
+    "the outgoing gradient: ~2x the forward bytes (Korthikanti et al. 2022, Table 1 ops)",
+)
+CNN_STASHED_TENSORS_PER_CONV = _const(
+    "cnn_stashed_tensors_per_conv",
+    3.0,
+    "tensors kept for backward per convolution",
+    "conv output, batch-norm output and ReLU output are each saved (PyTorch autograd, "
+    "ResNet bottleneck): the per-sample activation figure covers about three tensors per conv",
+)
+CNN_CONV_PASSES = _const(
+    "cnn_conv_io_passes",
+    2.0,
+    "tensor passes per conv (forward)",
+    "a convolution reads its input and writes its output once (weights are small)",
+)
+CNN_ELEMENTWISE_PASSES_TRAINING = _const(
+    "cnn_elementwise_passes_training",
+    5.0,
+    "tensor passes per conv output (forward, training)",
+    "batch norm in training reads the tensor for statistics and again to normalize, and "
+    "writes it (3); ReLU reads and writes (2); residual adds are fused in cuDNN/AMP graphs",
+)
+CNN_ELEMENTWISE_PASSES_INFERENCE = _const(
+    "cnn_elementwise_passes_inference",
+    0.0,
+    "tensor passes per conv output (forward, inference)",
+    "TensorRT folds batch norm into the convolution and fuses ReLU/add into its epilogue",
+)
+GENERIC_DEFAULT_LAYERS = 50
+"""Kernels per forward pass assumed for a generic network that does not give its layer count
+(ResNet-50 depth)."""
+SUSTAINED_CLOCK_FRACTION_UNKNOWN = _const(
+    "sustained_clock_fraction_unknown",
+    0.85,
+    "fraction of boost clock",
+    "median of the catalog GPUs whose base and boost clocks are known",
+)
+POWER_CLOCK_HEADROOM = _const(
+    "power_clock_headroom",
+    0.50,
+    "fraction of (boost - base) held under sustained matrix load",
+    "base clock is guaranteed at TDP under heavy load, boost is opportunistic; dense tensor "
+    "load sits between them (NVIDIA GPU Boost docs). Set by CALIBRATION.md row 8 (MLPerf "
+    "ResNet-50 INT8 on H100 PCIe, 350 W, vs the SXM row 5 constant)",
+)
+VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.84}
+_note(
+    "vendor_efficiency",
+    "amd 0.84 (nvidia 1.0)",
+    "x sustained peak",
+    "software maturity of the vendor stack (ROCm/hipBLASLt/vLLM-ROCm vs CUDA/TensorRT-LLM), "
+    "one factor per vendor: MLPerf Inference v4.1 closed, Llama-2-70B offline, 8x MI300X "
+    "23,514.8 tok/s, within 3-4% of NVIDIA's 8x H100 result of the same round (EE Times / "
+    "HPCwire reports of the MLCommons table), although MI300X has 1.32x the FP8 peak and "
+    "1.58x the bandwidth; set by CALIBRATION.md rows 9-10",
+)
+PCIE_COLLECTIVE_LATENCY_S = _const(
+    "pcie_collective_latency_s",
+    3e-5,
+    "s per collective over PCIe",
+    "NCCL small-message all-reduce over PCIe (through the host bridge, no P2P NVLink) is "
+    "20-50 us in nccl-tests on 4-8 GPU PCIe servers, vs ~8 us on NVLink",
+)
+PIPELINE_STAGE_LATENCY_S = _const(
+    "pipeline_stage_latency_s",
+    2e-5,
+    "s per stage boundary per iteration",
+    "a pipeline send/recv of one micro-batch's activations: NCCL point-to-point latency "
+    "(10-20 us) before the bytes move",
 )
 
 # ------------------------------------------------------------- interconnect
@@ -331,7 +452,23 @@ POWER_UTILIZATION = _const(
     "submissions); we take 0.75",
 )
 
-COMMON_KEYS = ("framework_overhead_gb", "memory_reserve_fraction", "power_utilization")
+COMMON_KEYS = (
+    "framework_overhead_gb",
+    "memory_reserve_fraction",
+    "power_utilization",
+    "sustained_clock_fraction_unknown",
+    "power_clock_headroom",
+    "vendor_efficiency",
+    "gemm_tile",
+    "split_k_min_depth",
+    "gemm_efficiency",
+    "attention_efficiency",
+    "conv_efficiency",
+    "efficiency_8bit_gemm_factor",
+    "kernel_overhead_s",
+    "transformer_kernels_per_layer",
+    "transformer_elementwise_elements_per_token",
+)
 TRAINING_KEYS = (
     "master_weight_bytes_per_param",
     "adam_state_bytes_per_param",
@@ -344,22 +481,27 @@ TRAINING_KEYS = (
     "training_flops_per_param_token",
     "training_flops_per_param_token_recompute",
     "cnn_training_flops_factor",
-    "mfu_transformer_training",
-    "mfu_cnn_training",
-    "mfu_non_tensor_training",
+    "training_kernel_factor",
     "comm_overlap_fraction",
+    "backward_elementwise_factor",
+    "cnn_stashed_tensors_per_conv",
+    "cnn_conv_io_passes",
+    "cnn_elementwise_passes_training",
 )
 INFERENCE_KEYS = (
     "quant_scale_overhead",
     "scheduled_tokens_per_iteration",
     "inference_live_activation_fraction",
     "max_auto_batch",
-    "efficiency_prefill",
-    "efficiency_decode_compute",
-    "efficiency_8bit_transformer_factor",
+    "serving_step_overhead_s",
     "efficiency_memory_bandwidth",
-    "efficiency_cnn_inference",
     "efficiency_non_tensor",
+    "cnn_stashed_tensors_per_conv",
+    "cnn_conv_io_passes",
+    "cnn_elementwise_passes_inference",
+    "conv_inference_efficiency",
+    "pcie_collective_latency_s",
+    "pipeline_stage_latency_s",
 )
 COMPUTE_KEYS = (
     "efficiency_compute_job",

@@ -88,6 +88,9 @@ class GenericModel:
     activation_mb_per_sample: float
     """Activation memory kept for backward per sample at 16-bit [MB]."""
     name: str = "custom"
+    layers: int | None = None
+    """Weighted layers (convolutions + fully connected): kernels per forward pass; None = a
+    ResNet-50-deep network (:data:`constants.GENERIC_DEFAULT_LAYERS`)."""
 
 
 ModelSpec = TransformerModel | GenericModel

@@ -10,9 +10,10 @@ from pydantic import BaseModel
 from service.catalog.service import get_gpu, to_spec
 from service.db import SessionDep
 from service.engine import estimate
+from service.engine.cache import Memo
 from service.errors import NotFound, Unprocessable, field_error, responses
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
-from service.estimates.service import to_engine_workload
+from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.presets.catalog import PRESETS, preset_to_dict
 from service.security import ReaderDep
 
@@ -33,7 +34,7 @@ def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) ->
             f"Unknown GPU '{body.gpu_slug}'",
             errors=[field_error("body.gpu_slug", f"no GPU with slug '{body.gpu_slug}'")],
         ) from exc
-    est = estimate(workload, to_spec(gpu), body.gpu_count)
+    est = estimate(workload, to_spec(gpu), body.gpu_count, memo=Memo(ENGINE_CACHE))
     return estimate_out(est, gpu_name=gpu.name)
 
 

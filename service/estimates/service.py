@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from service.engine.cache import EngineCache
 from service.engine.types import Workload
 from service.errors import Unprocessable, field_error
 from service.workloads.schemas import WorkloadError, WorkloadSpec
@@ -16,3 +17,10 @@ def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload") -> 
             "The workload's numbers are inconsistent or unknown",
             errors=[field_error(f"{prefix}.{f}", msg) for f, msg in exc.errors],
         ) from exc
+
+
+ENGINE_CACHE = EngineCache()
+"""This process's engine memo tables (the smallest fitting GPU count, training layouts and
+splits per workload and GPU): bounded LRU tables behind a lock, keyed by the frozen workload
+and GPU figures, so a catalog edit can never be served a stale entry. The service owns it;
+``ENGINE_CACHE.clear()`` empties it (benchmarks measure cold runs that way)."""

@@ -49,7 +49,7 @@ _PRESETS: tuple[Preset, ...] = (
         "resnet-50",
         "ResNet-50 v1.5",
         "cnn",
-        GenericModel(25.6e6, 8.2, 45.0, name="resnet-50"),
+        GenericModel(25.6e6, 8.2, 45.0, name="resnet-50", layers=54),
         "He et al. 2016 (arXiv:1512.03385) Table 1: 3.8-4.1 GMAC at 224x224; torchvision "
         "resnet50 weights: 25.6M params, 4.09 GMAC",
         "gflops_per_sample = 2 x 4.1 GMAC. activation_mb_per_sample ~45 MB at fp16 (batch 256 "
@@ -59,7 +59,7 @@ _PRESETS: tuple[Preset, ...] = (
         "ssd300",
         "SSD300",
         "detector",
-        GenericModel(35.6e6, 69.7, 80.0, name="ssd300"),
+        GenericModel(35.6e6, 69.7, 80.0, name="ssd300", layers=36),
         "Liu et al. 2016 (arXiv:1512.02325); torchvision ssd300_vgg16: 35.6M params, 34.86 "
         "GMAC at 300x300",
         "Figures are the VGG-16 SSD300 (torchvision). MLPerf Training's SSD uses a ResNet-34 "
@@ -70,7 +70,7 @@ _PRESETS: tuple[Preset, ...] = (
         "yolov8-l",
         "YOLOv8-L",
         "detector",
-        GenericModel(43.7e6, 165.2, 250.0, name="yolov8-l"),
+        GenericModel(43.7e6, 165.2, 250.0, name="yolov8-l", layers=110),
         "Ultralytics YOLOv8 model table (docs.ultralytics.com/models/yolov8): 43.7M params, "
         "165.2 GFLOPs at 640x640",
         "Activation MB per 640x640 image is an estimate.",

@@ -86,6 +86,7 @@ class ModelInput(_Strict):
                 gflops_per_sample=self.gflops_per_sample,
                 activation_mb_per_sample=self.activation_mb_per_sample or 0.0,
                 name=self.name,
+                layers=self.layers,
             )
         assert self.params is not None and self.layers is not None
         assert self.hidden_size is not None and self.attention_heads is not None
@@ -142,15 +143,48 @@ class InferenceInput(_Strict):
     max_tpot_ms: float | None = Field(default=None, gt=0, le=1e9)
     max_latency_ms: float | None = Field(default=None, gt=0, le=1e10)
     target_requests_per_s: float | None = Field(default=None, gt=0, le=1e9)
+    effective_prompt_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description=(
+            "Mean real (unpadded) prompt tokens per sample [tokens], when the runtime skips "
+            "padding (TensorRT / FasterTransformer remove-padding, variable-length attention). "
+            "Work is counted on these, memory is still sized for prompt_tokens. Transformer "
+            "models only; at most prompt_tokens. Null = padded: every sample costs prompt_tokens."
+        ),
+    )
 
     def to_engine(self) -> InferenceSpec:
         return InferenceSpec(**self.model_dump())
+
+    def errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
+        """Checks that need the resolved model or more than one field: (field, message)."""
+        if self.effective_prompt_tokens is None:
+            return []
+        field = "inference.effective_prompt_tokens"
+        if model is not None and not isinstance(model, TransformerModel):
+            return [(field, "effective_prompt_tokens applies to transformer models only")]
+        if self.effective_prompt_tokens > self.prompt_tokens:
+            return [(
+                field,
+                f"effective_prompt_tokens {self.effective_prompt_tokens} exceeds "
+                f"prompt_tokens {self.prompt_tokens}",
+            )]
+        return []
 
 
 class ComputeInput(_Strict):
     total_tflop: float = Field(gt=0, le=1e15, description="Work [TFLOP]")
     total_gb_moved: float = Field(default=0.0, ge=0, le=1e15, description="Memory traffic [GB]")
     memory_gb: float = Field(default=0.0, ge=0, le=1e9, description="Working set [GB]")
+    fp64_units: Literal["vector", "matrix"] = Field(
+        default="vector",
+        description=(
+            "Which FP64 units the code's FLOPs run on (fp64 precision only): vector = plain "
+            "FP64 (stencils, CFD, most solvers); matrix = FP64 tensor/matrix cores (DGEMM, HPL)"
+        ),
+    )
 
     def to_engine(self) -> ComputeSpec:
         return ComputeSpec(**self.model_dump())
@@ -186,6 +220,22 @@ _EXAMPLES: list[dict[str, Any]] = [
         "precision": "fp64",
         "compute": {"total_tflop": 500000, "total_gb_moved": 20000, "memory_gb": 60},
     },
+    {
+        "kind": "inference",
+        "model": {"preset": "bert-large"},
+        "precision": "fp16",
+        "inference": {
+            "prompt_tokens": 512,
+            "effective_prompt_tokens": 180,
+            "batch_size": 64,
+            "max_latency_ms": 100,
+        },
+    },
+    {
+        "kind": "compute",
+        "precision": "fp64",
+        "compute": {"total_tflop": 2000000, "memory_gb": 70, "fp64_units": "matrix"},
+    },
 ]
 
 
@@ -219,6 +269,9 @@ class WorkloadSpec(_Strict):
             compute=self.compute.to_engine() if self.compute else None,
         )
         errors = validate_workload(workload)
+        if self.inference is not None:
+            named = {field for field, _ in errors}
+            errors += [e for e in self.inference.errors(model) if e[0] not in named]
         if errors:
             raise WorkloadError(errors)
         return workload

@@ -19,7 +19,7 @@ from service.config import Settings
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
-from service.estimates.service import to_engine_workload
+from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.workloads.models import (
     ConstraintsIn,
@@ -202,6 +202,7 @@ def recommend_for(
         ),
         limit=limit,
         skypilot_names=catalog.skypilot_names,
+        cache=ENGINE_CACHE,
     )
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)

@@ -29,7 +29,11 @@ _FLOAT_COLUMNS = (
     "fp8_tflops",
     "int8_tops",
     "interconnect_bandwidth_gb_s",
+    "boost_clock_mhz",
+    "base_clock_mhz",
+    "l2_cache_mb",
 )
+_INT_COLUMNS = ("pcie_gen", "sm_count", "tensor_core_generation")
 
 
 def _float_or_none(text: str) -> float | None:
@@ -37,8 +41,14 @@ def _float_or_none(text: str) -> float | None:
     return float(text) if text else None
 
 
+def _int_or_none(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text else None
+
+
 def _gpu(row: dict[str, str]) -> GpuSpec:
     values: dict[str, Any] = {name: _float_or_none(row[name]) for name in _FLOAT_COLUMNS}
+    values.update({name: _int_or_none(row[name]) for name in _INT_COLUMNS})
     return GpuSpec(
         slug=row["slug"],
         name=row["name"],
@@ -46,7 +56,6 @@ def _gpu(row: dict[str, str]) -> GpuSpec:
         form_factor=cast(Any, row["form_factor"]),
         interconnect=cast(Any, row["interconnect"] or "none"),
         max_gpus_per_node=int(row["max_gpus_per_node"] or 1),
-        pcie_gen=int(row["pcie_gen"]) if row["pcie_gen"].strip() else None,
         architecture=row["architecture"],
         **values,
     )

@@ -1,4 +1,5 @@
-"""GpuSpec fixtures typed from /work/shared/reference/gpu_datasheets.csv (dense tensor figures).
+"""GpuSpec fixtures typed from shared/reference/gpu_datasheets.csv (project reference set),
+dense tensor figures.
 
 Interconnect bandwidth: NVLink totals from the same CSV (``nvlink_gbps``); PCIe-only cards get
 PCIe figures through their ``pcie_gen``.

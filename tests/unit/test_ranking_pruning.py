@@ -9,12 +9,13 @@ from functools import cache
 
 import pytest
 
+from service.engine.cache import Memo
 from service.engine.choice import ranking as rk
 from service.engine.choice.bounds import Pending, count_floors
 from service.engine.choice.cost import group_offers, usd_per_gpu_hour
 from service.engine.constants import MAX_AUTO_BATCH
 from service.engine.physics.performance import peak_rate
-from service.engine.physics.serving import Roofline, largest_meeting
+from service.engine.physics.serving import ServingModel, largest_meeting
 from service.engine.recommend_types import (
     Constraints,
     CostSettings,
@@ -187,7 +188,7 @@ def _screened(workload: Workload, objective: Objective) -> list[Pending]:
     out = []
     for gpu in load_gpus():
         got = rk._screen(workload, gpu, grouped.get(gpu.slug, ()), Constraints(),
-                         CostSettings(), False, objective)
+                         CostSettings(), False, objective, Memo())
         if isinstance(got, Pending):
             out.append(got)
     return out
@@ -199,7 +200,9 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
     workload = WORKLOADS[name]
     checked = 0
     for p in _screened(workload, objective):
-        options, _, _ = rk._evaluate_gpu(workload, p, Constraints(), CostSettings(), objective)
+        options, _, _ = rk._evaluate_gpu(
+            workload, p, Constraints(), CostSettings(), objective, Memo()
+        )
         if not options:
             continue
         checked += 1
@@ -269,7 +272,7 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
     workload, settings = WORKLOADS[name], CostSettings()
     checked = 0
     for p in _screened(workload, "balanced"):
-        options, _, _ = rk._evaluate_gpu(workload, p, Constraints(), settings, "balanced")
+        options, _, _ = rk._evaluate_gpu(workload, p, Constraints(), settings, "balanced", Memo())
         for o in options:
             if o.money is None or o.offer is None:
                 continue
@@ -280,7 +283,7 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
     assert checked >= 10
 
 
-def _bisect(roof: Roofline, hi: int) -> int:
+def _bisect(roof: ServingModel, hi: int) -> int:
     if roof.meets(hi):
         return hi
     if hi == 1 or not roof.meets(1):
@@ -303,5 +306,5 @@ def test_boundary_search_equals_bisection(name: str) -> None:
         if rate is None:
             continue
         for tp in (1, 2, 4, 8):
-            roof = Roofline(workload, gpu, rate, tp, 100.0)
+            roof = ServingModel(workload, gpu, rate, tp, 100.0)
             assert largest_meeting(roof) == _bisect(roof, int(MAX_AUTO_BATCH)), (gpu.slug, tp)

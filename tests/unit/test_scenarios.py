@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.engine.choice.ranking import recommend
-from service.engine.recommend_types import Constraints, Objective, Recommendation
+from service.engine.recommend_types import Candidate, Constraints, Objective, Recommendation
 from service.engine.types import ComputeSpec, InferenceSpec, TrainingSpec, Workload
 from service.presets.catalog import PRESETS
 from tests.unit.catalog_data import load_gpus, load_offers, skypilot_names
@@ -172,8 +172,40 @@ def test_model_too_big_for_one_gpu_gets_more_gpus_or_more_memory() -> None:
         # 138 GB of fp16 weights: either >= 141 GB on one GPU or split over several
         assert cand.gpu_count > 1 or gpus[cand.gpu_slug].memory_gb >= 141, cand.gpu_slug
         text = " ".join(cand.reasons)
-        assert "weights 13" in text and "GB per GPU" in text
+        assert "GB per GPU" in text
+        # the per-GPU weights times the model split add up to the 138 GB of fp16 weights
+        par = cand.estimate.parallelism
+        split = par.tensor_parallel * par.pipeline_parallel
+        assert cand.estimate.memory.weights * split == pytest.approx(137.96, rel=0.01)
+        assert f"weights {cand.estimate.memory.weights:.1f}" in text
     h100 = next(c for c in rec.recommendations if c.gpu_slug == "nvidia-h100-sxm5-80gb")
     assert h100.gpu_count >= 2
     assert any("on one GPU it would need" in r and "> 80 GB" in r for r in h100.reasons)
-    assert any(r.startswith("needs ") and "TP=" in r for r in h100.reasons)
+    assert any(r.startswith("needs ") and ("TP=" in r or "PP=" in r) for r in h100.reasons)
+
+
+def test_a_tight_tpot_limit_moves_the_answer_to_faster_gpus() -> None:
+    # A tight time-per-output-token limit shrinks the feasible batch most on slow-memory
+    # GPUs: at 20 ms the cheapest way to serve is an HBM part; at 160 ms a GDDR card wins
+    def top(tpot_ms: float) -> list[Candidate]:
+        w = Workload(
+            kind="inference",
+            precision="bf16",
+            model=PRESETS["llama-3.1-8b"].model,
+            inference=InferenceSpec(prompt_tokens=512, output_tokens=256, max_tpot_ms=tpot_ms,
+                                    target_requests_per_s=10),
+        )
+        return list(_run(w, "cost").recommendations[:3])
+
+    gpus = {g.slug: g for g in load_gpus()}
+    tight, loose = top(20), top(160)
+    assert gpus[tight[0].gpu_slug].memory_bandwidth_gb_s >= 1500
+    assert gpus[loose[0].gpu_slug].memory_bandwidth_gb_s < 1500
+    assert tight[0].gpu_slug != loose[0].gpu_slug
+    for cand in tight:
+        assert cand.estimate.tpot_ms is not None and cand.estimate.tpot_ms <= 20
+    # the same GPU runs a smaller batch under the tighter limit
+    a100 = {c.gpu_slug: c for c in top(40)}.get("nvidia-a100-sxm4-40gb")
+    a100_loose = {c.gpu_slug: c for c in top(160)}.get("nvidia-a100-sxm4-40gb")
+    if a100 is not None and a100_loose is not None:
+        assert (a100.estimate.batch_size or 0) < (a100_loose.estimate.batch_size or 0)

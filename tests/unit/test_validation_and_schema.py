@@ -102,7 +102,8 @@ def test_schema_validate_workload_errors_surface() -> None:
 
 def test_schema_examples_validate() -> None:
     examples = WorkloadSpec.model_json_schema()["examples"]
-    assert len(examples) == 3
+    assert {e["kind"] for e in examples} == {"inference", "training", "compute"}
+    assert len(examples) == 5  # + padding-free BERT inference, FP64 matrix-unit DGEMM
     for example in examples:
         WorkloadSpec.model_validate(example).to_engine()
 

@@ -29,14 +29,19 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
+from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
-from service.engine.physics.estimate import _training_hours, compute_job_efficiency
-from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.physics.estimate import (
+    _training_hours,
+    compute_job_seconds,
+    workload_rate,
+)
+from service.engine.physics.performance import PeakRate
 from service.engine.recommend_types import Offer
-from service.engine.types import GenericModel, GpuSpec, TransformerModel, Workload
+from service.engine.types import GpuSpec, TransformerModel, Workload
 
 BOUND_SLACK = 1e-9
 """Relative amount every bound is lowered by, so float rounding (the estimate multiplies the
@@ -69,49 +74,51 @@ NO_FLOORS = Floors(0.0, 0.0)
 
 
 def floors(
-    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool = False
+    workload: Workload,
+    gpu: GpuSpec,
+    first: int,
+    cap: int,
+    throughput: bool = False,
+    memo: Memo | None = None,
 ) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
     memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: inference
     options run at the throughput-optimal batch (every objective but time), which gives a
     much higher latency floor (:func:`_latency_floor`)."""
-    rate = peak_rate(gpu, workload.precision, matmul=True)  # the rate estimate() uses
+    rate = workload_rate(workload, gpu)  # the rate estimate() uses
     if rate is None:
         return NO_FLOORS
     if workload.kind == "compute":
         out = _compute(workload, gpu, rate, cap)
     elif workload.kind == "training":
-        out = _training(workload, rate, first, cap)
+        out = _training(workload, gpu, rate, first, cap)
     else:
-        out = _inference(workload, gpu, rate, first, cap, throughput)
+        out = _inference(workload, gpu, rate, first, cap, throughput, memo)
     return Floors(out.gpu_hours * (1 - BOUND_SLACK), out.time * (1 - BOUND_SLACK))
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
     """``estimate._estimate_compute``: seconds = max(compute, memory) / scale with scale =
     n x PARALLEL_EFFICIENCY (n > 1) <= n, so n x seconds >= max(compute, memory)."""
-    spec = workload.compute
-    assert spec is not None
-    eff = compute_job_efficiency(workload, rate)
-    one_gpu_s = max(
-        spec.total_tflop / (rate.tflops * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
-    )
+    one_gpu_s = max(compute_job_seconds(workload, gpu, rate))
     best_scale = cap * c.PARALLEL_EFFICIENCY if cap > 1 else 1.0
     hours = one_gpu_s / SECONDS_PER_HOUR
     return Floors(hours, hours / best_scale)
 
 
-def _training(workload: Workload, rate: PeakRate, first: int, cap: int) -> Floors:
-    """``training.step_time``: step >= compute = the busiest GPU's FLOPs (ceil(batch / dp)
-    samples over t ranks, dp x t <= n) / (peak x MFU) >= FLOPs / (n x peak x MFU); the MFU is
-    the one step_time picks for this rate and model, the FLOPs those without recomputation
-    (the fewest, whichever checkpointing the plan uses)."""
+def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
+    """``training.step_time``: every micro-step runs its GEMM / attention / conv FLOPs (less
+    the input-embedding lookup, :func:`training.training_floor_flops`) at no more than the
+    fastest of those kernels' rates (:func:`training.training_floor_rate`), split over at
+    most n GPUs; wave quantization, memory-bound ops, fixed costs, the optimizer update and
+    exposed communication only add."""
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    eff = tr.training_mfu(workload, rate)
-    flops = tr.training_flops_per_step(workload, False)
-    one_gpu_step_s = flops / (rate.tflops * 1e12 * eff)
+    one_gpu_step_s = tr.training_floor_flops(workload) / tr.training_floor_rate(
+        workload, gpu, rate)
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
+    if one_gpu_step_s <= 0:
+        return NO_FLOORS
     hours = _training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
     if hours is None:
         # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
@@ -119,80 +126,74 @@ def _training(workload: Workload, rate: PeakRate, first: int, cap: int) -> Floor
     return Floors(hours, hours / max(1, cap))
 
 
-def _latency_floor(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> float:
+def _latency_floor(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo | None
+) -> float:
     """Least latency [ms] of any option at the throughput-optimal batch (no latency mode).
 
-    ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp),
+    ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp, pp),
     max_fit(tp, pp))``, i.e. min(limit, max(1, min(max_fit, MAX_AUTO_BATCH))) with ``limit``
     the largest batch meeting the latency limits (>= 1 for any feasible option) on the split's
-    roofline, which depends on tp only (PP stages run in sequence at one GPU's rate; the TP
-    link does not depend on the count). ``max_fit`` never falls as pp grows (PP divides the
-    weights, not the KV cache or activations), so every option's batch is at least
-    ``b(tp) = min(limit(tp), max(1, min(max_fit(tp, 1), MAX_AUTO_BATCH)))`` for its tp, and
-    latency grows with the batch: the floor is the least ``latency(tp, b(tp))`` over the TP
-    degrees of any count up to ``cap``. A fixed ``batch_size`` runs at that batch on every
-    split. The arithmetic is the estimate's own (:class:`inference.Context`, shared with it)."""
+    serving model. Every option's batch is at least that of its split, and latency grows
+    with the batch: the floor is the least latency over the splits of the counts up to
+    ``cap``, each at its own batch. A fixed ``batch_size`` runs at that batch on every split.
+    The arithmetic is the estimate's own (:class:`serving.Context`, shared with it)."""
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
-    ctx = inf.context(workload, gpu, rate.precision_used, rate)
+    ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
     best = INF
-    for tp in _tp_degrees(workload, gpu, cap):
-        roof = ctx.roofline(tp)
+    for tp, pp in ctx.splits(max(1, cap)):
+        roof = ctx.model(tp, pp)
         if spec.batch_size is not None:
             best = min(best, roof.latency_ms(spec.batch_size)[2])
         else:
-            max_fit = max(1, ctx.sizing(tp, 1).max_batch(ctx.usable))
+            max_fit = max(1, ctx.sizing(tp, pp).max_batch(ctx.usable))
             best = min(best, _least_latency(roof, max(1, min(max_fit, int(c.MAX_AUTO_BATCH))),
                                             best))
     return best
 
 
-def _least_latency(roof: inf.Roofline, hi: int, best: float) -> float:
+def _least_latency(roof: inf.ServingModel, hi: int, best: float) -> float:
     """Latency at ``min(max(largest_meeting(roof), 1), hi)``, searching [1, hi] only (the
-    predicate is monotone, see :func:`inference.largest_meeting`); or some latency >= ``best``
-    when that one is (latency grows with the batch: the least over TP degrees is the same)."""
+    predicate is monotone, see :func:`serving.largest_meeting`); or some latency >= ``best``
+    when that one is (latency grows with the batch: the least over splits is the same)."""
     ok_hi, g_hi, lat_hi = roof.check(hi)
     if ok_hi or hi == 1:
         return lat_hi
     ok_lo, g_lo, lat_lo = roof.check(1)
-    return inf.boundary(roof, 1, hi, (g_lo, g_hi, lat_lo), best)[1] if ok_lo else lat_lo
+    if not ok_lo:
+        return lat_lo
+    return inf.boundary(roof, 1, hi, (g_lo, g_hi, lat_lo), best)[1]
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
-    """Every TP degree any count up to ``cap`` may split the model over."""
+    """Every TP degree any count up to ``cap`` may split the model over (within one node)."""
     model = workload.model
     if not isinstance(model, TransformerModel):
         return [1]
     heads = model.attention_heads
-    return [t for t in par.tp_candidates(gpu, max(1, cap)) if heads % t == 0]
+    per_node = max(1, gpu.max_gpus_per_node)
+    return [t for t in par.powers_of_two_upto(min(max(1, cap), per_node)) if heads % t == 0]
 
 
 def _inference(
-    workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int, throughput: bool
+    workload: Workload,
+    gpu: GpuSpec,
+    rate: PeakRate,
+    first: int,
+    cap: int,
+    throughput: bool,
+    memo: Memo | None,
 ) -> Floors:
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
-    # one GPU, TP 1: no collectives, the same efficiencies and byte counts as any split
-    roof = inf.Roofline(workload, gpu, rate, 1, 1.0)
+    # one GPU, TP 1: the serving model's own floors (see ServingModel.request_floor_s)
+    roof = inf.ServingModel(workload, gpu, rate, 1, 1.0)
     if throughput:
-        latency_ms = _latency_floor(workload, gpu, rate, cap)
+        latency_ms = _latency_floor(workload, gpu, rate, cap, memo)
     else:
-        tp_max = max(_tp_degrees(workload, gpu, cap))
-        latency_ms = roof.latency_ms(1)[2] / tp_max
-    if roof.decoder:
-        # per request: out decode tokens + its prompt, linear then attention kernels; the
-        # attention kernel also reads the KV cache (>= ctx x kv bytes per token, / kv_div <= tp)
-        linear = spec.output_tokens * 2.0 * roof.n_active / roof.den_d + roof.lin_prompt
-        attention = spec.output_tokens * 4.0 * roof.layers * roof.h * roof.ctx / roof.den_d
-        attention += roof.att_prompt
-        kv_read = spec.output_tokens * roof.ctx * roof.kv_tok / roof.bytes_s
-        per_request_s = linear + max(attention, kv_read)
-    elif isinstance(model, GenericModel):
-        per_request_s = max(
-            roof.flops_per / (roof.tflops * 1e12 * roof.eff), roof.act_per * 2.0 / roof.bytes_s
-        )
-    else:
-        per_request_s = roof.prompt_flops / (roof.tflops * 1e12 * roof.eff_p)
+        latency_ms = roof.latency_floor_ms(max(_tp_degrees(workload, gpu, cap)))
+    per_request_s = roof.request_floor_s()
     llm = co.is_llm_serving(workload)
     units = float(spec.output_tokens) if llm else 1.0
     scale = co.TOKENS_PER_MILLION if llm else co.REQUESTS_PER_UNIT

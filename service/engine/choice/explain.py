@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice.provision import provision
 from service.engine.physics.estimate import estimate
@@ -116,7 +117,9 @@ def layout(est: Estimate) -> str:
     return text
 
 
-def memory_reasons(workload: Workload, gpu: GpuSpec, est: Estimate, first_fit: int) -> list[str]:
+def memory_reasons(
+    workload: Workload, gpu: GpuSpec, est: Estimate, first_fit: int, memo: Memo | None = None
+) -> list[str]:
     """The memory arithmetic: what one GPU would need, and what each GPU needs as split."""
     per_gpu = (
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU for {memory_parts(est.memory)}; "
@@ -126,7 +129,7 @@ def memory_reasons(workload: Workload, gpu: GpuSpec, est: Estimate, first_fit: i
         return [per_gpu]
     out = [f"{per_gpu}, across {est.gpu_count} GPUs ({layout(est)})"]
     if first_fit > 1 and workload.kind == "inference":
-        single = estimate(workload, gpu, 1)
+        single = estimate(workload, gpu, 1, memo=memo)
         out.append(
             f"on one GPU it would need {single.memory_per_gpu_gb:.1f} GB "
             f"({memory_parts(single.memory)}) > {gpu.memory_gb:g} GB, so it is split"
@@ -359,12 +362,13 @@ def candidate(
     settings: CostSettings,
     skypilot_names: Mapping[str, str] | None,
     node_labels: Mapping[str, str] | None,
+    memo: Memo | None = None,
 ) -> Candidate:
     """The returned candidate for ``opt``: reasons, warnings and provisioning snippets."""
     gpu, est, offer = opt.gpu, opt.est, opt.offer
     reasons = [
         score_reason(objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload),
-        *memory_reasons(workload, gpu, est, opt.first_fit),
+        *memory_reasons(workload, gpu, est, opt.first_fit, memo),
         bound_reason(workload, gpu, est),
         performance_reason(workload, est, opt.cost.replicas),
     ]

@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
+from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
@@ -126,6 +127,7 @@ def _screen(
     settings: CostSettings,
     needs_price: bool,
     objective: Objective,
+    memo: Memo,
 ) -> bd.Pending | Failure:
     """The cheap checks (no estimate unless memory rules the GPU out), then its bounds."""
     failure = ex.constraint_failure(gpu, c)
@@ -139,15 +141,16 @@ def _screen(
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
     cap = c.max_gpus or default_cap
     counts = gpu_count_candidates(gpu, cap) or [1]
-    first = min_gpus_to_fit(workload, gpu)
+    first = min_gpus_to_fit(workload, gpu, memo)
     if first is None or first > counts[-1]:
         # the rejection reads only the memory figures: no layout/speed search
-        return ex.memory_failure(gpu, memory_estimate(workload, gpu, counts[-1]), first, cap)
+        est = memory_estimate(workload, gpu, counts[-1], memo)
+        return ex.memory_failure(gpu, est, first, cap)
     fitting = tuple(n for n in counts if n >= first)
     rate = co.cheapest_gpu_hour(gpu, usable, fitting[0], cap, settings)
     if rate is None and needs_price:
         return ex.no_quote_failure(first)
-    floor = bd.floors(workload, gpu, first, cap, objective == "balanced")
+    floor = bd.floors(workload, gpu, first, cap, objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
     bound = {"cost": lb_cost, "time": floor.time, "energy": bd.energy_floor(floor, gpu)}
     tier = 1 if rate is None and objective in ("cost", "balanced") else 0
@@ -164,6 +167,7 @@ def _evaluate_gpu(
     c: Constraints,
     settings: CostSettings,
     objective: Objective,
+    memo: Memo,
 ) -> tuple[list[_Option], Failure | None, str | None]:
     """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
     gpu, offers, first = p.gpu, p.usable, p.first
@@ -186,7 +190,7 @@ def _evaluate_gpu(
             bound = co.unit_rate_lower_bound(workload, objective, gpu, n, offer, instances)
             if bound is not None and bound > best * (1.0 + PRUNE_MARGIN):
                 continue
-        args = (workload, gpu, n, offer, instances, c, settings, p.rent, first)
+        args = (workload, gpu, n, offer, instances, c, settings, p.rent, first, memo)
         opt, miss = _option(*args, latency_mode)
         if latency_mode and miss is not None:
             # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
@@ -208,6 +212,7 @@ def _probe(
     settings: CostSettings,
     c_min: float,
     t_min: float,
+    memo: Memo,
 ) -> tuple[list[_Option], list[tuple[float, float]]]:
     """Balanced (see :func:`search._search_balanced`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
@@ -223,7 +228,7 @@ def _probe(
             rest.append((lbc, lbt))
             continue
         opt, miss = _option(workload, p.gpu, n, offer, instances, c, settings, p.rent, p.first,
-                            False)
+                            memo, False)
         if miss is None and opt.money is not None:
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
@@ -240,10 +245,11 @@ def _option(
     settings: CostSettings,
     rent_rate: float | None,
     first: int,
+    memo: Memo,
     latency_mode: bool,
 ) -> tuple[_Option, Failure | None]:
     """The option of ``n`` GPUs on ``instances`` of ``offer``, and the first limit it misses."""
-    est = estimate(workload, gpu, n, latency_mode=latency_mode)
+    est = estimate(workload, gpu, n, latency_mode=latency_mode, memo=memo)
     cost = co.cost_breakdown(workload, est, offer, instances, settings, rent_rate)
     money, time, energy, proxy = _metrics(workload, est, cost)
     opt = _Option(gpu, est, offer, instances, cost, money, time, energy, proxy, first)
@@ -332,12 +338,15 @@ def recommend(
     skypilot_names: Mapping[str, str] | None = None,
     node_labels: Mapping[str, str] | None = None,
     exhaustive: bool = False,
+    cache: EngineCache | None = None,
 ) -> Recommendation:
     """Rank GPU types (with count and offer) for ``workload``; see the module docstring.
 
     Deterministic: the input order of ``gpus`` and ``offers`` does not matter. Raises
     ValueError for an invalid workload or objective. ``exhaustive``: evaluate every GPU in
     full (no branch and bound; the same top ``limit``, and every limit failure in rejected).
+    ``cache``: the caller's shared :class:`~service.engine.cache.EngineCache` (None: memo
+    tables live for this call only).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -346,6 +355,7 @@ def recommend(
         raise ValueError("; ".join(f"{f}: {m}" for f, m in errors))
     c = constraints or Constraints()
     settings = settings or CostSettings()
+    memo = Memo(cache)
     grouped = co.group_offers(offers)
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
@@ -354,7 +364,7 @@ def recommend(
     pending: list[bd.Pending] = []
     for gpu in co.by_slug(gpus).values():
         group = grouped.get(gpu.slug, ())
-        got = _screen(workload, gpu, group, c, settings, needs_price, objective)
+        got = _screen(workload, gpu, group, c, settings, needs_price, objective, memo)
         if isinstance(got, Failure):
             rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, got.reason, got.fix, got.code)
         else:
@@ -363,7 +373,7 @@ def recommend(
     per_gpu: list[_Evaluated] = []
 
     def evaluate(p: bd.Pending) -> list[_Option] | None:
-        options, failure, warning = _evaluate_gpu(workload, p, c, settings, objective)
+        options, failure, warning = _evaluate_gpu(workload, p, c, settings, objective, memo)
         if not options:
             assert failure is not None
             f, gpu = failure, p.gpu
@@ -379,7 +389,7 @@ def recommend(
 
     def probe(p: bd.Pending, c_min: float, t_min: float) -> tuple[
             list[_Option], list[tuple[float, float]]]:
-        opts, rest = _probe(workload, p, c, settings, c_min, t_min)
+        opts, rest = _probe(workload, p, c, settings, c_min, t_min, memo)
         probed.extend(opts)
         return opts, rest
 
@@ -393,7 +403,7 @@ def recommend(
     front = _pareto([o for o, _, _ in chosen], limit)
     candidates = [
         ex.candidate(workload, rank, opt, score, rank - 1 in front, warns, objective, mins,
-                     settings, skypilot_names, node_labels)
+                     settings, skypilot_names, node_labels, memo)
         for rank, (opt, score, warns) in enumerate(chosen[:limit], start=1)
     ]
     warnings: list[str] = []

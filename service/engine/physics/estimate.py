@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import replace
 
 from service.engine import constants as c
+from service.engine.cache import Memo, memo_of
+from service.engine.physics import kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
@@ -30,12 +31,32 @@ SPLIT_TIE = 1.001
 latency mode) to be chosen: near-ties go to the split with fewer GPUs per replica."""
 
 
-@functools.lru_cache(maxsize=16)
-def _assumptions(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
+def _assumption_set(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
     names: list[str] = []
     for group in (c.COMMON_KEYS, *groups, c.LINK_KEYS):
         names.extend(n for n in group if n not in names)
     return tuple(c.ASSUMPTIONS[n] for n in names)
+
+
+_ASSUMPTION_SETS: dict[tuple[tuple[str, ...], ...], tuple[Assumption, ...]] = {
+    groups: _assumption_set(*groups)
+    for groups in ((), (c.COMPUTE_KEYS,), (c.TRAINING_KEYS,), (c.INFERENCE_KEYS,))
+}
+"""The constants each kind of estimate lists, built once at import (a table, not a cache)."""
+
+
+def _assumptions(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
+    return _ASSUMPTION_SETS[groups]
+
+
+def workload_rate(workload: Workload, gpu: GpuSpec) -> PeakRate | None:
+    """The peak rate a workload runs at on ``gpu`` (shared with the ranking's bounds): compute
+    jobs in FP64 use the matrix (tensor) units only when their code does
+    (``fp64_units == "matrix"``); everything else uses the tensor rate of its precision."""
+    matmul = True
+    if workload.kind == "compute" and workload.compute is not None:
+        matmul = workload.compute.fp64_units == "matrix"
+    return peak_rate(gpu, workload.precision, matmul=matmul)
 
 
 def _power_w(gpu: GpuSpec, gpu_count: int) -> float:
@@ -62,25 +83,31 @@ def _no_rate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
 
 
 def estimate(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, *, latency_mode: bool = False
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    *,
+    latency_mode: bool = False,
+    memo: Memo | None = None,
 ) -> Estimate:
     """Estimate ``workload`` on ``gpu_count`` x ``gpu``: memory per GPU, fit, speed, energy.
 
     The workload is assumed valid (see :func:`validate_workload`). Inference without a fixed
     ``batch_size`` runs at the throughput-optimal batch (the largest meeting the limits);
     ``latency_mode`` picks the latency-optimal one instead (batch 1, replicas supply the
-    throughput). Other kinds ignore it.
+    throughput). Other kinds ignore it. ``memo``: the caller's memo (see :mod:`cache`).
     """
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
-    rate = peak_rate(gpu, workload.precision, matmul=True)
+    rate = workload_rate(workload, gpu)
     if rate is None:
         return _no_rate(workload, gpu, gpu_count)
+    memo = memo_of(memo)
     if workload.kind == "compute":
-        return _estimate_compute(workload, gpu, gpu_count, rate)
+        return _estimate_compute(workload, gpu, gpu_count, rate, memo)
     if workload.kind == "training":
-        return _estimate_training(workload, gpu, gpu_count, rate)
-    return _estimate_inference(workload, gpu, gpu_count, rate, latency_mode)
+        return _estimate_training(workload, gpu, gpu_count, rate, memo)
+    return _estimate_inference(workload, gpu, gpu_count, rate, memo, latency_mode)
 
 
 def _warnings(
@@ -101,18 +128,31 @@ def _warnings(
 
 
 def compute_job_efficiency(workload: Workload, rate: PeakRate) -> float:
-    """Share of peak a generic compute job reaches (shared with the ranking's bounds)."""
+    """Share of the sustained-clock peak a generic compute job reaches (shared with the
+    ranking's bounds): FP64 on matrix units at the HPL figure, other tensor work at the
+    dense-linear-algebra figure, vector work at the SGEMM/DGEMM-on-CUDA-cores figure."""
     if workload.precision == "fp64" and rate.tensor:
         return c.EFF_FP64_TENSOR
     return c.EFF_COMPUTE_JOB if rate.tensor else c.EFF_NON_TENSOR
 
 
-def _estimate_compute(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> tuple[float, float]:
+    """(compute_s, memory_s) of a compute job on one GPU: its FLOPs at the sustained clock
+    (:func:`kernels.sustained_clock_fraction`) x efficiency x vendor factor, its bytes at
+    achieved bandwidth."""
     spec = workload.compute
     assert spec is not None
     eff = compute_job_efficiency(workload, rate)
-    compute_s = spec.total_tflop / (rate.tflops * eff)
-    memory_s = spec.total_gb_moved / bandwidth_gb_s(gpu)
+    sustained = rate.tflops * kernels.sustained_clock_fraction(gpu) * kernels.vendor_factor(gpu)
+    return spec.total_tflop / (sustained * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
+
+
+def _estimate_compute(
+    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
+) -> Estimate:
+    spec = workload.compute
+    assert spec is not None
+    compute_s, memory_s = compute_job_seconds(workload, gpu, rate)
     scale = n * (c.PARALLEL_EFFICIENCY if n > 1 else 1.0)
     total_s = max(compute_s, memory_s) / scale
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
@@ -157,12 +197,14 @@ def _min_compute_gpus(memory_gb: float, usable_gb: float) -> int | None:
 # ---------------------------------------------------------------- training
 
 
-def _estimate_training(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate) -> Estimate:
+def _estimate_training(
+    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
+) -> Estimate:
     spec = workload.training
     model = workload.model
     assert spec is not None and model is not None
     prec = rate.precision_used
-    plan = tr.plan_training(workload, gpu, n, rate)
+    plan = tr.plan_training(workload, gpu, n, rate, memo=memo)
     step = plan.step
     assert step is not None
     warnings: list[str] = []
@@ -179,7 +221,7 @@ def _estimate_training(workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
     hours = _training_hours(workload, samples_s, seq)
     power = _power_w(gpu, n)
-    fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan)
+    fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan, memo)
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=n,
@@ -222,7 +264,7 @@ def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | N
 
 
 def _training_fixes(
-    workload: Workload, gpu: GpuSpec, n: int, prec: Precision, plan: tr.TrainPlan
+    workload: Workload, gpu: GpuSpec, n: int, prec: Precision, plan: tr.TrainPlan, memo: Memo
 ) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
     if plan.fits:
         return (), (), n
@@ -233,12 +275,14 @@ def _training_fixes(
         f"{gpu.memory_gb:g} GB available",
     )
     fixes: list[str] = []
-    if not spec.activation_checkpointing and tr.fits(workload, gpu, n, prec, checkpointing=True):
+    if not spec.activation_checkpointing and tr.fits(
+        workload, gpu, n, prec, checkpointing=True, memo=memo
+    ):
         fixes.append("fits with activation checkpointing")
     if spec.sharding not in ("auto", "zero3") and n > 1:
-        if tr.fits(workload, gpu, n, prec, sharding="zero3"):
+        if tr.fits(workload, gpu, n, prec, sharding="zero3", memo=memo):
             fixes.append("fits with sharding zero3 (FSDP)")
-    needed = min_gpus_to_fit(workload, gpu)
+    needed = min_gpus_to_fit(workload, gpu, memo)
     if needed is not None and needed > n:
         fixes.append(f"needs {needed} GPUs")
     return tuple(fixes), reasons, needed
@@ -248,54 +292,62 @@ def _training_fixes(
 
 
 def _estimate_inference(
-    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, latency_mode: bool = False
+    workload: Workload,
+    gpu: GpuSpec,
+    n: int,
+    rate: PeakRate,
+    memo: Memo,
+    latency_mode: bool = False,
 ) -> Estimate:
     spec = workload.inference
     assert spec is not None
     prec = rate.precision_used
-    ctx = inf.context(workload, gpu, prec, rate)
+    ctx = inf.context(workload, gpu, prec, rate, memo)
     min_batch = spec.batch_size or 1
     splits = ctx.splits(n)
     fitting = next((sp for sp in splits if ctx.fits(sp[0], sp[1], min_batch)), None)
     fits = fitting is not None
     tp, pp = fitting or splits[-1]
     warnings: list[str] = []
-    if spec.batch_size is not None:
-        timing = ctx.roofline(tp).timing(spec.batch_size)
-    else:
-        # every split that fits; throughput mode: the largest batch meeting the limits, keep
-        # the split with the most requests/s; latency mode: batch 1, keep the split with the
-        # lowest latency (ties within SPLIT_TIE go to the smaller split)
-        found: inf.Timing | None = None
-        best = -math.inf if not latency_mode else math.inf
-        for o_tp, o_pp in splits:
-            if fits and not ctx.fits(o_tp, o_pp, 1):
-                continue
-            limit = ctx.limit_batch(o_tp)
+    # every split that fits, each timed by the same serving model: a fixed batch runs at that
+    # batch; otherwise throughput mode takes the largest batch meeting the limits and latency
+    # mode batch 1. Keep the split with the most requests/s (latency mode: the lowest
+    # latency); ties within SPLIT_TIE go to the smaller split.
+    found: inf.Timing | None = None
+    best = -math.inf if not latency_mode else math.inf
+    for o_tp, o_pp in splits:
+        if fits and not ctx.fits(o_tp, o_pp, min_batch):
+            continue
+        if spec.batch_size is not None:
+            batch: int | None = spec.batch_size
+        else:
+            limit = ctx.limit_batch(o_tp, o_pp)
             if latency_mode:
-                batch: int | None = 1 if limit >= 1 else None
+                batch = 1 if limit >= 1 else None
             else:
                 max_fit = max(1, ctx.sizing(o_tp, o_pp).max_batch(ctx.usable))
                 batch = inf.clamp_batch(limit, max_fit)
-            if batch is None:
-                continue
-            t = ctx.roofline(o_tp).timing(batch)
-            if latency_mode:
-                better = (value := inf.latency_checks(spec, t)[2]) * SPLIT_TIE < best
-            else:
-                replicas = max(1, n // (o_tp * o_pp))
-                better = (value := inf.requests_per_s(spec, t, o_pp, replicas)) > best * SPLIT_TIE
-            if better:
-                best, found, tp, pp = value, t, o_tp, o_pp
-        timing = found or ctx.roofline(tp).timing(1)
+        if batch is None:
+            continue
+        model = ctx.model(o_tp, o_pp)
+        t = model.timing(batch)
+        if latency_mode:
+            better = (value := model.latency_ms(batch)[2]) * SPLIT_TIE < best
+        else:
+            replicas = max(1, n // (o_tp * o_pp))
+            better = (value := model.requests_per_s(t, replicas)) > best * SPLIT_TIE
+        if better:
+            best, found, tp, pp = value, t, o_tp, o_pp
+    timing = found or ctx.model(tp, pp).timing(spec.batch_size or 1)
+    model = ctx.model(tp, pp)
     placement, size = ctx.placement(n, tp, pp), ctx.sizing(tp, pp)
     batch = timing.batch
-    ttft, tpot, latency = inf.latency_checks(spec, timing)
+    ttft, tpot, latency = model.latency_ms(batch)
     has_limits = any(
         x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
     )
-    latency_ok = inf.meets(spec, timing) if has_limits else None
-    requests_s, _ = inf.throughput(spec, timing, placement)
+    latency_ok = model.meets(batch) if has_limits else None
+    requests_s = model.requests_per_s(timing, placement.replicas)
     tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
     if spec.target_requests_per_s is not None and requests_s < spec.target_requests_per_s:
         replicas_needed = math.ceil(
@@ -311,7 +363,7 @@ def _estimate_inference(
         dominant = timing.decode
     power = _power_w(gpu, n)
     breakdown = size.breakdown(batch)
-    fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown)
+    fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown, memo)
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=n,
@@ -349,6 +401,7 @@ def _inference_fixes(
     prec: Precision,
     fits: bool,
     breakdown: MemoryBreakdown,
+    memo: Memo,
 ) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
     if fits:
         return (), (), n
@@ -364,10 +417,10 @@ def _inference_fixes(
         if current == "int4" or (current == "int8" and wp == "int8"):
             continue
         quantized = replace(workload, weight_precision=wp)
-        if inf.place(quantized, gpu, n, prec, spec.batch_size or 1)[2]:
+        if inf.place(quantized, gpu, n, prec, spec.batch_size or 1, memo)[2]:
             fixes.append(f"fits with {wp} weights")
             break
-    needed = min_gpus_to_fit(workload, gpu)
+    needed = min_gpus_to_fit(workload, gpu, memo)
     if needed is not None and needed > n:
         fixes.append(f"needs {needed} GPUs")
     return tuple(fixes), reasons, needed
@@ -376,13 +429,13 @@ def _inference_fixes(
 # ---------------------------------------------------------------- search
 
 
-def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision) -> bool:
+def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo) -> bool:
     if workload.kind == "training":
-        return tr.fits(workload, gpu, n, prec)
+        return tr.fits(workload, gpu, n, prec, memo=memo)
     if workload.kind == "inference":
         spec = workload.inference
         assert spec is not None
-        return inf.fits_any(workload, gpu, n, prec, spec.batch_size or 1)
+        return inf.fits_any(workload, gpu, n, prec, spec.batch_size or 1, memo)
     spec_c = workload.compute
     assert spec_c is not None
     return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
@@ -403,37 +456,38 @@ def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[i
     return counts
 
 
-FIT_CACHE_SIZE = 65_536
-"""(workload, GPU) pairs whose minimum fitting count is kept: more than the GPU types of the
-largest catalog benchmarked (5,000) times a few workloads; an entry is a few hundred bytes."""
-
-
-@functools.lru_cache(maxsize=FIT_CACHE_SIZE)
-def min_gpus_to_fit(workload: Workload, gpu: GpuSpec) -> int | None:
+def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) -> int | None:
     """Smallest GPU count (1, 2, 4, 8, then whole nodes up to 4096) at which it fits memory.
 
     Fitting is monotone in the count (more GPUs divide the sharded states and the tensor-
     parallel share, and add nothing per GPU; tests/unit/test_engine_training.py checks
     "fits on n => fits on 2n" and that this equals a linear scan), so: one check at the
     smallest count, one at the largest, then a bisection (about 7 checks instead of up to 21).
-    Memoized: a pure function of two frozen dataclasses, asked again for every rejected count.
+    Memoized in the shared :class:`~service.engine.cache.EngineCache` when the memo has one:
+    a pure function of two frozen dataclasses, asked again for every rejected count.
     """
-    rate = peak_rate(gpu, workload.precision)
+    memo = memo_of(memo)
+    return memo.get("min_gpus_to_fit", (workload, gpu), lambda: _min_gpus(workload, gpu, memo))
+
+
+def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
+    rate = workload_rate(workload, gpu)
     if rate is None:
         return None
+    prec = rate.precision_used
     counts = gpu_count_candidates(gpu)
-    if _fits(workload, gpu, counts[0], rate.precision_used):
+    if _fits(workload, gpu, counts[0], prec, memo):
         return counts[0]  # the common case: one GPU holds it
-    if not _fits(workload, gpu, counts[-1], rate.precision_used):
+    if not _fits(workload, gpu, counts[-1], prec, memo):
         return None
     lo, hi = 1, len(counts) - 1  # counts[hi] fits, counts[0] does not
     while lo < hi:
         mid = (lo + hi) // 2
-        if _fits(workload, gpu, counts[mid], rate.precision_used):
+        if _fits(workload, gpu, counts[mid], prec, memo):
             hi = mid
         else:
             lo = mid + 1
     return counts[hi]
 
 
-__all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism"]
+__all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism", "workload_rate"]

@@ -5,7 +5,6 @@ All functions return bytes [B]; callers convert to GB (1e9 B).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -49,7 +48,6 @@ class StateBytes:
         return self.weights + self.gradients + self.optimizer
 
 
-@functools.lru_cache(maxsize=64)
 def training_state_bytes(precision: Precision, optimizer: Optimizer) -> StateBytes:
     """Per-parameter training state. Mixed precision (16-bit compute): 2 weights + 2 grads +
     4 fp32 master + optimizer moments (Adam 8) = 16 B/param (ZeRO paper §3). Full fp32: 4+4+8."""

@@ -9,13 +9,15 @@ builds the same memory figures and fixes from the minimum-memory layout alone.
 
 from __future__ import annotations
 
+from service.engine.cache import Memo, memo_of
 from service.engine.physics import training as tr
-from service.engine.physics.estimate import _training_fixes, estimate
-from service.engine.physics.performance import peak_rate
+from service.engine.physics.estimate import _training_fixes, estimate, workload_rate
 from service.engine.types import Estimate, GpuSpec, Workload
 
 
-def memory_estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
+def memory_estimate(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, memo: Memo | None = None
+) -> Estimate:
     """``estimate(workload, gpu, gpu_count)`` with the same ``gpu_count``, ``fits``,
     ``memory``, ``memory_per_gpu_gb``, ``infeasible_reasons``, ``fixes`` and
     ``min_gpus_to_fit``; speed, energy and layout-derived fields are left out (None/empty).
@@ -23,15 +25,17 @@ def memory_estimate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimat
     Training when no layout fits: the full estimate falls back to the minimum-memory layout
     (:func:`training.plan_training`), which is what this returns without the step times. In
     every other case (a layout fits, other kinds, no rate) it is the full estimate."""
-    rate = peak_rate(gpu, workload.precision, matmul=True)
+    memo = memo_of(memo)
+    rate = workload_rate(workload, gpu)
     spec = workload.training
     if workload.kind != "training" or rate is None or spec is None:
-        return estimate(workload, gpu, gpu_count)
+        return estimate(workload, gpu, gpu_count, memo=memo)
     prec = rate.precision_used
-    if tr.fits(workload, gpu, gpu_count, prec):
-        return estimate(workload, gpu, gpu_count)  # plan_training would pick a fitting layout
-    plan = tr.min_memory_plan(workload, gpu, gpu_count, prec)
-    fixes, reasons, needed = _training_fixes(workload, gpu, gpu_count, prec, plan)
+    if tr.fits(workload, gpu, gpu_count, prec, memo=memo):
+        # plan_training would pick a fitting layout
+        return estimate(workload, gpu, gpu_count, memo=memo)
+    plan = tr.min_memory_plan(workload, gpu, gpu_count, prec, memo=memo)
+    fixes, reasons, needed = _training_fixes(workload, gpu, gpu_count, prec, plan, memo)
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=gpu_count,

@@ -103,31 +103,6 @@ class PhaseTime:
         return "compute" if self.compute_s >= self.memory_s else "memory_bandwidth"
 
 
-def roofline(
-    flops: float,
-    bytes_moved: float,
-    rate_tflops: float,
-    compute_eff: float,
-    bandwidth: float,
-    comm_s: float = 0.0,
-) -> PhaseTime:
-    """Time [s] of ``flops`` [FLOP] and ``bytes_moved`` [B] at ``rate_tflops`` x efficiency and
-    ``bandwidth`` [GB/s] (already efficiency-scaled); ``comm_s`` is exposed link time."""
-    compute_s = flops / (rate_tflops * 1e12 * compute_eff)
-    memory_s = bytes_moved / (bandwidth * c.GB)
-    return PhaseTime(compute_s, memory_s, comm_s)
-
-
-def sequential(kernels: list[tuple[float, float]], comm_s: float = 0.0) -> PhaseTime:
-    """Kernels that run one after another, each (compute_s, memory_s) with its own roofline:
-    total = sum of max(compute, memory). A weight GEMM's spare FLOPs cannot hide the next
-    attention kernel's KV reads (and vice versa)."""
-    compute = sum(k[0] for k in kernels)
-    memory = sum(k[1] for k in kernels)
-    total = sum(max(k) for k in kernels)
-    return PhaseTime(compute, memory, comm_s, max(0.0, total - max(compute, memory)))
-
-
 def all_reduce_s(nbytes: float, ranks: int, link_gb_s: float) -> float:
     """Ring all-reduce time [s]: volume 2(n-1)/n x bytes over the one-way link bandwidth."""
     if ranks <= 1 or nbytes <= 0:

@@ -1,19 +1,19 @@
-"""Inference estimate: placement (TP or PP), batch choice, prefill/decode roofline."""
+"""Inference: placement (TP or PP), batch choice under the latency limits, and the one serving
+cost model (:class:`ServingModel`) the estimate, the ranking and its lower bounds share."""
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
+from service.engine.cache import Memo
+from service.engine.physics import kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
-from service.engine.physics.performance import (
-    PeakRate,
-    PhaseTime,
-    bandwidth_gb_s,
-)
+from service.engine.physics import transformer_ops as tops
+from service.engine.physics.performance import PeakRate, PhaseTime
+from service.engine.physics.transformer_ops import LayerOps
 from service.engine.types import (
     GenericModel,
     GpuSpec,
@@ -24,9 +24,6 @@ from service.engine.types import (
     Workload,
 )
 
-CONTEXT_CACHE_SIZE = 256
-"""Memoized :class:`Context` objects: a request asks for one or two per GPU type in turn, so
-a small LRU holds a whole catalog's worth without growing with the number of requests."""
 NEAR_LIMIT = 0.02
 """Relative distance of a latency figure to its limit within which :func:`boundary` also
 times the neighbouring batch (a guess that close is usually right next to the boundary)."""
@@ -102,13 +99,13 @@ def sizing(workload: Workload, precision_used: Precision, tp: int, pp: int) -> S
     return Sizing(weights, overhead, 0.0, act_per)
 
 
-def _moe_weight_bytes_read(model: TransformerModel, wbpp: float, batch: int) -> float:
-    """Weight bytes one decode step reads [B]: experts not routed to by any of the ``batch``
-    tokens stay unread; expected touched fraction per layer = 1 - (1 - k/E)^b."""
-    experts = mem.moe_expert_params(model)
-    dense = model.params - experts
-    touched = 1.0 - (1.0 - model.experts_per_token / model.experts) ** batch
-    return (dense + experts * touched) * wbpp
+def _experts_touched(model: TransformerModel, tokens: float) -> float:
+    """Share of a layer's experts at least one of ``tokens`` tokens is routed to:
+    1 - (1 - k/E)^tokens (uniform routing)."""
+    if model.experts <= 1:
+        return 1.0
+    untouched: float = (1.0 - model.experts_per_token / model.experts) ** max(tokens, 1.0)
+    return 1.0 - untouched
 
 
 @dataclass(frozen=True)
@@ -127,138 +124,178 @@ class Timing:
 
 
 _Phase = tuple[float, float, float, float]
-"""(compute_s, memory_s, comm_s, stall_s) of a :class:`PhaseTime`, unboxed for the hot loop."""
+"""(compute_s, memory_s, comm_s, stall_s) of a :class:`PhaseTime`, unboxed for the hot loop;
+``stall_s`` is what the kernels' sum of maxima and the fixed costs add to max(compute, memory)."""
 
 
 def _total(p: _Phase) -> float:
-    """:attr:`PhaseTime.total_s`, same arithmetic in the same order."""
+    """:attr:`PhaseTime.total_s`."""
     return max(p[0], p[1]) + p[3] + p[2]
 
 
-def _seq(k0: tuple[float, float], k1: tuple[float, float], comm: float) -> _Phase:
-    """:func:`performance.sequential` of two kernels, same arithmetic in the same order."""
-    compute, memory = k0[0] + k1[0], k0[1] + k1[1]
-    stall = max(k0) + max(k1) - max(compute, memory)
-    return compute, memory, comm, stall if stall > 0.0 else 0.0
+def _phase(compute: float, memory: float, total: float, comm: float) -> _Phase:
+    return compute, memory, comm, max(0.0, total - max(compute, memory))
 
 
-class Roofline:
-    """Roofline times of one split (TP degree ``tp`` over a ``link_gb_s`` link) as a function of
-    the batch, with everything that does not depend on the batch computed once.
+class ServingModel:
+    """The one inference cost model: time of a forward pass or a continuous-batching iteration
+    as a function of the batch, for one split (TP degree ``tp``, PP degree ``pp``, TP link
+    ``link_gb_s`` one way), on the operator model of :mod:`kernels` / :mod:`transformer_ops`.
 
-    See :func:`timing` for the model. The arithmetic is that of :func:`performance.roofline` /
-    :func:`performance.sequential` term by term, so :meth:`timing` and :meth:`meets` agree
-    bit for bit with each other and with the original per-call formulation."""
+    * CNNs/detectors: convolutions at the device's conv rate vs their input/output bytes,
+      memory-bound elementwise ops, weights read once per batch, a kernel cost per layer.
+    * Encoders: every layer's operators over batch x tokens rows (``effective_prompt_tokens``
+      when the runtime skips padding), attention over each sequence.
+    * Decoders: continuous (in-flight) batching as in vLLM / TensorRT-LLM (Orca, Yu et al.
+      2022; Sarathi-Serve, Agrawal et al. 2024): one iteration runs ``batch`` decode tokens
+      plus, on average, ``batch x prompt / output`` piggy-backed prompt tokens through every
+      layer (weights read once, each sequence's KV cache read by attention), the LM head for
+      the decoding rows, TP all-reduces, and a fixed scheduling cost per iteration. TTFT is the
+      iteration(s) that carry a whole prompt (ceil(prompt / budget) chunks) beside batch - 1
+      decoding sequences; TPOT is the steady-state iteration.
+
+    PP: stages run one after another for one batch (the same operators, split in depth) plus
+    a send/recv per stage boundary; ``pp`` batches are in flight (throughput x pp).
+    Estimate, ranking and lower bounds all time inference through this class."""
 
     def __init__(
-        self, workload: Workload, gpu: GpuSpec, rate: PeakRate, tp: int, link_gb_s: float
+        self,
+        workload: Workload,
+        gpu: GpuSpec,
+        rate: PeakRate,
+        tp: int,
+        link_gb_s: float,
+        pp: int = 1,
+        pp_link_gb_s: float | None = None,
     ) -> None:
         model, spec = workload.model, workload.inference
         assert model is not None and spec is not None
-        self.spec, self.model, self.tp = spec, model, tp
-        self.bw = bandwidth_gb_s(gpu)
-        self.bytes_s = self.bw * c.GB
+        self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
+        self.dev = dev = kernels.device(gpu, rate)
         self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
-        self.tflops = rate.tflops
-        eight_bit = rate.precision_used in ("fp8", "int8")
-        eff_p = c.EFF_PREFILL if rate.tensor else c.EFF_NON_TENSOR
+        self.act_b = mem.activation_bytes_per_element(rate.precision_used)
+        if rate.precision_used in ("fp8", "int8"):
+            self.act_b = 1.0  # 8-bit engines keep activations in 8 bits between GEMMs
         self.decoder = False
-        self.comm_den = link_gb_s * c.GB * c.COLLECTIVE_EFFICIENCY
+        self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY
+        fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
+        self.coll_latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
         self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
+        self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB
+        self.fixed_s = 0.0
         if isinstance(model, GenericModel):
-            self.eff = c.EFF_CNN_INFERENCE if rate.tensor else c.EFF_NON_TENSOR
-            self.flops_per = model.gflops_per_sample * 1e9
-            self.act_per = mem.generic_activation_bytes(model, 1, 2.0, training=False)
-            self.weights = model.params * self.wbpp
+            self._init_generic(model)
             return
-        if eight_bit:
-            eff_p *= c.EFF_8BIT_TRANSFORMER
-        self.eff_p, self.h, self.layers = eff_p, model.hidden_size, model.layers
-        n_active = mem.active_params(model)
-        s = max(1, spec.prompt_tokens)
-        self.s = s
-        pairs = float(s) * s if model.encoder_only else mem.causal_attention_pairs(model, float(s))
-        self.prompt_flops = 2.0 * n_active * s + 4.0 * model.layers * model.hidden_size * pairs
-        self.weight_read = model.params * self.wbpp / tp
+        self.h, self.layers = model.hidden_size, model.layers
+        self.ops = LayerOps(model, dev, tp, self.act_b, self.wbpp)
+        self.s = max(1, spec.prompt_tokens)
         if spec.output_tokens <= 0 or model.encoder_only:
+            self.tokens = float(max(1, spec.effective_prompt_tokens or self.s))
+            pairs = self.tokens * self.tokens if model.encoder_only else (
+                mem.causal_attention_pairs(model, self.tokens))
+            self.prompt_attn = tops.attention_flops(model, self.tokens, pairs, tp)
+            self.prompt_attn_bytes = 4.0 * self.tokens * self.h * self.act_b / tp
             return
         self.decoder = True
         out = spec.output_tokens
         self.out = out
         self.ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
-        self.kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
-        self.kv_div = min(tp, model.kv_heads)
-        self.moe = model.experts > 1
-        eff_d = c.EFF_DECODE_COMPUTE if rate.tensor else c.EFF_NON_TENSOR
-        if eight_bit:
-            eff_d *= c.EFF_8BIT_TRANSFORMER
-        peak = rate.tflops * 1e12 * tp
-        self.n_active = n_active
-        self.den_d = peak * eff_d
-        self.lin_prompt = 2.0 * n_active * s / (peak * eff_p)
-        self.att_prompt = 4.0 * model.layers * model.hidden_size * pairs / (peak * eff_p)
-        self.w_s = self.weight_read / self.bytes_s
-        self.decode_comm_tokens = 1.0 + spec.prompt_tokens / out
-        # chunked prefill: a prompt longer than one iteration's token budget is spread over
-        # several iterations, each re-reading the weights and the batch's KV and carrying the
-        # running sequences' decode tokens (the budget also sizes activation memory)
-        self.chunks = float(math.ceil(s / c.SCHEDULED_TOKENS_PER_ITERATION))
+        kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
+        self.kv_layer = tops.kv_bytes_per_token_layer(model, kv_tok, tp)
+        pairs = mem.causal_attention_pairs(model, float(self.s))
+        self.prompt_attn = tops.attention_flops(model, self.s, pairs, tp)
+        self.prompt_attn_bytes = 4.0 * self.s * self.h * self.act_b / tp
+        self.decode_attn = tops.attention_flops(model, 1.0, self.ctx, tp)
+        self.share = self.s / out
+        self.chunks = float(math.ceil(self.s / c.SCHEDULED_TOKENS_PER_ITERATION))
+        self.fixed_s = c.STEP_OVERHEAD_S
 
+    def _init_generic(self, model: GenericModel) -> None:
+        dev = self.dev
+        per_sample = model.activation_mb_per_sample * 1e6 * self.act_b / 2.0
+        conv_out = per_sample / c.CNN_STASHED_TENSORS_PER_CONV
+        self.conv_flops = model.gflops_per_sample * 1e9
+        self.conv_bytes = c.CNN_CONV_PASSES * conv_out
+        self.elementwise_bytes = c.CNN_ELEMENTWISE_PASSES_INFERENCE * conv_out
+        self.weights = model.params * self.wbpp
+        layers = model.layers or c.GENERIC_DEFAULT_LAYERS
+        self.fixed_s = layers * dev.kernel_s
+
+    # ------------------------------------------------------------------ pieces
     def _comm(self, tokens: float) -> float:
-        """:func:`_tp_comm_s` for this split."""
+        """TP: two all-reduces per layer of ``tokens`` x h activations (Megatron-LM)."""
         if self.tp <= 1 or tokens <= 0:
             return 0.0
-        nbytes = tokens * self.h * 2.0
-        return 2.0 * self.layers * (self.comm_vol * nbytes / self.comm_den + c.COLLECTIVE_LATENCY_S)
+        nbytes = tokens * self.h * self.act_b
+        return 2.0 * self.layers * (self.comm_vol * nbytes / self.link_s + self.coll_latency)
+
+    def _pipeline(self, tokens: float) -> float:
+        """PP: one send/recv of ``tokens`` x h activations per stage boundary."""
+        if self.pp <= 1:
+            return 0.0
+        nbytes = tokens * self.h * self.act_b
+        return (self.pp - 1) * (nbytes / self.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
+
+    def _iteration(
+        self, rows: float, attn_flops: float, attn_bytes: float, head_rows: float
+    ) -> _Phase:
+        """One pass of ``rows`` tokens through every layer, attention work per layer given,
+        the LM head over ``head_rows`` rows, fixed costs and communication."""
+        model = self.model
+        touched = 1.0
+        if self.ops.moe and isinstance(model, TransformerModel):
+            touched = _experts_touched(model, rows)
+        lc, lm, lt = self.ops.forward(rows, attn_flops, attn_bytes, touched)
+        hc, hm = self.ops.lm_head(head_rows)
+        layers = self.layers
+        compute = lc * layers + hc
+        memory = lm * layers + hm
+        total = lt * layers + (hc if hc > hm else hm) + self.fixed_s
+        comm = self._comm(rows) + self._pipeline(rows)
+        return _phase(compute, memory, total, comm)
 
     def phases(self, batch: int) -> tuple[_Phase, _Phase | None]:
         """(prefill, decode) phases for ``batch``, unboxed."""
         if not self.decoder:
             if isinstance(self.model, GenericModel):
-                flops = self.flops_per * batch
-                act = self.act_per * batch * 2.0
-                mem_b = self.weights + act
-                eff = self.eff
-            else:
-                flops = self.prompt_flops * batch / self.tp
-                mem_b = self.weight_read
-                eff = self.eff_p
-            generic = isinstance(self.model, GenericModel)
-            comm = 0.0 if generic else self._comm(float(self.s * batch))
-            compute_s = flops / (self.tflops * 1e12 * eff)
-            return (compute_s, mem_b / (self.bw * c.GB), comm, 0.0), None
-        den_d = self.den_d
-        lin_decode = batch * 2.0 * self.n_active / den_d
-        att_decode = batch * 4.0 * self.layers * self.h * self.ctx / den_d
-        kv_read = batch * self.ctx * self.kv_tok / self.kv_div
-        if self.moe:
-            assert isinstance(self.model, TransformerModel)
-            w_s = _moe_weight_bytes_read(self.model, self.wbpp, batch) / self.tp / self.bytes_s
-        else:
-            w_s = self.w_s
-        kv_s = kv_read / self.bytes_s
-        share = batch / self.out
-        decode = _seq(
-            (lin_decode + share * self.lin_prompt, w_s),
-            (att_decode + share * self.att_prompt, kv_s),
-            self._comm(batch * self.decode_comm_tokens),
+                b = float(batch)
+                conv_c = b * self.conv_flops / self.dev.conv_inference_flops_s
+                conv_m = (b * self.conv_bytes + self.weights) / self.dev.bytes_s
+                ew = b * self.elementwise_bytes / self.dev.bytes_s
+                total = max(conv_c, conv_m) + ew + self.fixed_s
+                return _phase(conv_c, conv_m + ew, total, 0.0), None
+            rows = batch * self.tokens
+            return self._iteration(
+                rows, batch * self.prompt_attn, batch * self.prompt_attn_bytes, 0.0
+            ), None
+        b = float(batch)
+        share = b / self.out
+        kv = b * self.ctx * self.kv_layer
+        decode = self._iteration(
+            b + share * self.s,
+            b * self.decode_attn + share * self.prompt_attn,
+            kv + share * self.prompt_attn_bytes,
+            b,
         )
-        rest = (batch - 1) / batch
+        # TTFT: the prompt in ceil(prompt / budget) iterations beside batch - 1 decoders
         k = self.chunks
-        prefill = _seq(
-            (self.lin_prompt + k * rest * lin_decode, k * w_s),
-            (self.att_prompt + k * rest * att_decode, k * kv_s),
-            self._comm(float(self.s + k * (batch - 1))),
+        rest = b - 1.0
+        chunk = self._iteration(
+            self.s / k + rest,
+            self.prompt_attn / k + rest * self.decode_attn,
+            self.prompt_attn_bytes / k + rest * self.ctx * self.kv_layer,
+            1.0 + rest,
         )
+        prefill = (chunk[0] * k, chunk[1] * k, chunk[2] * k, chunk[3] * k)
         return prefill, decode
 
+    # ------------------------------------------------------------------ results
     def timing(self, batch: int) -> Timing:
         pre, dec = self.phases(batch)
-        return Timing(PhaseTime(pre[0], pre[1], pre[2], pre[3]),
-                      None if dec is None else PhaseTime(dec[0], dec[1], dec[2], dec[3]), batch)
+        return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch)
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
-        """:func:`latency_checks` of :meth:`timing` without building it."""
+        """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""
         pre, dec = self.phases(batch)
         ttft = _total(pre) * 1e3
         if dec is None:
@@ -267,8 +304,8 @@ class Roofline:
         return ttft, tpot, ttft + self.spec.output_tokens * tpot
 
     def check(self, batch: int) -> tuple[bool, float, float]:
-        """(:meth:`meets`, the largest ratio of a latency figure to its limit, the latency
-        [ms]) from one timing; the ratio only guides :func:`boundary`, ``meets`` decides."""
+        """(meets the limits, the largest ratio of a latency figure to its limit, the latency
+        [ms]); the ratio only guides :func:`boundary`."""
         spec = self.spec
         ttft, tpot, latency = self.latency_ms(batch)
         ok, worst = True, 0.0
@@ -280,84 +317,74 @@ class Roofline:
         return ok, worst, latency
 
     def meets(self, batch: int) -> bool:
-        """:func:`meets` of :meth:`timing`."""
-        spec = self.spec
-        ttft, tpot, latency = self.latency_ms(batch)
-        if spec.max_ttft_ms is not None and ttft > spec.max_ttft_ms:
-            return False
-        if spec.max_tpot_ms is not None and tpot is not None and tpot > spec.max_tpot_ms:
-            return False
-        return spec.max_latency_ms is None or latency <= spec.max_latency_ms
+        return self.check(batch)[0]
+
+    def requests_per_s(self, t: Timing, replicas: int) -> float:
+        """Requests/s of ``replicas`` copies at timing ``t``: continuous batching completes
+        ``batch`` requests every ``output_tokens`` iterations; encoders/CNNs ``batch`` per
+        forward pass; ``pp`` batches in flight."""
+        if t.decode is not None and self.spec.output_tokens > 0:
+            cycle = self.spec.output_tokens * t.decode.total_s
+        else:
+            cycle = t.ttft_s
+        return t.batch / cycle * self.pp * replicas
+
+    # ------------------------------------------------------------------ lower bounds
+    def _per_token_gemm_flops(self) -> float:
+        """GEMM FLOPs of one token through every layer, summed over the split's GPUs."""
+        ops, h = self.ops, self.h
+        mlp = h * ops.up_n + ops.down_k * h
+        if ops.moe:
+            mlp *= ops.top_k
+        return 2.0 * self.layers * (h * ops.qkv_n + ops.o_k * h + mlp) * self.tp
+
+    def request_floor_s(self) -> float:
+        """GPU-seconds one request needs at the very least, on any split and batch: its GEMM
+        FLOPs at the full GEMM rate, attention at the larger of its FLOPs and its KV reads
+        (summed over the split's GPUs), no fixed costs. Every kernel the model times takes at
+        least this (tile and wave quantization and fixed costs only add)."""
+        dev = self.dev
+        if isinstance(self.model, GenericModel):
+            return max(self.conv_flops / dev.conv_inference_flops_s, self.conv_bytes / dev.bytes_s)
+        dense = self._per_token_gemm_flops() / dev.matrix_flops_s
+        per_gpu_attn = self.layers * self.tp / dev.attention_flops_s
+        if not self.decoder:
+            return self.tokens * dense + per_gpu_attn * self.prompt_attn
+        linear = (self.s + self.out) * dense
+        attention = per_gpu_attn * (self.prompt_attn + self.out * self.decode_attn)
+        kv_read = self.layers * self.tp * self.out * self.ctx * self.kv_layer / dev.bytes_s
+        return linear + max(attention, kv_read)
+
+    def latency_floor_ms(self, tp_max: int) -> float:
+        """Latency [ms] no split of up to ``tp_max`` TP ranks beats at any batch: per
+        iteration the fixed costs (scheduling, kernel launches: the same on every split) plus
+        this TP-1 model's ideal work (FLOPs at the full rate or bytes, whichever is larger,
+        for GEMMs and attention separately) divided by ``tp_max``; ttft + output x tpot."""
+        assert self.tp == 1
+        dev = self.dev
+        if isinstance(self.model, GenericModel):
+            return (self.fixed_s + self.request_floor_s()) * 1e3
+        launches = self.layers * self.ops.kernels_s
+        weights = self.layers * (self.ops.qkv_n * self.h + self.ops.o_k * self.h) * self.wbpp
+        weights += self.layers * (self.h * self.ops.up_n + self.ops.down_k * self.h) * (
+            self.wbpp * (self.ops.top_k if self.ops.moe else 1))
+        per_token = self._per_token_gemm_flops() / dev.matrix_flops_s
+        attn_rate = self.layers / dev.attention_flops_s
+        if not self.decoder:
+            work = max(self.tokens * per_token, weights / dev.bytes_s)
+            work += attn_rate * self.prompt_attn
+            return (self.fixed_s + launches + work / tp_max) * 1e3
+        k = self.chunks
+        prefill = k * (self.fixed_s + launches) + (
+            max(self.s * per_token, k * weights / dev.bytes_s) + attn_rate * self.prompt_attn
+        ) / tp_max
+        kv = self.layers * self.ctx * self.kv_layer / dev.bytes_s
+        step = max(per_token, weights / dev.bytes_s) + max(attn_rate * self.decode_attn, kv)
+        decode = self.fixed_s + launches + step / tp_max
+        return (prefill + self.out * decode) * 1e3
 
 
-def timing(
-    workload: Workload,
-    gpu: GpuSpec,
-    placement: Placement,
-    rate: PeakRate,
-    batch: int,
-) -> Timing:
-    """Roofline times for ``batch``.
-
-    CNNs and encoders: one forward pass over ``batch`` samples. Decoder LLMs: continuous
-    (in-flight) batching as in vLLM / TensorRT-LLM (Yu et al. 2022, Orca; Agrawal et al. 2024,
-    Sarathi-Serve): ``batch`` sequences decode together and new requests' prompts are prefilled
-    inside the same iterations, so one iteration reads the weights and the batch's KV once and
-    computes ``batch`` decode tokens plus, on average, ``batch x prompt / output`` prompt tokens.
-    The weight GEMMs (all tokens of the iteration) and attention (each sequence's own KV cache)
-    run in sequence, each with its own roofline (:func:`performance.sequential`). TTFT is one
-    such iteration carrying a whole prompt (no queueing), or ceil(prompt / budget) of them when
-    the prompt exceeds :data:`constants.SCHEDULED_TOKENS_PER_ITERATION` (chunked prefill).
-    Activation memory is sized for that budget (:func:`memory.serving_activation_bytes`);
-    the steady-state iteration may carry more tokens than the budget at large batches, which
-    for compute-bound iterations gives the same throughput as splitting it. PP stages run one
-    after another for one batch: full FLOPs and bytes at one GPU's rate.
-    """
-    return Roofline(workload, gpu, rate, placement.tp, placement.layout.tp_link_gb_s).timing(batch)
-
-
-def latency_checks(spec: InferenceSpec, t: Timing) -> tuple[float, float | None, float]:
-    """(ttft_ms, tpot_ms, latency_ms) for a timing."""
-    ttft = t.ttft_s * 1e3
-    if t.decode is None:
-        return ttft, None, ttft
-    tpot = t.decode.total_s * 1e3
-    return ttft, tpot, ttft + spec.output_tokens * tpot
-
-
-def meets(spec: InferenceSpec, t: Timing) -> bool:
-    ttft, tpot, latency = latency_checks(spec, t)
-    if spec.max_ttft_ms is not None and ttft > spec.max_ttft_ms:
-        return False
-    if spec.max_tpot_ms is not None and tpot is not None and tpot > spec.max_tpot_ms:
-        return False
-    return spec.max_latency_ms is None or latency <= spec.max_latency_ms
-
-
-def throughput(spec: InferenceSpec, t: Timing, placement: Placement) -> tuple[float, float]:
-    """(requests/s for all replicas, seconds per request slot).
-
-    Continuous batching: ``batch`` tokens per iteration, ``output_tokens`` iterations per
-    request. Encoders/CNNs: ``batch`` samples per forward pass. PP keeps ``pp`` batches in
-    flight, each stage busy with a different one."""
-    if t.decode is not None and spec.output_tokens > 0:
-        cycle = spec.output_tokens * t.decode.total_s
-    else:
-        cycle = t.ttft_s
-    per_replica = t.batch / cycle * placement.pp
-    return per_replica * placement.replicas, cycle
-
-
-def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> float:
-    """:func:`throughput`'s requests/s without building a :class:`Placement`."""
-    if t.decode is not None and spec.output_tokens > 0:
-        cycle = spec.output_tokens * t.decode.total_s
-    else:
-        cycle = t.ttft_s
-    return t.batch / cycle * pp * replicas
-
-
-def largest_meeting(roof: Roofline) -> int:
+def largest_meeting(roof: ServingModel) -> int:
     """Largest batch up to :data:`MAX_AUTO_BATCH` meeting the latency limits (0: none).
 
     TTFT, TPOT and latency all grow with the batch (each iteration's time is a sum of maxima
@@ -374,11 +401,15 @@ def largest_meeting(roof: Roofline) -> int:
 
 
 def boundary(
-    roof: Roofline, lo: int, hi: int, seed: tuple[float, float, float], stop_at: float = math.inf
+    roof: ServingModel,
+    lo: int,
+    hi: int,
+    seed: tuple[float, float, float],
+    stop_at: float = math.inf,
 ) -> tuple[int, float]:
     """The largest batch in [lo, hi) meeting the limits and its latency [ms], given that
     ``lo`` meets them and ``hi`` does not (``seed``: their ratios from
-    :meth:`Roofline.check`, and the latency at ``lo``); returns early, with a smaller batch,
+    :meth:`ServingModel.check`, and the latency at ``lo``); returns early, with a smaller batch,
     once that latency reaches ``stop_at`` (a caller after the least latency needs no more).
     The predicate is monotone, so any probe order keeps a valid bracket and gives the
     bisection's answer; the figures are nearly affine in the batch, so probing where the
@@ -409,20 +440,6 @@ def boundary(
     return lo, lat_lo
 
 
-def best_batch(
-    workload: Workload,
-    gpu: GpuSpec,
-    placement: Placement,
-    rate: PeakRate,
-    max_fit: int,
-) -> Timing | None:
-    """Largest batch (most requests/s) that fits memory and meets the latency limits, None
-    when batch 1 misses (see :func:`largest_meeting`)."""
-    roof = Roofline(workload, gpu, rate, placement.tp, placement.layout.tp_link_gb_s)
-    batch = clamp_batch(largest_meeting(roof), max_fit)
-    return None if batch is None else roof.timing(batch)
-
-
 def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     """The best batch given the largest meeting the limits and the memory maximum."""
     hi = max(1, min(max_fit, int(c.MAX_AUTO_BATCH)))
@@ -432,9 +449,10 @@ def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
 
 
 class Context:
-    """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, link,
-    roofline and largest batch meeting the limits do not depend on the count (only the
-    replicas and the layout record do), so each is computed once per split, not per count."""
+    """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, links,
+    serving model and largest batch meeting the limits do not depend on the count (only the
+    replicas and the layout record do), so each is computed once per split, not per count.
+    Mutable (its memo dicts fill as it is asked): one request's, never shared."""
 
     def __init__(
         self, workload: Workload, gpu: GpuSpec, precision_used: Precision, rate: PeakRate | None
@@ -446,8 +464,8 @@ class Context:
         self.heads = model.attention_heads if isinstance(model, TransformerModel) else None
         self.layers = model.layers if isinstance(model, TransformerModel) else 0
         self._sizes: dict[tuple[int, int], Sizing] = {}
-        self._roofs: dict[int, Roofline] = {}
-        self._limits: dict[int, int] = {}
+        self._models: dict[tuple[int, int], ServingModel] = {}
+        self._limits: dict[tuple[int, int], int] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
 
     def sizing(self, tp: int, pp: int) -> Sizing:
@@ -464,71 +482,91 @@ class Context:
         return ok
 
     def splits(self, gpu_count: int) -> list[tuple[int, int]]:
-        """Every model split, smallest first: TP inside a fast domain, then PP on top of it."""
+        """Every model split, smallest first: TP degrees (powers of 2 dividing the heads) inside
+        one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
+        as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
+        largest fast-domain TP. The serving model prices each (PCIe all-reduces, stage hops)."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
-        tps = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
+        per_node = max(1, self.gpu.max_gpus_per_node)
+        tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
+        fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
         out = [(t, 1) for t in tps]
-        top = tps[-1]
-        out += [(top, p) for p in par.powers_of_two_upto(gpu_count // top) if 1 < p <= self.layers]
+        for base in sorted({1, fast[-1]}):
+            out += [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
+                    if 1 < p <= self.layers]
         return out
 
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
         layout = par.make_layout(self.gpu, gpu_count, tp, pp, "none")
         return Placement(layout, tp, pp, max(1, gpu_count // (tp * pp)))
 
-    def roofline(self, tp: int) -> Roofline:
-        roof = self._roofs.get(tp)
-        if roof is None:
+    def model(self, tp: int, pp: int = 1) -> ServingModel:
+        key = (tp, pp)
+        found = self._models.get(key)
+        if found is None:
             assert self.rate is not None
-            link = par.group_link(self.gpu, tp, spans_nodes=False)[1]
-            roof = self._roofs[tp] = Roofline(self.workload, self.gpu, self.rate, tp, link)
-        return roof
+            found = self._models[key] = ServingModel(
+                self.workload, self.gpu, self.rate, tp, pp=pp, **links(self.gpu, tp, pp)
+            )
+        return found
 
-    def limit_batch(self, tp: int) -> int:
-        if tp not in self._limits:
-            self._limits[tp] = largest_meeting(self.roofline(tp))
-        return self._limits[tp]
+    def limit_batch(self, tp: int, pp: int = 1) -> int:
+        key = (tp, pp)
+        if key not in self._limits:
+            self._limits[key] = largest_meeting(self.model(tp, pp))
+        return self._limits[key]
 
 
-@functools.lru_cache(maxsize=CONTEXT_CACHE_SIZE)
+def links(gpu: GpuSpec, tp: int, pp: int) -> dict[str, float]:
+    """One-way bandwidths [GB/s] of a split's TP group and of its pipeline hops."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    tp_link = par.group_link(gpu, tp, spans_nodes=False)[1]
+    group = tp * pp
+    pp_link = par.group_link(gpu, min(group, per_node), spans_nodes=group > per_node)[1]
+    return {"link_gb_s": tp_link, "pp_link_gb_s": pp_link}
+
+
 def context(
-    workload: Workload, gpu: GpuSpec, precision_used: Precision, rate: PeakRate | None = None
+    workload: Workload,
+    gpu: GpuSpec,
+    precision_used: Precision,
+    rate: PeakRate | None = None,
+    memo: Memo | None = None,
 ) -> Context:
-    """The shared :class:`Context`, memoized: every count of a GPU type asks for it in turn
-    (``rate`` None: sizing and placement only)."""
-    return Context(workload, gpu, precision_used, rate)
-
-
-def placements(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
-) -> list[tuple[Placement, Sizing, bool]]:
-    """Every model split, smallest first, with its sizing and whether ``batch`` fits."""
-    ctx = _context_for(workload, gpu, precision_used)
-    return [
-        (ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch))
-        for tp, pp in ctx.splits(gpu_count)
-    ]
+    """The :class:`Context` of this call's ``memo`` (a fresh one without): every count of a
+    GPU type asks for it in turn (``rate`` None: sizing and placement only)."""
+    if memo is None:
+        return Context(workload, gpu, precision_used, rate)
+    key = (workload, gpu, precision_used, rate)
+    return memo.scratch("inference_context", key,
+                        lambda: Context(workload, gpu, precision_used, rate))
 
 
 def place(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    precision_used: Precision,
+    batch: int,
+    memo: Memo | None = None,
 ) -> tuple[Placement, Sizing, bool]:
     """Smallest model split that fits ``batch`` sequences (the largest split if none fits)."""
-    ctx = _context_for(workload, gpu, precision_used)
+    ctx = context(workload, gpu, precision_used, memo=memo)
     splits = ctx.splits(gpu_count)
     tp, pp = next((s for s in splits if ctx.fits(s[0], s[1], batch)), splits[-1])
     return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
 
 
 def fits_any(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, precision_used: Precision, batch: int
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    precision_used: Precision,
+    batch: int,
+    memo: Memo | None = None,
 ) -> bool:
     """``place(...)[2]`` without building a placement: whether some split fits ``batch``."""
-    ctx = _context_for(workload, gpu, precision_used)
+    ctx = context(workload, gpu, precision_used, memo=memo)
     return any(ctx.fits(tp, pp, batch) for tp, pp in ctx.splits(gpu_count))
-
-
-def _context_for(workload: Workload, gpu: GpuSpec, precision_used: Precision) -> Context:
-    return context(workload, gpu, precision_used)

@@ -13,16 +13,19 @@ weights fit plus ZeRO-3 over the network. Memory per split: :mod:`training_split
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from service.engine import constants as c
+from service.engine.cache import Memo, memo_of
+from service.engine.physics import kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import training_splits as splits
+from service.engine.physics import transformer_ops as tops
 from service.engine.physics.performance import PeakRate, all_gather_s, all_reduce_s, bandwidth_gb_s
+from service.engine.physics.transformer_ops import LayerOps
 from service.engine.types import (
     Bound,
     GenericModel,
@@ -37,25 +40,26 @@ from service.engine.types import (
 SHARDING_ORDER = splits.SHARDING_ORDER
 LAYOUT_TIE = 1.001
 """A layout must be more than 0.1% faster than one with smaller TP / less sharding to win."""
-LAYOUT_CACHE_SIZE = 4096
-"""Memoized layout sets and plans: one per (workload, GPU, count, options) asked."""
 
 
 @dataclass(frozen=True)
 class StepTime:
-    """One optimizer step [s]: compute and optimizer-state traffic (roofline), and the link
-    time of the TP and data-parallel collectives, of which the part beyond what overlaps
-    with compute (:data:`constants.BACKWARD_OVERLAP_FRACTION`) is exposed."""
+    """One optimizer step [s] on the busiest GPU: its micro-steps timed operator by operator
+    (kernel compute and memory times, and what their sum of maxima and fixed costs add:
+    ``stall_s``), the optimizer update after them, and the link time of the TP and
+    data-parallel collectives, of which the part beyond what overlaps with compute
+    (:data:`constants.BACKWARD_OVERLAP_FRACTION`) is exposed."""
 
     compute_s: float
     memory_s: float
     tp_comm_s: float
     dp_comm_s: float
     exposed_s: float
+    stall_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return max(self.compute_s, self.memory_s) + self.exposed_s
+        return max(self.compute_s, self.memory_s) + self.stall_s + self.exposed_s
 
     @property
     def bound(self) -> Bound:
@@ -81,8 +85,8 @@ class _Job(NamedTuple):
 
     step_flops: float
     """FLOPs of one step over the global batch."""
-    flop_rate: float
-    """Achieved FLOP/s of one GPU (peak x MFU)."""
+    floor_rate: float
+    """FLOP/s no training kernel exceeds on this GPU (the GEMM or conv rate) [FLOP/s]."""
     bandwidth: float
     """Achievable memory bandwidth [GB/s]."""
     grad_bytes: float
@@ -93,22 +97,119 @@ class _Job(NamedTuple):
     tp_per_layer: float
     """TP all-reduces per layer per micro-step: 2 forward + 2 backward (+2 recompute)."""
     layers: int
+    micro: MicroStep
 
 
-def training_mfu(workload: Workload, rate: PeakRate) -> float:
-    """The share of peak a training step reaches: by tensor path and model family (the same
-    figure for the estimate and for the ranking's lower bounds)."""
-    if not rate.tensor:
-        return c.MFU_NON_TENSOR_TRAINING
+class MicroStep:
+    """Operator-level time of one micro-step (forward, backward, and a second forward with
+    full recomputation) of ``micro`` samples on one GPU of a TP group, memoized per
+    (micro-batch, TP) for one walk over the layouts (one call's object, never shared).
+
+    Transformers: every layer's GEMMs (data and weight gradients in backward), flash attention
+    (or the materialized scores' traffic without it), non-GEMM traffic and kernel costs
+    (:class:`transformer_ops.LayerOps`), then the LM head and the loss over the vocabulary.
+    CNNs: convolutions at the conv rate (3x forward FLOPs) against their input/output bytes,
+    batch norm / ReLU traffic (:data:`constants.CNN_ELEMENTWISE_PASSES_TRAINING` per conv
+    output, x3 with backward), and a forward, data- and weight-gradient kernel per layer."""
+
+    def __init__(self, workload: Workload, dev: kernels.Device, recompute: bool) -> None:
+        self.workload, self.dev, self.recompute = workload, dev, recompute
+        self.act_b = mem.activation_bytes_per_element(workload.precision)
+        self._memo: dict[tuple[int, int], tuple[float, float, float]] = {}
+
+    def time(self, micro: int, tp: int) -> tuple[float, float, float]:
+        """(compute_s, memory_s, total_s) of one micro-step."""
+        key = (micro, tp)
+        found = self._memo.get(key)
+        if found is None:
+            model = self.workload.model
+            if isinstance(model, TransformerModel):
+                found = self._transformer(model, micro, tp)
+            else:
+                assert isinstance(model, GenericModel)
+                found = self._generic(model, micro)
+            self._memo[key] = found
+        return found
+
+    def _transformer(self, model: TransformerModel, micro: int, tp: int) -> tuple[
+            float, float, float]:
+        spec = self.workload.training
+        assert spec is not None
+        dev, act_b = self.dev, self.act_b
+        seq = splits.seq_len(spec, model)
+        tokens = float(micro * seq)
+        ops = LayerOps(model, dev, tp, act_b, act_b)
+        pairs = mem.causal_attention_pairs(model, float(seq)) * micro
+        attn = tops.attention_flops(model, tokens, pairs, tp)
+        attn_bytes = 4.0 * tokens * model.hidden_size * act_b / tp
+        if not spec.flash_attention:  # scores written, softmaxed, read back: ~4 passes
+            attn_bytes += 4.0 * model.attention_heads / tp * seq * seq * micro * act_b
+        fc, fm, ft = ops.forward(tokens, attn, attn_bytes)
+        bc, bm, bt = ops.backward(tokens, attn, attn_bytes)
+        passes = 2.0 if self.recompute else 1.0
+        compute = (passes * fc + bc) * model.layers
+        memory = (passes * fm + bm) * model.layers
+        total = (passes * ft + bt) * model.layers
+        vocab = model.vocab_size / tp
+        h = model.hidden_size
+        head = [ops.lm_head(tokens), ops.gemm(tokens, h, vocab), ops.gemm(h, vocab, tokens)]
+        for k0, k1 in head:
+            compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
+        loss = 3.0 * tokens * vocab * c.LOGIT_BYTES / dev.bytes_s
+        return compute, memory + loss, total + loss
+
+    def _generic(self, model: GenericModel, micro: int) -> tuple[float, float, float]:
+        dev = self.dev
+        passes = c.CNN_TRAIN_FLOPS_FACTOR + (1.0 if self.recompute else 0.0)
+        conv_out = model.activation_mb_per_sample * 1e6 * self.act_b / 2.0 / (
+            c.CNN_STASHED_TENSORS_PER_CONV)
+        flops = passes * model.gflops_per_sample * 1e9 * micro
+        conv_c = flops / dev.conv_flops_s
+        conv_m = passes * c.CNN_CONV_PASSES * conv_out * micro / dev.bytes_s
+        backward = c.BACKWARD_ELEMENTWISE_FACTOR + (1.0 if self.recompute else 0.0)
+        elementwise = (1.0 + backward) * c.CNN_ELEMENTWISE_PASSES_TRAINING * conv_out * micro
+        ew_s = elementwise / dev.bytes_s
+        launches = passes * 3.0 * (model.layers or c.GENERIC_DEFAULT_LAYERS) * dev.kernel_s
+        return conv_c, conv_m + ew_s, max(conv_c, conv_m) + ew_s + launches
+
+
+def training_device(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> kernels.Device:
+    """The :class:`kernels.Device` training kernels run on: transformer training GEMMs and
+    attention at :data:`constants.TRAINING_KERNEL_FACTOR` of their inference rates."""
+    dev = kernels.device(gpu, rate)
+    if isinstance(workload.model, TransformerModel) and rate.tensor:
+        f = c.TRAINING_KERNEL_FACTOR
+        dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * f,
+                      attention_flops_s=dev.attention_flops_s * f)
+    return dev
+
+
+def training_floor_rate(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> float:
+    """FLOP/s no kernel of a training step exceeds on ``gpu`` (the ranking's lower bounds and
+    the layout walk's stop test divide FLOPs by it): the GEMM rate for transformers, the
+    convolution rate for CNNs."""
+    dev = training_device(workload, gpu, rate)
     if isinstance(workload.model, TransformerModel):
-        return c.MFU_TRANSFORMER_TRAINING
-    return c.MFU_CNN_TRAINING
+        return max(dev.matrix_flops_s, dev.attention_flops_s)
+    return dev.conv_flops_s
+
+
+def training_floor_flops(workload: Workload) -> float:
+    """FLOPs of one step that some GEMM, attention or conv kernel must run (no recomputation):
+    :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
+    table lookup, not a GEMM."""
+    flops = training_flops_per_step(workload, False)
+    model, spec = workload.model, workload.training
+    assert model is not None and spec is not None
+    if isinstance(model, TransformerModel):
+        tokens = float(spec.batch_size * (spec.seq_len or 1))
+        flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * model.vocab_size * model.hidden_size * tokens
+    return max(flops, 0.0)
 
 
 def _job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool) -> _Job:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    eff = training_mfu(workload, rate)
     states = mem.training_state_bytes(rate.precision_used, spec.optimizer)
     tp_bytes, layers = 0.0, 0
     if isinstance(model, TransformerModel):
@@ -116,13 +217,14 @@ def _job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool) -> _
         tp_bytes, layers = splits.seq_len(spec, model) * model.hidden_size * elem, model.layers
     return _Job(
         training_flops_per_step(workload, recompute),
-        rate.tflops * 1e12 * eff,
+        training_floor_rate(workload, gpu, rate),
         bandwidth_gb_s(gpu),
         model.params * states.gradients,
         model.params * states.weights,
         tp_bytes,
         6.0 if recompute else 4.0,
         layers,
+        MicroStep(workload, training_device(workload, gpu, rate), recompute),
     )
 
 
@@ -149,12 +251,13 @@ def min_memory_plan(
     *,
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
+    memo: Memo | None = None,
 ) -> TrainPlan:
     """The layout with the least memory per GPU (micro-batch 1): in practice the most sharding
     and the largest TP allowed. It fits iff any layout fits, and its memory never rises with
     the GPU count (more ranks to shard over, TP never falls)."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    options = splits.splits(workload, gpu, gpu_count, precision_used, ckpt, wanted)
+    options = splits.splits(workload, gpu, gpu_count, precision_used, ckpt, wanted, memo)
     best = min(options, key=lambda o: o.fixed_gb + o.act_gb)
     return _plan(gpu, gpu_count, best, 1, best.largest_micro(splits.usable_gb(gpu)) > 0)
 
@@ -167,21 +270,22 @@ def fits(
     *,
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
+    memo: Memo | None = None,
 ) -> bool:
     """Whether some layout fits memory (cheap: no step times, no layout records)."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    least = splits.least_gb(workload, gpu, gpu_count, precision_used, ckpt, wanted)
+    least = splits.least_gb(workload, gpu, gpu_count, precision_used, ckpt, wanted, memo)
     return least <= splits.usable_gb(gpu)
 
 
-_Step = tuple[float, float, float, float, float]
-"""(compute_s, memory_s, tp_comm_s, dp_comm_s, exposed_s) of a :class:`StepTime`."""
+_Step = tuple[float, float, float, float, float, float]
+"""(compute_s, memory_s, tp_comm_s, dp_comm_s, exposed_s, stall_s) of a :class:`StepTime`."""
 _Found = tuple[splits.Split, int, _Step]
 
 
 def _total(step: _Step) -> float:
     """:attr:`StepTime.total_s`."""
-    return max(step[0], step[1]) + step[4]
+    return max(step[0], step[1]) + step[5] + step[4]
 
 
 def _walk(
@@ -193,6 +297,7 @@ def _walk(
     wanted: Sharding,
     stop_at: float,
     prune: bool = True,
+    memo: Memo | None = None,
 ) -> list[_Found]:
     """(split, micro-batch, step time) of the fitting layouts in preference order, stopping
     after the first whose step time is at most ``stop_at`` [s].
@@ -206,7 +311,9 @@ def _walk(
     job = _job(workload, gpu, rate, checkpointing)
     tp_links: dict[int, float] = {}
     out: list[_Found] = []
-    options = splits.splits(workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted)
+    options = splits.splits(
+        workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
+    )
     settled: set[int] = set()
     for option in options:
         if option.tp in settled:
@@ -237,18 +344,18 @@ def candidate_plans(
     *,
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
+    memo: Memo | None = None,
 ) -> tuple[TrainPlan, ...]:
     """Every layout that fits, at its largest micro-batch, with its step time; smallest TP
     first, then least sharding."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    found = _walk(workload, gpu, gpu_count, rate, ckpt, wanted, -math.inf, prune=False)
+    found = _walk(workload, gpu, gpu_count, rate, ckpt, wanted, -math.inf, False, memo)
     return tuple(
         replace(_plan(gpu, gpu_count, option, micro, True), step=StepTime(*step))
         for option, micro, step in found
     )
 
 
-@functools.lru_cache(maxsize=LAYOUT_CACHE_SIZE)
 def _fastest(
     workload: Workload,
     gpu: GpuSpec,
@@ -256,6 +363,7 @@ def _fastest(
     rate: PeakRate,
     checkpointing: bool,
     wanted: Sharding,
+    memo: Memo,
 ) -> _Found | None:
     """The first layout in preference order within :data:`LAYOUT_TIE` of the fastest.
 
@@ -265,10 +373,14 @@ def _fastest(
     spec = workload.training
     assert spec is not None
     job = _job(workload, gpu, rate, checkpointing)
-    options = splits.splits(workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted)
+    options = splits.splits(
+        workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
+    )
     least = min(o.per_gpu_batch / o.tp for o in options)
-    ideal = job.step_flops * least / spec.batch_size / job.flop_rate
-    found = _walk(workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE)
+    ideal = training_floor_flops(workload) * least / spec.batch_size / job.floor_rate
+    found = _walk(
+        workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE, True, memo
+    )
     if not found:
         return None
     limit = min(_total(f[2]) for f in found) * LAYOUT_TIE
@@ -283,15 +395,20 @@ def plan_training(
     *,
     checkpointing: bool | None = None,
     sharding: Sharding | None = None,
+    memo: Memo | None = None,
 ) -> TrainPlan:
     """The fastest layout that fits (near-ties: smallest TP, then least sharding), with its
     step time. When nothing fits: the minimum-memory layout at micro-batch 1, ``fits`` False
     (its step time is still given, as if it ran)."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    best = _fastest(workload, gpu, gpu_count, rate, ckpt, wanted)
+    memo = memo_of(memo)
+    key = (workload, gpu, gpu_count, rate, ckpt, wanted)
+    best = memo.get("training_fastest", key,
+                    lambda: _fastest(workload, gpu, gpu_count, rate, ckpt, wanted, memo))
     if best is None:
         plan = min_memory_plan(
-            workload, gpu, gpu_count, rate.precision_used, checkpointing=ckpt, sharding=wanted
+            workload, gpu, gpu_count, rate.precision_used, checkpointing=ckpt, sharding=wanted,
+            memo=memo,
         )
         return replace(plan, step=step_time(workload, gpu, plan, rate, ckpt))
     option, micro, step = best
@@ -382,9 +499,12 @@ def _step(
     assert spec is not None
     tp, dp, sharding = split
     micro_batch, accumulation = micro
-    per_gpu_batch = max(1, math.ceil(spec.batch_size / dp))
-    compute_s = job.step_flops * per_gpu_batch / spec.batch_size / (tp * job.flop_rate)
-    memory_s = 2.0 * state_gb / job.bandwidth
+    kc, km, kt = job.micro.time(micro_batch, tp)
+    compute_s = accumulation * kc
+    # the optimizer reads and writes every state once per step, after the backward pass
+    optimizer_s = 2.0 * state_gb / job.bandwidth
+    memory_s = accumulation * km + optimizer_s
+    total = accumulation * kt + optimizer_s
     dp_comm = _dp_comm_s(
         dp, sharding, job.grad_bytes / tp, job.weight_bytes / tp, accumulation, links[1]
     )
@@ -393,4 +513,5 @@ def _step(
         per_layer = job.tp_per_layer * all_reduce_s(job.tp_bytes * micro_batch, tp, links[0])
         tp_comm = per_layer * job.layers * accumulation
     exposed = max(0.0, tp_comm + dp_comm - c.BACKWARD_OVERLAP_FRACTION * compute_s)
-    return compute_s, memory_s, tp_comm, dp_comm, exposed
+    stall = max(0.0, total - max(compute_s, memory_s))
+    return compute_s, memory_s, tp_comm, dp_comm, exposed, stall

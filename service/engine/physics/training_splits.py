@@ -8,11 +8,11 @@ among the splits by step time.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
 from service.engine import constants as c
+from service.engine.cache import Memo, memo_of
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.types import (
@@ -27,8 +27,6 @@ from service.engine.types import (
 )
 
 SHARDING_ORDER: tuple[Sharding, ...] = ("none", "zero1", "zero2", "zero3")
-SPLIT_CACHE_SIZE = 4096
-"""Memoized split sets: one per (workload, GPU, count, precision, options) asked."""
 
 
 class Split(NamedTuple):
@@ -105,7 +103,6 @@ def tp_degrees(workload: Workload, gpu: GpuSpec, gpu_count: int) -> list[int]:
     return [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0]
 
 
-@functools.lru_cache(maxsize=SPLIT_CACHE_SIZE)
 def splits(
     workload: Workload,
     gpu: GpuSpec,
@@ -113,8 +110,24 @@ def splits(
     prec: Precision,
     checkpointing: bool,
     wanted: Sharding,
+    memo: Memo | None = None,
 ) -> tuple[Split, ...]:
-    """Every (TP, sharding) split, smallest TP first, then least sharding."""
+    """Every (TP, sharding) split, smallest TP first, then least sharding (memoized in the
+    shared cache: a tuple of immutable records)."""
+    key = (workload, gpu, gpu_count, prec, checkpointing, wanted)
+    return memo_of(memo).get(
+        "training_splits", key,
+        lambda: _splits(workload, gpu, gpu_count, prec, checkpointing, wanted))
+
+
+def _splits(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    prec: Precision,
+    checkpointing: bool,
+    wanted: Sharding,
+) -> tuple[Split, ...]:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(prec, spec.optimizer)
@@ -146,6 +159,7 @@ def least_gb(
     prec: Precision,
     checkpointing: bool,
     wanted: Sharding,
+    memo: Memo | None = None,
 ) -> float:
     """``min(o.fixed_gb + o.act_gb for o in splits(...))`` with the same arithmetic in the same
     order, without building the split records: the memory-fit check asked for every GPU type
@@ -153,10 +167,12 @@ def least_gb(
     degrees (powers of 2 up to ``min(fast domain, count)``), so the figure is memoized on
     that limit: GPU types of one node class share it."""
     limit = min(par.fast_domain_size(gpu), gpu_count)
-    return _least_gb(workload, limit, gpu_count, prec, checkpointing, wanted)
+    key = (workload, limit, gpu_count, prec, checkpointing, wanted)
+    return memo_of(memo).get(
+        "training_least_gb", key,
+        lambda: _least_gb(workload, limit, gpu_count, prec, checkpointing, wanted))
 
 
-@functools.lru_cache(maxsize=SPLIT_CACHE_SIZE)
 def _least_gb(
     workload: Workload,
     tp_limit: int,

@@ -1,0 +1,152 @@
+"""Achieved speed of one GPU on one operator, from the GPU's own figures.
+
+A GPU is reduced to a :class:`Device`: its sustained matrix and vector FLOP rates (datasheet
+peak x the clock it holds under its power limit x the share a well-shaped kernel reaches x its
+vendor's software factor), its achieved memory bandwidth, its SM (CU) count and a fixed cost
+per kernel. Operators are then timed one by one, each with its own roofline:
+
+* GEMMs (and convolutions as implicit GEMMs) are cut into output tiles run one per SM per wave
+  (NVIDIA "Matrix Multiplication Background" guide, wave quantization; Habitat, Yu et al.,
+  USENIX ATC'21). A GEMM with fewer tiles than SMs is split along K (split-K / stream-K, as
+  cuBLAS and CUTLASS do) while K allows; the last partial wave leaves SMs idle. Time =
+  max(FLOPs / (rate x wave utilization), bytes / bandwidth).
+* Memory-bound operators (norms, activations, residuals, softmax, optimizer updates, KV reads)
+  move their bytes at achieved bandwidth.
+* Every kernel pays a fixed launch/tail cost; every serving iteration a scheduling cost.
+
+Units: seconds [s], bytes [B], FLOP, FLOP/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from service.engine import constants as c
+from service.engine.physics.performance import PeakRate
+from service.engine.types import GpuSpec
+
+Kernel = tuple[float, float]
+"""(compute_s, memory_s) of one kernel or of a run of kernels timed together."""
+
+
+def sustained_clock_fraction(gpu: GpuSpec) -> float:
+    """Share of the boost clock (at which datasheet peaks are quoted) a GPU holds under a
+    sustained matrix load: base + headroom x (boost - base), over boost. The base clock is what
+    the vendor guarantees at the power limit, so low-TDP cards with a wide base-boost gap
+    (T4, L4, L40S, H100 PCIe) keep a smaller share than SXM parts. Unknown clocks: the
+    catalog median (:data:`constants.SUSTAINED_CLOCK_FRACTION_UNKNOWN`)."""
+    base, boost = gpu.base_clock_mhz, gpu.boost_clock_mhz
+    if not base or not boost or boost <= 0:
+        return c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
+    base = min(base, boost)
+    return (base + c.POWER_CLOCK_HEADROOM * (boost - base)) / boost
+
+
+def vendor_factor(gpu: GpuSpec) -> float:
+    """Software-stack factor of the GPU's vendor (1.0 for the reference CUDA stack)."""
+    return c.VENDOR_EFFICIENCY.get(gpu.vendor.strip().lower(), 1.0)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU at one compute precision, as the operator model sees it."""
+
+    matrix_flops_s: float
+    """Sustained FLOP/s a large, well-shaped GEMM reaches at the precision [FLOP/s]."""
+    attention_flops_s: float
+    """Sustained FLOP/s of fused (flash) attention [FLOP/s]."""
+    conv_flops_s: float
+    """Sustained FLOP/s of training convolutions (cuDNN forward, data and weight gradients)."""
+    conv_inference_flops_s: float
+    """Sustained FLOP/s of inference convolutions (TensorRT, fused) [FLOP/s]."""
+    vector_flops_s: float
+    """Sustained FLOP/s of non-tensor math [FLOP/s] (FP32/FP64 vector units)."""
+    bytes_s: float
+    """Achieved DRAM bandwidth [B/s]."""
+    sms: int
+    """Tile slots per wave (SMs / CUs)."""
+    kernel_s: float
+    """Fixed cost per kernel [s]."""
+    clock_fraction: float
+    tensor: bool
+
+
+def device(gpu: GpuSpec, rate: PeakRate) -> Device:
+    """The :class:`Device` for ``gpu`` running at ``rate`` (from :func:`peak_rate`)."""
+    clock = sustained_clock_fraction(gpu)
+    sustained = rate.tflops * 1e12 * clock * vendor_factor(gpu)
+    if rate.tensor:
+        # FP8/INT8 kernels reach a smaller share of their doubled peak
+        eight_bit = c.EFF_8BIT_GEMM if rate.precision_used in ("fp8", "int8") else 1.0
+        matrix = sustained * c.GEMM_EFFICIENCY * eight_bit
+        attention = sustained * c.ATTENTION_EFFICIENCY * eight_bit
+        conv = sustained * c.CONV_EFFICIENCY * eight_bit
+        conv_inference = sustained * c.CONV_INFERENCE_EFFICIENCY * eight_bit
+    else:
+        matrix = attention = conv = conv_inference = sustained * c.EFF_NON_TENSOR
+    vector_peak = (gpu.fp32_tflops or rate.tflops) * 1e12 * clock
+    return Device(
+        matrix_flops_s=matrix,
+        attention_flops_s=attention,
+        conv_flops_s=conv,
+        conv_inference_flops_s=conv_inference,
+        vector_flops_s=vector_peak * c.EFF_NON_TENSOR,
+        bytes_s=gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW,
+        sms=max(1, gpu.sm_count or c.SM_COUNT_UNKNOWN),
+        kernel_s=c.KERNEL_OVERHEAD_S,
+        clock_fraction=clock,
+        tensor=rate.tensor,
+    )
+
+
+def gemm(
+    dev: Device,
+    m: float,
+    n: float,
+    k: float,
+    *,
+    in_bytes: float,
+    weight_bytes: float,
+    out_bytes: float,
+    groups: float = 1.0,
+) -> Kernel:
+    """(compute_s, memory_s) of ``groups`` GEMMs (m x k) @ (k x n).
+
+    For each tile shape of :data:`constants.GEMM_TILES` (the library picks the best, as cuBLAS
+    heuristics do): tiles = ceil(m / tile_m) x ceil(n / tile_n) per problem, run one per SM per
+    wave; fewer tiles than SMs: K is split into up to ``sms // tiles`` slices of at least
+    :data:`constants.SPLIT_K_MIN` (split-K). Compute = waves x one tile's FLOPs at the per-SM
+    rate, so partial tiles and a partial last wave cost full ones (and the time never falls
+    as the GEMM grows: a minimum of non-decreasing functions). Bytes = inputs + weights +
+    outputs once."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0, 0.0
+    sms = dev.sms
+    best = math.inf
+    for tile_m, tile_n in c.GEMM_TILES:
+        tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n) * groups
+        depth = k
+        if tiles < sms:
+            split = min(sms // tiles, max(1, int(k // c.SPLIT_K_MIN)))
+            if split > 1:
+                tiles *= split
+                depth = k / split
+        waves = math.ceil(tiles / sms)
+        time = waves * 2.0 * tile_m * tile_n * depth
+        if time < best:
+            best = time
+    compute = best * sms / dev.matrix_flops_s
+    nbytes = (m * k * in_bytes + k * n * weight_bytes + m * n * out_bytes) * groups
+    return compute, nbytes / dev.bytes_s
+
+
+def time_of(kernels: list[Kernel]) -> tuple[float, float, float]:
+    """(compute_s, memory_s, total_s) of kernels run one after another: each kernel is bound by
+    the larger of its two times; the totals are reported for the bound label."""
+    compute = memory = total = 0.0
+    for k0, k1 in kernels:
+        compute += k0
+        memory += k1
+        total += k0 if k0 > k1 else k1
+    return compute, memory, total

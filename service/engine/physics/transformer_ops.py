@@ -1,0 +1,144 @@
+"""The operators of one transformer layer, timed on one :class:`~kernels.Device`.
+
+A layer (per GPU, tensor-parallel degree t) runs, for ``tokens`` rows:
+
+* GEMMs: QKV (h -> (a + 2g) d / t), attention output (a d / t -> h), MLP up (+ gate for
+  gated MLPs: h -> m f / t) and down (f / t -> h); MoE layers run the MLP GEMMs per expert
+  over the tokens routed to it (tokens x k / E rows each).
+* attention: flash-style, its FLOPs at the attention rate and its bytes (Q, K, V, O, and the
+  KV cache read by decoding sequences) at memory bandwidth, one kernel;
+* non-GEMM ops: norms, residual adds, rotary/bias (:data:`constants.TRANSFORMER_ELEMENTWISE_PASSES`
+  vectors of h per token) and the MLP activation (m + 1 vectors of f / t), memory-bound;
+* :data:`constants.TRANSFORMER_KERNELS_PER_LAYER` kernel launches.
+
+Each kernel is bound by the larger of its compute and memory times (sum of maxima), so a
+large GPU that is fast at GEMMs still waits on the memory-bound ops: what makes small models
+scale with bandwidth rather than with tensor peak.
+"""
+
+from __future__ import annotations
+
+import math
+
+from service.engine import constants as c
+from service.engine.physics import memory as mem
+from service.engine.physics.kernels import Device, gemm
+from service.engine.types import TransformerModel
+
+
+def mlp_matrices(model: TransformerModel) -> int:
+    """2 (GELU MLP: up, down) or 3 (gated SwiGLU/GeGLU: gate, up, down), whichever makes the
+    layer shapes add up to the model's parameter count (embeddings tied or not)."""
+    h, f, a, g = model.hidden_size, model.intermediate_size, model.attention_heads, model.kv_heads
+    d = h / a
+    attn = h * (a + 2 * g) * d + a * d * h
+    best, best_err = 2, math.inf
+    for mats in (2, 3):
+        body = model.layers * (attn + mats * h * f * model.experts)
+        for embeddings in (1, 2):
+            err = abs(body + embeddings * model.vocab_size * h - model.params)
+            if err < best_err:
+                best, best_err = mats, err
+    return best
+
+
+class LayerOps:
+    """Shapes of one layer split ``tp`` ways, and the device they run on."""
+
+    def __init__(
+        self, model: TransformerModel, dev: Device, tp: int, act_bytes: float, w_bytes: float
+    ) -> None:
+        h, a = model.hidden_size, model.attention_heads
+        g, f = model.kv_heads, model.intermediate_size
+        d = h / a
+        self.dev, self.h, self.tp = dev, h, tp
+        self.act_b, self.w_b = act_bytes, w_bytes
+        mats = mlp_matrices(model)
+        self.qkv_n = (a + 2 * max(g, tp)) * d / tp  # KV heads replicated when g < t
+        self.o_k = a * d / tp
+        self.up_n = (mats - 1) * f / tp
+        self.down_k = f / tp
+        self.experts = model.experts
+        self.top_k = model.experts_per_token
+        self.elementwise = (c.TRANSFORMER_ELEMENTWISE_PASSES * h + mats * f / tp) * act_bytes
+        self.kernels_s = c.TRANSFORMER_KERNELS_PER_LAYER * dev.kernel_s
+        self.vocab_n = model.vocab_size / tp
+        self.layers = model.layers
+        self.moe = model.experts > 1
+
+    def gemm(self, m: float, n: float, k: float, groups: float = 1.0) -> tuple[float, float]:
+        return gemm(self.dev, m, n, k, in_bytes=self.act_b, weight_bytes=self.w_b,
+                    out_bytes=self.act_b, groups=groups)
+
+    def forward(
+        self, tokens: float, attn_flops: float, attn_bytes: float, touched: float = 1.0
+    ) -> tuple[float, float, float]:
+        """(compute_s, memory_s, total_s) of one layer's forward over ``tokens`` rows, with
+        ``attn_flops`` [FLOP] and ``attn_bytes`` [B] of attention on this GPU; ``touched``:
+        share of the experts any token is routed to (MoE)."""
+        h = self.h
+        kernels = [
+            self.gemm(tokens, self.qkv_n, h),
+            self.gemm(tokens, h, self.o_k),
+        ]
+        if self.moe:
+            groups = max(1.0, self.experts * touched)
+            rows = tokens * self.top_k / groups
+            kernels.append(self.gemm(rows, self.up_n, h, groups))
+            kernels.append(self.gemm(rows, h, self.down_k, groups))
+            elementwise = self.elementwise * tokens * (1.0 + (self.top_k - 1) * 0.5)
+        else:
+            kernels.append(self.gemm(tokens, self.up_n, h))
+            kernels.append(self.gemm(tokens, h, self.down_k))
+            elementwise = self.elementwise * tokens
+        dev = self.dev
+        kernels.append((attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s))
+        compute = memory = total = 0.0
+        for k0, k1 in kernels:
+            compute += k0
+            memory += k1
+            total += k0 if k0 > k1 else k1
+        mem_s = elementwise / dev.bytes_s
+        return compute, memory + mem_s, total + mem_s + self.kernels_s
+
+    def backward(self, tokens: float, attn_flops: float, attn_bytes: float) -> tuple[
+            float, float, float]:
+        """(compute_s, memory_s, total_s) of one layer's backward: each GEMM's data gradient
+        (tokens x k from tokens x n) and weight gradient (k x n reduced over tokens), attention
+        backward (2.5x its forward FLOPs: FlashAttention recomputes the scores), and
+        :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the forward non-GEMM traffic."""
+        h = self.h
+        kernels = []
+        for n, k in ((self.qkv_n, h), (h, self.o_k), (self.up_n, h), (h, self.down_k)):
+            kernels.append(self.gemm(tokens, k, n))
+            kernels.append(self.gemm(k, n, tokens))
+        dev = self.dev
+        kernels.append((2.5 * attn_flops / dev.attention_flops_s, 2.0 * attn_bytes / dev.bytes_s))
+        compute = memory = total = 0.0
+        for k0, k1 in kernels:
+            compute += k0
+            memory += k1
+            total += k0 if k0 > k1 else k1
+        mem_s = c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens / dev.bytes_s
+        return compute, memory + mem_s, total + mem_s + 2.0 * self.kernels_s
+
+    def lm_head(self, rows: float) -> tuple[float, float]:
+        """(compute_s, memory_s) of the vocabulary projection for ``rows`` tokens."""
+        return self.gemm(rows, self.vocab_n, self.h)
+
+
+def attention_flops(model: TransformerModel, query_tokens: float, pairs: float, tp: int) -> float:
+    """Attention FLOPs on one GPU: QK^T and PV, 2 x 2 x d per (query, key) pair per head,
+    over a / t heads; ``pairs`` = (query, key) pairs per head summed over the queries."""
+    del query_tokens
+    return 4.0 * pairs * model.hidden_size / tp
+
+
+def kv_bytes_per_token_layer(model: TransformerModel, kv_bytes_per_token: float, tp: int) -> float:
+    """KV bytes of one token in one layer on one GPU (KV heads split over min(t, g) ranks)."""
+    return kv_bytes_per_token / model.layers / min(tp, model.kv_heads)
+
+
+def active_param_flops(model: TransformerModel) -> float:
+    """2 x active parameters: dense FLOPs per token (for lower bounds)."""
+    return 2.0 * mem.active_params(model)

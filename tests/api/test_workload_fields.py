@@ -1,0 +1,105 @@
+"""inference.effective_prompt_tokens and compute.fp64_units through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.workloads.schemas import WorkloadSpec
+from tests.api.test_gpus import H100, assert_problem
+
+FIELD = "body.workload.inference.effective_prompt_tokens"
+
+
+def _bert(**inference: Any) -> dict[str, Any]:
+    return {
+        "workload": {
+            "kind": "inference", "model": {"preset": "bert-large"}, "precision": "fp16",
+            "inference": {"prompt_tokens": 512, "batch_size": 64, **inference},
+        },
+        "gpu_slug": H100,
+    }
+
+
+def _dgemm(**compute: Any) -> dict[str, Any]:
+    return {
+        "workload": {"kind": "compute", "precision": "fp64",
+                     "compute": {"total_tflop": 1e6, "memory_gb": 40, **compute}},
+        "gpu_slug": H100,
+    }
+
+
+def test_effective_prompt_tokens_accepted(client: TestClient) -> None:
+    resp = client.post("/v1/estimates", json=_bert(effective_prompt_tokens=180))
+    assert resp.status_code == 200, resp.text
+    assert client.post("/v1/estimates", json=_bert(effective_prompt_tokens=512)).status_code == 200
+
+
+@pytest.mark.parametrize("value", [513, 100_000])
+def test_effective_above_prompt_tokens_is_422_naming_the_field(client: TestClient,
+                                                               value: int) -> None:
+    problem = assert_problem(
+        client.post("/v1/estimates", json=_bert(effective_prompt_tokens=value)), 422, FIELD)
+    assert "prompt_tokens 512" in problem["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, "many"])
+def test_malformed_effective_prompt_tokens_is_422(client: TestClient, value: Any) -> None:
+    assert_problem(client.post("/v1/estimates", json=_bert(effective_prompt_tokens=value)),
+                   422, FIELD)
+
+
+def test_effective_prompt_tokens_needs_a_transformer(client: TestClient) -> None:
+    body = {
+        "workload": {"kind": "inference", "model": {"preset": "resnet-50"}, "precision": "fp16",
+                     "inference": {"prompt_tokens": 128, "effective_prompt_tokens": 64}},
+        "gpu_slug": H100,
+    }
+    problem = assert_problem(client.post("/v1/estimates", json=body), 422, FIELD)
+    assert "transformer" in problem["errors"][0]["message"]
+
+
+def test_effective_prompt_tokens_checked_on_stored_workloads_too(
+    client: TestClient, admin_headers: dict[str, str]
+) -> None:
+    body = {"name": "bert", **_bert(effective_prompt_tokens=600)["workload"]}
+    assert_problem(client.post("/v1/workloads", json=body, headers=admin_headers), 422,
+                   "body.inference.effective_prompt_tokens")
+    body["inference"]["effective_prompt_tokens"] = 200
+    created = client.post("/v1/workloads", json=body, headers=admin_headers)
+    assert created.status_code == 201, created.text
+    stored = client.get(f"/v1/workloads/{created.json()['id']}", headers=admin_headers).json()
+    assert stored["workload"]["inference"]["effective_prompt_tokens"] == 200
+
+
+@pytest.mark.parametrize("units", ["vector", "matrix"])
+def test_fp64_units_accepted_by_estimates(client: TestClient, units: str) -> None:
+    resp = client.post("/v1/estimates", json=_dgemm(fp64_units=units))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["precision_used"] == "fp64"
+
+
+@pytest.mark.parametrize("units", ["tensor", "MATRIX", "", None, 1])
+def test_bad_fp64_units_is_422(client: TestClient, units: Any) -> None:
+    assert_problem(client.post("/v1/estimates", json=_dgemm(fp64_units=units)), 422,
+                   "body.workload.compute.fp64_units")
+
+
+def test_new_fields_reach_the_engine_types() -> None:
+    bert = WorkloadSpec.model_validate(_bert(effective_prompt_tokens=180)["workload"])
+    inference = bert.to_engine().inference
+    assert inference is not None and inference.effective_prompt_tokens == 180
+    dgemm = WorkloadSpec.model_validate(_dgemm(fp64_units="matrix")["workload"]).to_engine()
+    assert dgemm.compute is not None and dgemm.compute.fp64_units == "matrix"
+    default = WorkloadSpec.model_validate(_dgemm()["workload"]).to_engine()
+    assert default.compute is not None and default.compute.fp64_units == "vector"
+
+
+def test_schema_examples_include_the_new_fields() -> None:
+    examples = WorkloadSpec.model_json_schema()["examples"]
+    assert any("effective_prompt_tokens" in (e.get("inference") or {}) for e in examples)
+    assert any((e.get("compute") or {}).get("fp64_units") == "matrix" for e in examples)
+    for example in examples:  # every documented example is a valid workload
+        WorkloadSpec.model_validate(example).to_engine()
