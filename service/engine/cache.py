@@ -25,13 +25,22 @@ DEFAULT_MAX_ENTRIES = 65_536
 a few workloads; an entry is a few hundred bytes."""
 
 
+TABLE_LIMITS = {"estimate": 16_384}
+"""Smaller bounds for tables whose values are large: a full :class:`Estimate` is ~1-2 KB."""
+
+
 class EngineCache:
     """Bounded, thread-safe LRU tables of immutable engine results."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be >= 1")
+    def __init__(
+        self,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        table_limits: dict[str, int] | None = None,
+    ) -> None:
+        if max_entries < 1 or any(v < 1 for v in (table_limits or {}).values()):
+            raise ValueError("table sizes must be >= 1")
         self.max_entries = max_entries
+        self.table_limits = dict(TABLE_LIMITS if table_limits is None else table_limits)
         self._lock = threading.Lock()
         self._tables: dict[str, OrderedDict[Hashable, Any]] = {}
         self.hits = 0
@@ -53,7 +62,8 @@ class EngineCache:
             entries = self._tables.setdefault(table, OrderedDict())
             entries[key] = value
             entries.move_to_end(key)
-            while len(entries) > self.max_entries:
+            limit = self.table_limits.get(table, self.max_entries)
+            while len(entries) > limit:
                 entries.popitem(last=False)
         return value
 

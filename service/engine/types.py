@@ -6,8 +6,8 @@ never sees database rows or HTTP payloads: the shell converts them into these ty
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
 FormFactor = Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]
@@ -18,9 +18,22 @@ Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
 
 
+def _cached_hash(obj: Any) -> int:
+    """The dataclass field-tuple hash, computed once per object: engine memo tables key on
+    GPUs and workloads, whose field tuples are long (and nested) to hash again on every
+    lookup. Frozen objects never change, so the hash cannot go stale."""
+    cached: int | None = obj.__dict__.get("_hash")
+    if cached is None:
+        cached = hash(tuple(getattr(obj, f.name) for f in fields(obj)))
+        object.__setattr__(obj, "_hash", cached)
+    return cached
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """One GPU type as the engine sees it. Tensor figures are DENSE; None = unsupported."""
+
+    __hash__ = _cached_hash
 
     slug: str
     name: str
@@ -60,6 +73,8 @@ class GpuSpec:
 class TransformerModel:
     """A decoder-only or encoder transformer. ``params`` is the total parameter count."""
 
+    __hash__ = _cached_hash
+
     params: float
     layers: int
     hidden_size: int
@@ -82,6 +97,8 @@ class TransformerModel:
 class GenericModel:
     """Any other network (CNN, detector): size and forward cost per sample."""
 
+    __hash__ = _cached_hash
+
     params: float
     gflops_per_sample: float
     """Forward pass cost per sample [GFLOP] (1 MAC = 2 FLOP)."""
@@ -98,6 +115,8 @@ ModelSpec = TransformerModel | GenericModel
 
 @dataclass(frozen=True)
 class TrainingSpec:
+    __hash__ = _cached_hash
+
     batch_size: int
     """Global batch, in samples (sequences for transformers)."""
     seq_len: int | None = None
@@ -113,6 +132,8 @@ class TrainingSpec:
 
 @dataclass(frozen=True)
 class InferenceSpec:
+    __hash__ = _cached_hash
+
     prompt_tokens: int = 0
     output_tokens: int = 0
     batch_size: int | None = None
@@ -128,6 +149,8 @@ class InferenceSpec:
 
 @dataclass(frozen=True)
 class ComputeSpec:
+    __hash__ = _cached_hash
+
     total_tflop: float
     total_gb_moved: float = 0.0
     memory_gb: float = 0.0
@@ -138,6 +161,8 @@ class ComputeSpec:
 
 @dataclass(frozen=True)
 class Workload:
+    __hash__ = _cached_hash
+
     kind: WorkloadKind
     precision: Precision
     model: ModelSpec | None = None

@@ -179,3 +179,47 @@ def test_encoder_activations_still_scale_with_the_batch() -> None:
     a8 = estimate(w, H100_SXM, 1).memory.activations
     a1 = estimate(one, H100_SXM, 1).memory.activations
     assert a8 == pytest.approx(8 * a1)
+
+
+def test_engine_cache_is_bounded_clearable_and_shared_only_through_it() -> None:
+    import threading
+
+    from service.engine.cache import EngineCache, Memo
+
+    cache = EngineCache(max_entries=4, table_limits={"small": 2})
+    calls: list[int] = []
+
+    def value(i: int) -> int:
+        calls.append(i)
+        return i * i
+
+    for i in range(10):
+        assert cache.get("t", i, lambda i=i: value(i)) == i * i
+        cache.get("small", i, lambda i=i: value(i))
+    assert cache.sizes() == {"t": 4, "small": 2}
+    assert cache.get("t", 9, lambda: -1) == 81  # hit: not recomputed
+    cache.clear()
+    assert cache.sizes() == {} and cache.hits == 0
+    # concurrent readers and writers keep the bound
+    def worker(offset: int) -> None:
+        for i in range(200):
+            cache.get("t", (offset, i), lambda i=i: i)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.sizes()["t"] == 4
+    # a memo without a shared cache keeps nothing beyond itself
+    memo = Memo()
+    assert memo.get("t", 1, lambda: 5) == 5 and memo.get("t", 1, lambda: 6) == 5
+    assert Memo().get("t", 1, lambda: 6) == 6
+
+
+def test_no_module_global_caches_in_the_engine() -> None:
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "service" / "engine"
+    text = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    assert "lru_cache" not in text and "functools.cache" not in text

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine.cache import Memo
+from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
@@ -85,6 +85,15 @@ def floors(
     memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: inference
     options run at the throughput-optimal batch (every objective but time), which gives a
     much higher latency floor (:func:`_latency_floor`)."""
+    memo = memo_of(memo)
+    key = (workload, gpu, first, cap, throughput)
+    return memo.get("bound_floors", key,
+                    lambda: _floors(workload, gpu, first, cap, throughput, memo))
+
+
+def _floors(
+    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool, memo: Memo
+) -> Floors:
     rate = workload_rate(workload, gpu)  # the rate estimate() uses
     if rate is None:
         return NO_FLOORS
@@ -143,27 +152,13 @@ def _latency_floor(
     ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
     best = INF
     for tp, pp in ctx.splits(max(1, cap)):
-        roof = ctx.model(tp, pp)
         if spec.batch_size is not None:
-            best = min(best, roof.latency_ms(spec.batch_size)[2])
+            batch = spec.batch_size
         else:
-            max_fit = max(1, ctx.sizing(tp, pp).max_batch(ctx.usable))
-            best = min(best, _least_latency(roof, max(1, min(max_fit, int(c.MAX_AUTO_BATCH))),
-                                            best))
+            max_fit = max(1, min(ctx.sizing(tp, pp).max_batch(ctx.usable), int(c.MAX_AUTO_BATCH)))
+            batch = min(max(ctx.limit_batch(tp, pp), 1), max_fit)
+        best = min(best, inf.latencies(spec, ctx.timing(tp, pp, batch))[2])
     return best
-
-
-def _least_latency(roof: inf.ServingModel, hi: int, best: float) -> float:
-    """Latency at ``min(max(largest_meeting(roof), 1), hi)``, searching [1, hi] only (the
-    predicate is monotone, see :func:`serving.largest_meeting`); or some latency >= ``best``
-    when that one is (latency grows with the batch: the least over splits is the same)."""
-    ok_hi, g_hi, lat_hi = roof.check(hi)
-    if ok_hi or hi == 1:
-        return lat_hi
-    ok_lo, g_lo, lat_lo = roof.check(1)
-    if not ok_lo:
-        return lat_lo
-    return inf.boundary(roof, 1, hi, (g_lo, g_hi, lat_lo), best)[1]
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:

@@ -99,10 +99,19 @@ def estimate(
     """
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
+    memo = memo_of(memo)
+    # an Estimate is immutable (frozen, tuples inside): safe to share across requests
+    key = (workload, gpu, gpu_count, latency_mode)
+    return memo.get("estimate", key,
+                    lambda: _estimate(workload, gpu, gpu_count, latency_mode, memo))
+
+
+def _estimate(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, latency_mode: bool, memo: Memo
+) -> Estimate:
     rate = workload_rate(workload, gpu)
     if rate is None:
         return _no_rate(workload, gpu, gpu_count)
-    memo = memo_of(memo)
     if workload.kind == "compute":
         return _estimate_compute(workload, gpu, gpu_count, rate, memo)
     if workload.kind == "training":
@@ -329,25 +338,23 @@ def _estimate_inference(
                 batch = inf.clamp_batch(limit, max_fit)
         if batch is None:
             continue
-        model = ctx.model(o_tp, o_pp)
-        t = model.timing(batch)
+        t = ctx.timing(o_tp, o_pp, batch)
         if latency_mode:
-            better = (value := model.latency_ms(batch)[2]) * SPLIT_TIE < best
+            better = (value := inf.latencies(spec, t)[2]) * SPLIT_TIE < best
         else:
             replicas = max(1, n // (o_tp * o_pp))
-            better = (value := model.requests_per_s(t, replicas)) > best * SPLIT_TIE
+            better = (value := inf.requests_per_s(spec, t, o_pp, replicas)) > best * SPLIT_TIE
         if better:
             best, found, tp, pp = value, t, o_tp, o_pp
-    timing = found or ctx.model(tp, pp).timing(spec.batch_size or 1)
-    model = ctx.model(tp, pp)
+    timing = found or ctx.timing(tp, pp, spec.batch_size or 1)
     placement, size = ctx.placement(n, tp, pp), ctx.sizing(tp, pp)
     batch = timing.batch
-    ttft, tpot, latency = model.latency_ms(batch)
+    ttft, tpot, latency = inf.latencies(spec, timing)
     has_limits = any(
         x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
     )
-    latency_ok = model.meets(batch) if has_limits else None
-    requests_s = model.requests_per_s(timing, placement.replicas)
+    latency_ok = inf.meets(spec, timing) if has_limits else None
+    requests_s = inf.requests_per_s(spec, timing, placement.pp, placement.replicas)
     tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
     if spec.target_requests_per_s is not None and requests_s < spec.target_requests_per_s:
         replicas_needed = math.ceil(

@@ -45,7 +45,7 @@ def sustained_clock_fraction(gpu: GpuSpec) -> float:
 
 def vendor_factor(gpu: GpuSpec) -> float:
     """Software-stack factor of the GPU's vendor (1.0 for the reference CUDA stack)."""
-    return c.VENDOR_EFFICIENCY.get(gpu.vendor.strip().lower(), 1.0)
+    return c.VENDOR_EFFICIENCY.get(gpu.vendor.lower(), 1.0)
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,61 @@ def device(gpu: GpuSpec, rate: PeakRate) -> Device:
     )
 
 
+class GemmShape:
+    """A GEMM (m x k) @ (k x n) with N, K and element sizes fixed, timed for any M (rows) and
+    number of independent problems (``groups``): the layer GEMMs of a model, whose row count is
+    the only thing a batch changes. Everything that does not depend on M is computed once.
+
+    For each tile shape of :data:`constants.GEMM_TILES` (the library picks the best, as cuBLAS
+    heuristics do): tiles = ceil(m / tile_m) x ceil(n / tile_n) per problem, run one per SM per
+    wave; fewer tiles than SMs: K is split into up to ``sms // tiles`` slices of at least
+    :data:`constants.SPLIT_K_MIN` (split-K). Compute = waves x one tile's FLOPs at the per-SM
+    rate, so partial tiles and a partial last wave cost full ones (the time never falls as the
+    GEMM grows: a minimum of non-decreasing functions). Bytes = inputs + weights + outputs
+    once."""
+
+    __slots__ = ("k", "sms", "per_flop", "shapes", "weight_s", "row_s")
+
+    def __init__(
+        self,
+        dev: Device,
+        n: float,
+        k: float,
+        *,
+        in_bytes: float,
+        weight_bytes: float,
+        out_bytes: float,
+    ) -> None:
+        self.k, self.sms = k, dev.sms
+        self.per_flop = dev.sms / dev.matrix_flops_s
+        split_cap = max(1, int(k // c.SPLIT_K_MIN))
+        self.shapes = tuple(
+            (tile_m, math.ceil(n / tile_n), split_cap, 2.0 * tile_m * tile_n)
+            for tile_m, tile_n in c.GEMM_TILES
+        )
+        self.weight_s = k * n * weight_bytes / dev.bytes_s
+        self.row_s = (k * in_bytes + n * out_bytes) / dev.bytes_s
+
+    def time(self, m: float, groups: float = 1.0) -> Kernel:
+        """(compute_s, memory_s) of ``groups`` problems of ``m`` rows each."""
+        if m <= 0 or self.k <= 0 or not self.shapes[0][1]:
+            return 0.0, 0.0
+        sms, k = self.sms, self.k
+        best = math.inf
+        for tile_m, n_tiles, split_cap, tile_flops in self.shapes:
+            tiles = math.ceil(m / tile_m) * n_tiles * groups
+            depth = k
+            if tiles < sms:
+                split = min(sms // tiles, split_cap)
+                if split > 1:
+                    tiles *= split
+                    depth = k / split
+            work = math.ceil(tiles / sms) * tile_flops * depth
+            if work < best:
+                best = work
+        return best * self.per_flop, (self.weight_s + m * self.row_s) * groups
+
+
 def gemm(
     dev: Device,
     m: float,
@@ -111,34 +166,12 @@ def gemm(
     out_bytes: float,
     groups: float = 1.0,
 ) -> Kernel:
-    """(compute_s, memory_s) of ``groups`` GEMMs (m x k) @ (k x n).
-
-    For each tile shape of :data:`constants.GEMM_TILES` (the library picks the best, as cuBLAS
-    heuristics do): tiles = ceil(m / tile_m) x ceil(n / tile_n) per problem, run one per SM per
-    wave; fewer tiles than SMs: K is split into up to ``sms // tiles`` slices of at least
-    :data:`constants.SPLIT_K_MIN` (split-K). Compute = waves x one tile's FLOPs at the per-SM
-    rate, so partial tiles and a partial last wave cost full ones (and the time never falls
-    as the GEMM grows: a minimum of non-decreasing functions). Bytes = inputs + weights +
-    outputs once."""
+    """(compute_s, memory_s) of ``groups`` GEMMs (m x k) @ (k x n) (see :class:`GemmShape`)."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0, 0.0
-    sms = dev.sms
-    best = math.inf
-    for tile_m, tile_n in c.GEMM_TILES:
-        tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n) * groups
-        depth = k
-        if tiles < sms:
-            split = min(sms // tiles, max(1, int(k // c.SPLIT_K_MIN)))
-            if split > 1:
-                tiles *= split
-                depth = k / split
-        waves = math.ceil(tiles / sms)
-        time = waves * 2.0 * tile_m * tile_n * depth
-        if time < best:
-            best = time
-    compute = best * sms / dev.matrix_flops_s
-    nbytes = (m * k * in_bytes + k * n * weight_bytes + m * n * out_bytes) * groups
-    return compute, nbytes / dev.bytes_s
+    shape = GemmShape(dev, n, k, in_bytes=in_bytes, weight_bytes=weight_bytes,
+                      out_bytes=out_bytes)
+    return shape.time(m, groups)
 
 
 def time_of(kernels: list[Kernel]) -> tuple[float, float, float]:

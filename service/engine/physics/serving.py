@@ -137,6 +137,50 @@ def _phase(compute: float, memory: float, total: float, comm: float) -> _Phase:
     return compute, memory, comm, max(0.0, total - max(compute, memory))
 
 
+def _latencies(
+    spec: InferenceSpec, ttft_s: float, tpot_s: float | None
+) -> tuple[float, float | None, float]:
+    """(ttft_ms, tpot_ms, latency_ms): latency = TTFT + output tokens x TPOT."""
+    ttft = ttft_s * 1e3
+    if tpot_s is None:
+        return ttft, None, ttft
+    tpot = tpot_s * 1e3
+    return ttft, tpot, ttft + spec.output_tokens * tpot
+
+
+def _check(
+    spec: InferenceSpec, ttft: float, tpot: float | None, latency: float
+) -> tuple[bool, float, float]:
+    ok, worst = True, 0.0
+    for value, limit in ((ttft, spec.max_ttft_ms), (tpot, spec.max_tpot_ms),
+                         (latency, spec.max_latency_ms)):
+        if limit is not None and value is not None:
+            ok = ok and not value > limit
+            worst = max(worst, value / limit if limit > 0 else math.inf)
+    return ok, worst, latency
+
+
+def latencies(spec: InferenceSpec, t: Timing) -> tuple[float, float | None, float]:
+    """(ttft_ms, tpot_ms, latency_ms) of a :class:`Timing`."""
+    return _latencies(spec, t.ttft_s, None if t.decode is None else t.decode.total_s)
+
+
+def meets(spec: InferenceSpec, t: Timing) -> bool:
+    """Whether a :class:`Timing` meets every latency limit of ``spec``."""
+    return _check(spec, *latencies(spec, t))[0]
+
+
+def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> float:
+    """Requests/s of ``replicas`` copies at timing ``t``: continuous batching completes
+    ``batch`` requests every ``output_tokens`` iterations; encoders/CNNs ``batch`` per forward
+    pass; ``pp`` batches in flight."""
+    if t.decode is not None and spec.output_tokens > 0:
+        cycle = spec.output_tokens * t.decode.total_s
+    else:
+        cycle = t.ttft_s
+    return t.batch / cycle * pp * replicas
+
+
 class ServingModel:
     """The one inference cost model: time of a forward pass or a continuous-batching iteration
     as a function of the batch, for one split (TP degree ``tp``, PP degree ``pp``, TP link
@@ -171,6 +215,7 @@ class ServingModel:
         model, spec = workload.model, workload.inference
         assert model is not None and spec is not None
         self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
+        self._timings: dict[int, Timing] = {}
         self.dev = dev = kernels.device(gpu, rate)
         self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
@@ -291,43 +336,31 @@ class ServingModel:
 
     # ------------------------------------------------------------------ results
     def timing(self, batch: int) -> Timing:
-        pre, dec = self.phases(batch)
-        return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch)
+        """The :class:`Timing` at ``batch`` (memoized on this object: the counts of one GPU
+        type ask for the same few batches)."""
+        found = self._timings.get(batch)
+        if found is None:
+            pre, dec = self.phases(batch)
+            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch)
+            self._timings[batch] = found
+        return found
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
         """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""
         pre, dec = self.phases(batch)
-        ttft = _total(pre) * 1e3
-        if dec is None:
-            return ttft, None, ttft
-        tpot = _total(dec) * 1e3
-        return ttft, tpot, ttft + self.spec.output_tokens * tpot
+        return _latencies(self.spec, _total(pre), None if dec is None else _total(dec))
 
     def check(self, batch: int) -> tuple[bool, float, float]:
         """(meets the limits, the largest ratio of a latency figure to its limit, the latency
         [ms]); the ratio only guides :func:`boundary`."""
-        spec = self.spec
-        ttft, tpot, latency = self.latency_ms(batch)
-        ok, worst = True, 0.0
-        for value, limit in ((ttft, spec.max_ttft_ms), (tpot, spec.max_tpot_ms),
-                             (latency, spec.max_latency_ms)):
-            if limit is not None and value is not None:
-                ok = ok and not value > limit
-                worst = max(worst, value / limit if limit > 0 else math.inf)
-        return ok, worst, latency
+        return _check(self.spec, *self.latency_ms(batch))
 
     def meets(self, batch: int) -> bool:
         return self.check(batch)[0]
 
     def requests_per_s(self, t: Timing, replicas: int) -> float:
-        """Requests/s of ``replicas`` copies at timing ``t``: continuous batching completes
-        ``batch`` requests every ``output_tokens`` iterations; encoders/CNNs ``batch`` per
-        forward pass; ``pp`` batches in flight."""
-        if t.decode is not None and self.spec.output_tokens > 0:
-            cycle = self.spec.output_tokens * t.decode.total_s
-        else:
-            cycle = t.ttft_s
-        return t.batch / cycle * self.pp * replicas
+        """:func:`requests_per_s` of this split."""
+        return requests_per_s(self.spec, t, self.pp, replicas)
 
     # ------------------------------------------------------------------ lower bounds
     def _per_token_gemm_flops(self) -> float:
@@ -455,9 +488,15 @@ class Context:
     Mutable (its memo dicts fill as it is asked): one request's, never shared."""
 
     def __init__(
-        self, workload: Workload, gpu: GpuSpec, precision_used: Precision, rate: PeakRate | None
+        self,
+        workload: Workload,
+        gpu: GpuSpec,
+        precision_used: Precision,
+        rate: PeakRate | None,
+        memo: Memo | None = None,
     ) -> None:
         self.workload, self.gpu, self.precision, self.rate = workload, gpu, precision_used, rate
+        self.memo = memo
         self.usable = mem.usable_memory_bytes(gpu.memory_gb)
         model = workload.model
         assert model is not None
@@ -466,6 +505,7 @@ class Context:
         self._sizes: dict[tuple[int, int], Sizing] = {}
         self._models: dict[tuple[int, int], ServingModel] = {}
         self._limits: dict[tuple[int, int], int] = {}
+        self._timings: dict[tuple[int, int, int], Timing] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
 
     def sizing(self, tp: int, pp: int) -> Sizing:
@@ -485,7 +525,8 @@ class Context:
         """Every model split, smallest first: TP degrees (powers of 2 dividing the heads) inside
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
-        largest fast-domain TP. The serving model prices each (PCIe all-reduces, stage hops)."""
+        largest fast-domain TP. The serving model prices each (PCIe all-reduces, stage hops)
+        and the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
@@ -512,11 +553,36 @@ class Context:
             )
         return found
 
+    def timing(self, tp: int, pp: int, batch: int) -> Timing:
+        """The split's :class:`Timing` at ``batch`` (immutable: kept in the shared cache, so a
+        repeated request builds no serving model at all)."""
+        local = (tp, pp, batch)
+        found = self._timings.get(local)
+        if found is None:
+            if self.memo is None:
+                found = self.model(tp, pp).timing(batch)
+            else:
+                key = (self.workload, self.gpu, self.rate, tp, pp, batch)
+                found = self.memo.get("serving_timing", key,
+                                      lambda: self.model(tp, pp).timing(batch))
+            self._timings[local] = found
+        return found
+
     def limit_batch(self, tp: int, pp: int = 1) -> int:
+        """The largest batch meeting the latency limits on split (tp, pp): an int, kept in the
+        shared cache across requests when the memo has one."""
         key = (tp, pp)
-        if key not in self._limits:
-            self._limits[key] = largest_meeting(self.model(tp, pp))
-        return self._limits[key]
+        found = self._limits.get(key)
+        if found is None:
+            shared = (self.workload, self.gpu, self.rate, tp, pp)
+
+            def compute() -> int:
+                return largest_meeting(self.model(tp, pp))
+
+            found = compute() if self.memo is None else self.memo.get(
+                "serving_limit_batch", shared, compute)
+            self._limits[key] = found
+        return found
 
 
 def links(gpu: GpuSpec, tp: int, pp: int) -> dict[str, float]:
@@ -541,7 +607,7 @@ def context(
         return Context(workload, gpu, precision_used, rate)
     key = (workload, gpu, precision_used, rate)
     return memo.scratch("inference_context", key,
-                        lambda: Context(workload, gpu, precision_used, rate))
+                        lambda: Context(workload, gpu, precision_used, rate, memo))
 
 
 def place(

@@ -112,24 +112,32 @@ class MicroStep:
     batch norm / ReLU traffic (:data:`constants.CNN_ELEMENTWISE_PASSES_TRAINING` per conv
     output, x3 with backward), and a forward, data- and weight-gradient kernel per layer."""
 
-    def __init__(self, workload: Workload, dev: kernels.Device, recompute: bool) -> None:
-        self.workload, self.dev, self.recompute = workload, dev, recompute
+    def __init__(
+        self, workload: Workload, dev: kernels.Device, recompute: bool, memo: Memo
+    ) -> None:
+        self.workload, self.dev, self.recompute, self.memo = workload, dev, recompute, memo
         self.act_b = mem.activation_bytes_per_element(workload.precision)
         self._memo: dict[tuple[int, int], tuple[float, float, float]] = {}
+        self._ops: dict[int, LayerOps] = {}
 
     def time(self, micro: int, tp: int) -> tuple[float, float, float]:
-        """(compute_s, memory_s, total_s) of one micro-step."""
+        """(compute_s, memory_s, total_s) of one micro-step: floats, kept in the shared cache
+        (every GPU count and request with the same micro-batch and TP asks again)."""
         key = (micro, tp)
         found = self._memo.get(key)
         if found is None:
-            model = self.workload.model
-            if isinstance(model, TransformerModel):
-                found = self._transformer(model, micro, tp)
-            else:
-                assert isinstance(model, GenericModel)
-                found = self._generic(model, micro)
+            shared = (self.workload, self.dev, self.recompute, micro, tp)
+            found = self.memo.get("training_micro_step", shared,
+                                  lambda: self._time(micro, tp))
             self._memo[key] = found
         return found
+
+    def _time(self, micro: int, tp: int) -> tuple[float, float, float]:
+        model = self.workload.model
+        if isinstance(model, TransformerModel):
+            return self._transformer(model, micro, tp)
+        assert isinstance(model, GenericModel)
+        return self._generic(model, micro)
 
     def _transformer(self, model: TransformerModel, micro: int, tp: int) -> tuple[
             float, float, float]:
@@ -138,7 +146,9 @@ class MicroStep:
         dev, act_b = self.dev, self.act_b
         seq = splits.seq_len(spec, model)
         tokens = float(micro * seq)
-        ops = LayerOps(model, dev, tp, act_b, act_b)
+        ops = self._ops.get(tp)
+        if ops is None:
+            ops = self._ops[tp] = LayerOps(model, dev, tp, act_b, act_b)
         pairs = mem.causal_attention_pairs(model, float(seq)) * micro
         attn = tops.attention_flops(model, tokens, pairs, tp)
         attn_bytes = 4.0 * tokens * model.hidden_size * act_b / tp
@@ -207,7 +217,9 @@ def training_floor_flops(workload: Workload) -> float:
     return max(flops, 0.0)
 
 
-def _job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool) -> _Job:
+def _job(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool, memo: Memo | None = None
+) -> _Job:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(rate.precision_used, spec.optimizer)
@@ -224,7 +236,7 @@ def _job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool) -> _
         tp_bytes,
         6.0 if recompute else 4.0,
         layers,
-        MicroStep(workload, training_device(workload, gpu, rate), recompute),
+        MicroStep(workload, training_device(workload, gpu, rate), recompute, memo_of(memo)),
     )
 
 
@@ -308,7 +320,7 @@ def _walk(
     usable = splits.usable_gb(gpu)
     nodes, per_node = par.node_layout(gpu, gpu_count)
     dp_link = par.group_link(gpu, per_node, spans_nodes=nodes > 1)[1]
-    job = _job(workload, gpu, rate, checkpointing)
+    job = _job(workload, gpu, rate, checkpointing, memo)
     tp_links: dict[int, float] = {}
     out: list[_Found] = []
     options = splits.splits(
@@ -372,7 +384,7 @@ def _fastest(
     layout within the tie of that bound."""
     spec = workload.training
     assert spec is not None
-    job = _job(workload, gpu, rate, checkpointing)
+    job = _job(workload, gpu, rate, checkpointing, memo)
     options = splits.splits(
         workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
     )
@@ -410,7 +422,7 @@ def plan_training(
             workload, gpu, gpu_count, rate.precision_used, checkpointing=ckpt, sharding=wanted,
             memo=memo,
         )
-        return replace(plan, step=step_time(workload, gpu, plan, rate, ckpt))
+        return replace(plan, step=step_time(workload, gpu, plan, rate, ckpt, memo))
     option, micro, step = best
     return replace(_plan(gpu, gpu_count, option, micro, True), step=StepTime(*step))
 
@@ -459,14 +471,19 @@ def _dp_comm_s(
 
 
 def step_time(
-    workload: Workload, gpu: GpuSpec, plan: TrainPlan, rate: PeakRate, recompute: bool
+    workload: Workload,
+    gpu: GpuSpec,
+    plan: TrainPlan,
+    rate: PeakRate,
+    recompute: bool,
+    memo: Memo | None = None,
 ) -> StepTime:
     """Roofline step time [s] for the plan (see :func:`_step`)."""
     p = plan.layout.parallelism
     m = plan.memory
     step = _step(
         workload,
-        _job(workload, gpu, rate, recompute),
+        _job(workload, gpu, rate, recompute, memo),
         (p.tensor_parallel, p.data_parallel, p.sharding),
         (plan.micro_batch, plan.accumulation),
         m.weights + m.gradients + m.optimizer_states,

@@ -22,7 +22,7 @@ import math
 
 from service.engine import constants as c
 from service.engine.physics import memory as mem
-from service.engine.physics.kernels import Device, gemm
+from service.engine.physics.kernels import Device, GemmShape, gemm
 from service.engine.types import TransformerModel
 
 
@@ -65,6 +65,15 @@ class LayerOps:
         self.vocab_n = model.vocab_size / tp
         self.layers = model.layers
         self.moe = model.experts > 1
+        self.qkv = self.shape(self.qkv_n, h)
+        self.out = self.shape(h, self.o_k)
+        self.up = self.shape(self.up_n, h)
+        self.down = self.shape(h, self.down_k)
+        self.head = self.shape(self.vocab_n, h)
+
+    def shape(self, n: float, k: float) -> GemmShape:
+        return GemmShape(self.dev, n, k, in_bytes=self.act_b, weight_bytes=self.w_b,
+                         out_bytes=self.act_b)
 
     def gemm(self, m: float, n: float, k: float, groups: float = 1.0) -> tuple[float, float]:
         return gemm(self.dev, m, n, k, in_bytes=self.act_b, weight_bytes=self.w_b,
@@ -76,20 +85,16 @@ class LayerOps:
         """(compute_s, memory_s, total_s) of one layer's forward over ``tokens`` rows, with
         ``attn_flops`` [FLOP] and ``attn_bytes`` [B] of attention on this GPU; ``touched``:
         share of the experts any token is routed to (MoE)."""
-        h = self.h
-        kernels = [
-            self.gemm(tokens, self.qkv_n, h),
-            self.gemm(tokens, h, self.o_k),
-        ]
+        kernels = [self.qkv.time(tokens), self.out.time(tokens)]
         if self.moe:
             groups = max(1.0, self.experts * touched)
             rows = tokens * self.top_k / groups
-            kernels.append(self.gemm(rows, self.up_n, h, groups))
-            kernels.append(self.gemm(rows, h, self.down_k, groups))
+            kernels.append(self.up.time(rows, groups))
+            kernels.append(self.down.time(rows, groups))
             elementwise = self.elementwise * tokens * (1.0 + (self.top_k - 1) * 0.5)
         else:
-            kernels.append(self.gemm(tokens, self.up_n, h))
-            kernels.append(self.gemm(tokens, h, self.down_k))
+            kernels.append(self.up.time(tokens))
+            kernels.append(self.down.time(tokens))
             elementwise = self.elementwise * tokens
         dev = self.dev
         kernels.append((attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s))
@@ -124,7 +129,7 @@ class LayerOps:
 
     def lm_head(self, rows: float) -> tuple[float, float]:
         """(compute_s, memory_s) of the vocabulary projection for ``rows`` tokens."""
-        return self.gemm(rows, self.vocab_n, self.h)
+        return self.head.time(rows)
 
 
 def attention_flops(model: TransformerModel, query_tokens: float, pairs: float, tp: int) -> float:
