@@ -11,6 +11,7 @@ from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice.provision import provision
 from service.engine.physics.estimate import estimate
+from service.engine.physics.kernels import sustained_clock_fraction
 from service.engine.recommend_types import (
     Candidate,
     Constraints,
@@ -159,7 +160,11 @@ def bound_reason(workload: Workload, gpu: GpuSpec, est: Estimate) -> str:
     if est.bound == "compute":
         rate = est.compute_tflops_used or 0.0
         unit = "TOPS" if est.precision_used in ("int8", "int4") else "TFLOPS"
-        return f"{phase} is compute bound at {rate:g} {unit} dense {est.precision_used} per GPU"
+        clock = sustained_clock_fraction(gpu)
+        return (
+            f"{phase} is compute bound at {rate:g} {unit} dense {est.precision_used} per GPU, "
+            f"held at ~{clock:.0%} of boost clock under its {gpu.tdp_w:g} W limit"
+        )
     if est.bound == "interconnect":
         p = est.parallelism
         return f"{phase} is interconnect bound over {p.link} at {p.link_bandwidth_gb_s or 0:g} GB/s"

@@ -172,14 +172,3 @@ def gemm(
     shape = GemmShape(dev, n, k, in_bytes=in_bytes, weight_bytes=weight_bytes,
                       out_bytes=out_bytes)
     return shape.time(m, groups)
-
-
-def time_of(kernels: list[Kernel]) -> tuple[float, float, float]:
-    """(compute_s, memory_s, total_s) of kernels run one after another: each kernel is bound by
-    the larger of its two times; the totals are reported for the bound label."""
-    compute = memory = total = 0.0
-    for k0, k1 in kernels:
-        compute += k0
-        memory += k1
-        total += k0 if k0 > k1 else k1
-    return compute, memory, total

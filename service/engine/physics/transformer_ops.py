@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 from service.engine import constants as c
-from service.engine.physics import memory as mem
 from service.engine.physics.kernels import Device, GemmShape, gemm
 from service.engine.types import TransformerModel
 
@@ -142,8 +141,3 @@ def attention_flops(model: TransformerModel, query_tokens: float, pairs: float, 
 def kv_bytes_per_token_layer(model: TransformerModel, kv_bytes_per_token: float, tp: int) -> float:
     """KV bytes of one token in one layer on one GPU (KV heads split over min(t, g) ranks)."""
     return kv_bytes_per_token / model.layers / min(tp, model.kv_heads)
-
-
-def active_param_flops(model: TransformerModel) -> float:
-    """2 x active parameters: dense FLOPs per token (for lower bounds)."""
-    return 2.0 * mem.active_params(model)
