@@ -3,9 +3,9 @@
 The engine keeps no module-global caches. Two kinds of memo exist:
 
 * :class:`EngineCache`: results that are pure functions of frozen inputs and are themselves
-  immutable (the smallest GPU count that fits, the fastest training layout, the training
-  splits). Shared across requests and threads: bounded (LRU per table), guarded by a lock,
-  clearable, with hit/miss counters.
+  immutable (estimates, the smallest GPU count that fits, the fastest training layout and
+  splits, serving timings and batch limits, ranking floors). Shared across requests and
+  threads: bounded per table, inserts under a lock, clearable.
 * :class:`Memo`: one call's scratch space (the per-GPU inference contexts, whose own memo
   dicts fill as a recommendation walks the GPU counts). Never shared between requests; it
   reads and fills the shared :class:`EngineCache` it was given, if any.
@@ -14,12 +14,12 @@ The engine keeps no module-global caches. Two kinds of memo exist:
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 V = TypeVar("V")
 
+_MISSING: Any = object()
 DEFAULT_MAX_ENTRIES = 65_536
 """Entries per table: more than the GPU types of the largest catalog benchmarked (5,000) times
 a few workloads; an entry is a few hundred bytes."""
@@ -30,7 +30,12 @@ TABLE_LIMITS = {"estimate": 16_384}
 
 
 class EngineCache:
-    """Bounded, thread-safe LRU tables of immutable engine results."""
+    """Bounded, thread-safe tables of immutable engine results.
+
+    Reads take no lock (a dict lookup is atomic under CPython's GIL, and values are never
+    mutated); inserts and evictions hold one lock. Each table keeps at most its limit of
+    entries, evicting the oldest insertions first (FIFO: a hit costs one dict lookup, which is
+    what keeps a cached recommendation cheaper than recomputing it)."""
 
     def __init__(
         self,
@@ -42,35 +47,29 @@ class EngineCache:
         self.max_entries = max_entries
         self.table_limits = dict(TABLE_LIMITS if table_limits is None else table_limits)
         self._lock = threading.Lock()
-        self._tables: dict[str, OrderedDict[Hashable, Any]] = {}
-        self.hits = 0
-        self.misses = 0
+        self._tables: dict[str, dict[Hashable, Any]] = {}
 
     def get(self, table: str, key: Hashable, compute: Callable[[], V]) -> V:
         """The memoized value of ``compute()`` for ``key`` in ``table``. ``compute`` runs
         outside the lock (two threads may compute the same value; both results are equal)."""
-        with self._lock:
-            entries = self._tables.get(table)
-            if entries is not None and key in entries:
-                entries.move_to_end(key)
-                self.hits += 1
-                value: V = entries[key]
+        entries = self._tables.get(table)
+        if entries is not None:
+            found = entries.get(key, _MISSING)
+            if found is not _MISSING:
+                value: V = found
                 return value
-            self.misses += 1
         value = compute()
         with self._lock:
-            entries = self._tables.setdefault(table, OrderedDict())
+            entries = self._tables.setdefault(table, {})
             entries[key] = value
-            entries.move_to_end(key)
             limit = self.table_limits.get(table, self.max_entries)
             while len(entries) > limit:
-                entries.popitem(last=False)
+                del entries[next(iter(entries))]
         return value
 
     def clear(self) -> None:
         with self._lock:
-            self._tables.clear()
-            self.hits = self.misses = 0
+            self._tables = {}
 
     def sizes(self) -> dict[str, int]:
         with self._lock:

@@ -141,22 +141,34 @@ def _latency_floor(
     """Least latency [ms] of any option at the throughput-optimal batch (no latency mode).
 
     ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp, pp),
-    max_fit(tp, pp))``, i.e. min(limit, max(1, min(max_fit, MAX_AUTO_BATCH))) with ``limit``
-    the largest batch meeting the latency limits (>= 1 for any feasible option) on the split's
-    serving model. Every option's batch is at least that of its split, and latency grows
-    with the batch: the floor is the least latency over the splits of the counts up to
-    ``cap``, each at its own batch. A fixed ``batch_size`` runs at that batch on every split.
-    The arithmetic is the estimate's own (:class:`serving.Context`, shared with it)."""
+    max_fit(tp, pp))``: the largest batch up to ``hi = min(max_fit, MAX_AUTO_BATCH)`` that meets
+    the latency limits (:func:`serving.largest_meeting`). Every option's batch is that of its
+    split, and latency grows with the batch, so the floor is the least over the splits of the
+    counts up to ``cap`` of the latency at that batch. When ``hi`` meets the limits, that is
+    the batch (one timing); otherwise the split's batch-1 latency bounds it from below, and the
+    boundary search (most of the cost of pricing a GPU type cold) runs only for splits whose
+    batch-1 latency is below the best found, cheapest first. A fixed ``batch_size`` runs at
+    that batch on every split. The arithmetic is the estimate's own (:class:`serving.Context`,
+    shared with it)."""
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
     best = INF
+    pending: list[tuple[float, int, int, int]] = []
     for tp, pp in ctx.splits(max(1, cap)):
         if spec.batch_size is not None:
-            batch = spec.batch_size
+            best = min(best, inf.latencies(spec, ctx.timing(tp, pp, spec.batch_size))[2])
+            continue
+        hi = max(1, min(ctx.sizing(tp, pp).max_batch(ctx.usable), int(c.MAX_AUTO_BATCH)))
+        top = ctx.timing(tp, pp, hi)
+        if hi == 1 or inf.meets(spec, top):
+            best = min(best, inf.latencies(spec, top)[2])
         else:
-            max_fit = max(1, min(ctx.sizing(tp, pp).max_batch(ctx.usable), int(c.MAX_AUTO_BATCH)))
-            batch = min(max(ctx.limit_batch(tp, pp), 1), max_fit)
+            pending.append((inf.latencies(spec, ctx.timing(tp, pp, 1))[2], tp, pp, hi))
+    for low, tp, pp, hi in sorted(pending):
+        if low >= best:
+            break
+        batch = min(max(ctx.limit_batch(tp, pp), 1), hi)
         best = min(best, inf.latencies(spec, ctx.timing(tp, pp, batch))[2])
     return best
 

@@ -136,10 +136,14 @@ class GemmShape:
         self.row_s = (k * in_bytes + n * out_bytes) / dev.bytes_s
 
     def time(self, m: float, groups: float = 1.0) -> Kernel:
-        """(compute_s, memory_s) of ``groups`` problems of ``m`` rows each."""
+        """(compute_s, memory_s) of ``groups`` problems of ``m`` rows each. Once a tile shape
+        makes the GEMM memory-bound the others are not tried: the kernel's time is its memory
+        time either way (its compute figure is then an upper bound of the best tile's)."""
         if m <= 0 or self.k <= 0 or not self.shapes[0][1]:
             return 0.0, 0.0
         sms, k = self.sms, self.k
+        memory = (self.weight_s + m * self.row_s) * groups
+        enough = memory / self.per_flop  # work below this cannot change max(compute, memory)
         best = math.inf
         for tile_m, n_tiles, split_cap, tile_flops in self.shapes:
             tiles = math.ceil(m / tile_m) * n_tiles * groups
@@ -152,7 +156,9 @@ class GemmShape:
             work = math.ceil(tiles / sms) * tile_flops * depth
             if work < best:
                 best = work
-        return best * self.per_flop, (self.weight_s + m * self.row_s) * groups
+                if best <= enough:
+                    break  # memory-bound whichever tile the library picks
+        return best * self.per_flop, memory
 
 
 def gemm(

@@ -417,13 +417,14 @@ class ServingModel:
         return (prefill + self.out * decode) * 1e3
 
 
-def largest_meeting(roof: ServingModel) -> int:
-    """Largest batch up to :data:`MAX_AUTO_BATCH` meeting the latency limits (0: none).
+def largest_meeting(roof: ServingModel, hi: int | None = None) -> int:
+    """Largest batch up to ``hi`` (default :data:`MAX_AUTO_BATCH`) meeting the latency limits
+    (0: none).
 
-    TTFT, TPOT and latency all grow with the batch (each iteration's time is a sum of maxima
-    of terms affine in it, MoE weight reads rise with it), so the predicate is monotone and a
-    bisection finds the boundary: O(log batch) evaluations, once per TP degree."""
-    hi = int(c.MAX_AUTO_BATCH)
+    TTFT, TPOT and latency all grow with the batch (each kernel's time is a maximum of terms
+    that never fall as the batch grows: tile waves, bytes; MoE weight reads rise with it), so
+    the predicate is monotone and a bisection finds the boundary: O(log batch) evaluations."""
+    hi = int(c.MAX_AUTO_BATCH) if hi is None else max(1, hi)
     ok_hi, g_hi, _ = roof.check(hi)
     if ok_hi:
         return hi
@@ -525,8 +526,9 @@ class Context:
         """Every model split, smallest first: TP degrees (powers of 2 dividing the heads) inside
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
-        largest fast-domain TP. The serving model prices each (PCIe all-reduces, stage hops)
-        and the estimate keeps the best."""
+        largest fast-domain TP, inside a node, and across nodes only when no split inside one
+        node holds the model. The serving model prices each (PCIe all-reduces, stage hops) and
+        the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
@@ -534,9 +536,15 @@ class Context:
         tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
         fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
         out = [(t, 1) for t in tps]
-        for base in sorted({1, fast[-1]}):
+        in_node = [(base, p) for base in sorted({1, fast[-1]})
+                   for p in par.powers_of_two_upto(min(gpu_count, per_node) // base)
+                   if 1 < p <= self.layers]
+        out += in_node
+        if gpu_count > per_node and not any(self.fits(t, p, 1) for t, p in out):
+            # the model needs more than a node: pipeline stages across nodes
+            base = fast[-1]
             out += [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
-                    if 1 < p <= self.layers]
+                    if base * p > per_node and p <= self.layers]
         return out
 
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
@@ -569,15 +577,17 @@ class Context:
         return found
 
     def limit_batch(self, tp: int, pp: int = 1) -> int:
-        """The largest batch meeting the latency limits on split (tp, pp): an int, kept in the
-        shared cache across requests when the memo has one."""
+        """The largest batch meeting the latency limits on split (tp, pp), searched up to the
+        batch that fits memory (a larger one could never run: ``clamp_batch`` of it and of
+        the unbounded search agree): an int, kept in the shared cache across requests."""
         key = (tp, pp)
         found = self._limits.get(key)
         if found is None:
             shared = (self.workload, self.gpu, self.rate, tp, pp)
+            hi = max(1, min(self.sizing(tp, pp).max_batch(self.usable), int(c.MAX_AUTO_BATCH)))
 
             def compute() -> int:
-                return largest_meeting(self.model(tp, pp))
+                return largest_meeting(self.model(tp, pp), hi)
 
             found = compute() if self.memo is None else self.memo.get(
                 "serving_limit_batch", shared, compute)
