@@ -135,9 +135,10 @@ MAX_AUTO_BATCH = _const(
 # ------------------------------------------------------------- efficiency
 EFF_NON_TENSOR = _const(
     "efficiency_non_tensor",
-    0.80,
+    0.90,
     "fraction of fp32/fp64 vector peak",
-    "SGEMM/DGEMM on CUDA cores reach 70-90% of peak; HPL on V100 ~ 5.5/7.8 (TOP500 lists)",
+    "SGEMM/DGEMM on CUDA cores reach 70-90% of peak at boost, ~90% of the clock they hold; "
+    "set by CALIBRATION.md row 4 (ResNet-50 FP32 training on V100, 367 img/s)",
 )
 EFF_FP64_TENSOR = _const(
     "efficiency_fp64_tensor",
@@ -211,7 +212,7 @@ TRAINING_KERNEL_FACTOR = _const(
 )
 CONV_EFFICIENCY = _const(
     "conv_efficiency",
-    0.32,
+    0.43,
     "fraction of the sustained-clock tensor peak",
     "cuDNN implicit-GEMM convolutions over ResNet-class channel counts; set by CALIBRATION.md "
     "row 3 (ResNet-50 AMP training, 1x A100-80GB, 2,470 img/s)",
@@ -271,10 +272,12 @@ BACKWARD_ELEMENTWISE_FACTOR = _const(
 )
 CNN_STASHED_TENSORS_PER_CONV = _const(
     "cnn_stashed_tensors_per_conv",
-    3.0,
+    2.0,
     "tensors kept for backward per convolution",
-    "conv output, batch-norm output and ReLU output are each saved (PyTorch autograd, "
-    "ResNet bottleneck): the per-sample activation figure covers about three tensors per conv",
+    "autograd saves each convolution's output (batch norm's input) and the in-place ReLU's "
+    "output (the next convolution's input): two tensors per conv in torchvision's ResNet. "
+    "Check: ResNet-50's conv outputs total ~10M elements per 224x224 image from the layer "
+    "shapes of He et al. 2016 Table 1 (20 MB at 16 bits), i.e. 45 MB / 2",
 )
 CNN_CONV_PASSES = _const(
     "cnn_conv_io_passes",
