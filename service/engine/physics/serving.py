@@ -238,7 +238,7 @@ class ServingModel:
             self.tokens = float(max(1, spec.effective_prompt_tokens or self.s))
             pairs = self.tokens * self.tokens if model.encoder_only else (
                 mem.causal_attention_pairs(model, self.tokens))
-            self.prompt_attn = tops.attention_flops(model, self.tokens, pairs, tp)
+            self.prompt_attn = tops.attention_flops(model, pairs, tp)
             self.prompt_attn_bytes = 4.0 * self.tokens * self.h * self.act_b / tp
             return
         self.decoder = True
@@ -248,9 +248,9 @@ class ServingModel:
         kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
         self.kv_layer = tops.kv_bytes_per_token_layer(model, kv_tok, tp)
         pairs = mem.causal_attention_pairs(model, float(self.s))
-        self.prompt_attn = tops.attention_flops(model, self.s, pairs, tp)
+        self.prompt_attn = tops.attention_flops(model, pairs, tp)
         self.prompt_attn_bytes = 4.0 * self.s * self.h * self.act_b / tp
-        self.decode_attn = tops.attention_flops(model, 1.0, self.ctx, tp)
+        self.decode_attn = tops.attention_flops(model, self.ctx, tp)
         self.share = self.s / out
         self.chunks = float(math.ceil(self.s / c.SCHEDULED_TOKENS_PER_ITERATION))
         self.fixed_s = c.STEP_OVERHEAD_S

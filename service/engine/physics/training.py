@@ -150,7 +150,7 @@ class MicroStep:
         if ops is None:
             ops = self._ops[tp] = LayerOps(model, dev, tp, act_b, act_b)
         pairs = mem.causal_attention_pairs(model, float(seq)) * micro
-        attn = tops.attention_flops(model, tokens, pairs, tp)
+        attn = tops.attention_flops(model, pairs, tp)
         attn_bytes = 4.0 * tokens * model.hidden_size * act_b / tp
         if not spec.flash_attention:  # scores written, softmaxed, read back: ~4 passes
             attn_bytes += 4.0 * model.attention_heads / tp * seq * seq * micro * act_b

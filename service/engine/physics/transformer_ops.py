@@ -131,10 +131,9 @@ class LayerOps:
         return self.head.time(rows)
 
 
-def attention_flops(model: TransformerModel, query_tokens: float, pairs: float, tp: int) -> float:
+def attention_flops(model: TransformerModel, pairs: float, tp: int) -> float:
     """Attention FLOPs on one GPU: QK^T and PV, 2 x 2 x d per (query, key) pair per head,
     over a / t heads; ``pairs`` = (query, key) pairs per head summed over the queries."""
-    del query_tokens
     return 4.0 * pairs * model.hidden_size / tp
 
 
