@@ -6,13 +6,21 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck ci bench validate openapi clean
+UV ?= uv
+# `make run` and `make test` may start together on a fresh clone: one venv install at a time.
+FLOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(VENV).install.lock)
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+.PHONY: run test lint typecheck ci bench validate openapi lock clean
+
+# Every version comes from the committed lock (pinned by `make lock`); the project itself is
+# installed editable, without dependencies, so the source tree is what runs.
+$(STAMP): pyproject.toml requirements-dev.lock
+	$(FLOCK) sh -c 'set -e; \
+	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  $(BIN)/python -m pip install -q --upgrade pip; \
+	  $(BIN)/python -m pip install -q -r requirements-dev.lock; \
+	  $(BIN)/python -m pip install -q --no-deps -e .; \
+	  touch $(STAMP)'
 
 run: $(STAMP)
 	PORT=$(PORT) $(BIN)/gpu-advisor serve --host $(HOST) --port $(PORT)
@@ -38,5 +46,12 @@ validate: $(STAMP)
 ci:
 	.ci/run
 
+# Re-pin both lock files from pyproject.toml (needs uv: `pip install uv`); keeps current pins
+# unless pyproject.toml asks otherwise; `make lock UPGRADE=--upgrade` takes the newest.
+LOCK_ARGS := --universal --python-version 3.11 --custom-compile-command 'make lock' $(UPGRADE)
+lock:
+	$(UV) pip compile pyproject.toml $(LOCK_ARGS) -o requirements.lock
+	$(UV) pip compile pyproject.toml --extra dev $(LOCK_ARGS) -o requirements-dev.lock
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache gpu_advisor.db
+	rm -rf $(VENV) $(VENV).install.lock .pytest_cache .mypy_cache .ruff_cache gpu_advisor.db*

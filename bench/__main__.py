@@ -1,7 +1,8 @@
 """`make bench`: every benchmark, results as JSON plus bench/results/SUMMARY.md.
 
 Environment: BENCH_SECONDS (per HTTP route, default 5), BENCH_CONNECTIONS (16),
-BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3).
+BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3), BENCH_OVERLOAD_SECONDS (20),
+BENCH_OVERLOAD_CLIENTS (100).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import bench_http, bench_scale
+from bench import bench_http, bench_overload, bench_scale
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_REC_P50_MS = 10.0
@@ -70,6 +71,8 @@ def summary(http: dict[str, Any], scale: dict[str, Any], extra: dict[str, Any]) 
         lines.append(line)
     if "import" in extra:
         lines += ["", "Import benchmark: see import.json."]
+    if "overload" in extra:
+        lines += ["", *bench_overload.summary_lines(extra["overload"])]
     return "\n".join(lines) + "\n"
 
 
@@ -126,6 +129,8 @@ def main() -> int:
 
         bench_import.main()
         extra["import"] = True
+    print("== overload (100 concurrent recommendation clients, 2 workers)", flush=True)
+    extra["overload"] = bench_overload.main()
     text = summary(http, scale, extra)
     (RESULTS / "SUMMARY.md").write_text(text)
     print(text)

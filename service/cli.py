@@ -44,20 +44,24 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.main import create_app
     from service.migrate import startup_lock, upgrade
     from service.seeding import seed
+    from service.serving import uvicorn_options
 
     settings = _settings(args)
     engine = make_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
     with startup_lock(settings.database_url):
         upgrade(settings.database_url)
         result = seed(engine)
+    engine.dispose()
     if not result.skipped:
         print(f"seeded {result.gpus} GPUs and {result.quotes} quotes", file=sys.stderr)
-    app = create_app(settings, engine=engine)
+    # Each worker builds its app from the environment (service.serving.app_factory).
+    os.environ["DATABASE_URL"] = settings.database_url
     port = args.port if args.port is not None else int(os.environ.get("PORT", "8000"))
-    uvicorn.run(app, host=args.host, port=port, log_level="warning", access_log=False)
+    uvicorn.run("service.serving:app_factory", factory=True, host=args.host, port=port,
+                workers=args.workers, log_level="warning", access_log=False,
+                **uvicorn_options(settings))
     return 0
 
 
@@ -114,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="Migrate, seed an empty database, and serve HTTP")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=None, help="Default: $PORT or 8000")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="Worker processes (each has its own admission limit and pool)")
     serve.set_defaults(func=cmd_serve)
 
     sub.add_parser("migrate", help="Upgrade the schema to head").set_defaults(func=cmd_migrate)

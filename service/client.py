@@ -93,8 +93,9 @@ class AdvisorClient:
     def create_quote(self, quote: dict[str, Any]) -> QuotePublic:
         return self._model(QuotePublic, "POST", "/v1/quotes", json=quote)
 
-    def patch_quote(self, quote_id: int, changes: dict[str, Any]) -> QuotePublic:
-        return self._model(QuotePublic, "PATCH", f"/v1/quotes/{quote_id}", json=changes)
+    def patch_quote(self, quote_id: int, changes: dict[str, Any], *, version: int) -> QuotePublic:
+        return self._model(QuotePublic, "PATCH", f"/v1/quotes/{quote_id}", json=changes,
+                           headers={"If-Match": f'"{version}"'})
 
     def delete_quote(self, quote_id: int) -> None:
         self._call("DELETE", f"/v1/quotes/{quote_id}")

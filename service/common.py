@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
 from collections import OrderedDict
@@ -16,6 +15,7 @@ from sqlmodel import Session, SQLModel, func, select
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
+M = TypeVar("M", bound=SQLModel)
 
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -54,10 +54,11 @@ class SnapshotCache(Generic[K, V]):
             self._data.move_to_end(key)
             while len(self._data) > self._slots:
                 self._data.popitem(last=False)
-        # A snapshot is hundreds of thousands of long-lived objects: move them out of the
-        # collector's generations, or every full collection re-walks them inside a request
-        # (~0.1 s each at 5,000 GPUs). They are acyclic, so refcounting frees them on eviction.
-        gc.freeze()
+        # No gc.freeze() here: it freezes every object alive at that moment, in-flight
+        # requests' garbage cycles included, which then are never collected (issue 10, finding
+        # 9: a long-running server leaked). The price: a full collection re-walks the snapshots
+        # (~0.1 s at 5,000 GPUs), and CPython runs one only when long-lived objects grew by a
+        # quarter since the last, i.e. about once per snapshot rebuild, not per request.
 
     def clear(self) -> None:
         with self._lock:
@@ -83,6 +84,17 @@ def table_fingerprint(session: Session, table: Any) -> tuple[object, ...]:
                func.max(table.updated_at))
     ).one()
     return int(count), max_id, int(versions or 0), str(latest) if latest else None
+
+
+def lock_row(session: Session, model: type[M], key: object, *, shared: bool = False) -> M | None:
+    """The row, re-read and locked until the transaction ends; None when a concurrent transaction
+    deleted it first. PostgreSQL: SELECT ... FOR UPDATE waits for that transaction, so of two
+    racing DELETEs one is 204 and the other 404, as on SQLite, whose writers hold the database
+    lock from BEGIN IMMEDIATE (SQLAlchemy's SQLite dialect renders no FOR UPDATE).
+    ``shared``: FOR KEY SHARE, for a row that must outlive rows inserted to refer to it (it
+    blocks a DELETE, not other readers or sharers)."""
+    lock: bool | dict[str, bool] = {"read": True, "key_share": True} if shared else True
+    return session.get(model, key, with_for_update=lock, populate_existing=True)
 
 
 def database_key(session: Session) -> str:

@@ -20,6 +20,9 @@ class Settings(BaseSettings):
         default=None, description="An admin API key installed at start-up (never logged)."
     )
     public_reads: bool = Field(default=True, description="GET routes need no key when true.")
+    metrics_public: bool | None = Field(
+        default=None, description="/metrics needs no key when true; unset = as public_reads."
+    )
     max_page_size: int = Field(default=500, ge=1, le=10_000)
     max_body_bytes: int = Field(default=5_000_000, ge=1_024)
     """Request bodies above this size get 413 (except the import route, below)."""
@@ -31,6 +34,25 @@ class Settings(BaseSettings):
     amortization_years: float = Field(default=3.0, gt=0)
     cors_origins: list[str] = Field(default_factory=list)
     db_connect_timeout_s: float = Field(default=3.0, gt=0)
+    db_deadline_s: float = Field(default=5.0, gt=0)
+    """Longest one database operation (query, commit, rollback, pool checkout) may take; past it
+    the connection is cut and the request gets 503 (a black-holed network never hangs a worker)."""
+    max_concurrent_requests: int = Field(default=4, ge=1)
+    """Per worker: expensive requests (recommendations, runs, estimates, imports) run at once."""
+    max_queued_requests: int = Field(default=32, ge=0)
+    """Per worker: expensive requests that may wait for a slot; more get 503 at once."""
+    queue_timeout_s: float = Field(default=2.0, gt=0)
+    """Longest wait for a slot before 503 with Retry-After."""
+    worker_threads: int = Field(default=16, ge=1)
+    """Threads per worker for sync routes; the database pool holds as many connections."""
+    max_header_bytes: int = Field(default=16_384, ge=1_024)
+    """Request headers above this total size get 431."""
+    header_read_timeout_s: float = Field(default=10.0, gt=0)
+    """`serve`: a connection that has not sent a whole request head in this time is closed."""
+    body_read_timeout_s: float = Field(default=30.0, gt=0)
+    """A request body not received within this time gets 408."""
+    keep_alive_timeout_s: float = Field(default=5.0, gt=0)
+    """`serve`: idle keep-alive connections are closed after this."""
     log_json: bool = True
 
 

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 PROBLEM_JSON = "application/problem+json"
@@ -152,8 +153,10 @@ _STATUS_TITLES = {
     404: ("not-found", "Not found"),
     405: ("method-not-allowed", "Method not allowed"),
     406: ("not-acceptable", "Not acceptable"),
+    408: ("request-timeout", "Request timeout"),
     413: ("payload-too-large", "Request body too large"),
     415: ("unsupported-media-type", "Unsupported media type"),
+    431: ("headers-too-large", "Request header fields too large"),
 }
 
 
@@ -220,6 +223,18 @@ def install_error_handlers(app: FastAPI) -> None:
             "The database cannot be reached; retry later.",
             instance=request.url.path,
             headers={"Retry-After": "5"},
+        )
+
+    @app.exception_handler(PoolTimeoutError)
+    async def _pool_exhausted(request: Request, exc: PoolTimeoutError) -> JSONResponse:
+        # SQLAlchemy's QueuePool found no free connection within pool_timeout: the worker is
+        # saturated, not broken. Raised by the first query of the request (or the session
+        # dependency), so it reaches this handler like any route error.
+        log.warning("database pool exhausted")
+        return problem_response(
+            503, "overloaded", "Server overloaded",
+            "No database connection became free in time; retry later.",
+            instance=request.url.path, headers={"Retry-After": "1"},
         )
 
     @app.exception_handler(IntegrityError)

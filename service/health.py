@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from service.errors import ServiceUnavailable, responses
+from service.security import MetricsReaderDep
 
 router = APIRouter(tags=["health"])
 
@@ -25,8 +26,10 @@ def _ping(engine: Engine) -> None:
 
 
 @router.get("/healthz", summary="Liveness", response_model=Health)
-def healthz() -> Health:
+async def healthz() -> Health:
     """The process is up (does not touch the database)."""
+    # async and without dependencies: answered on the event loop, never queued behind the
+    # thread pool or the database, so it stays fast under any load.
     return Health(status="ok")
 
 
@@ -50,9 +53,11 @@ async def readyz(request: Request) -> Health:
     "/metrics",
     summary="Prometheus metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"},
+               **responses(401)},
 )
-def metrics(request: Request) -> Response:
-    """Request counts and latency histograms per route, recommendation compute time."""
+def metrics(request: Request, _: MetricsReaderDep) -> Response:
+    """Request counts and latency histograms per route, recommendation compute time. Needs a
+    key unless GPU_ADVISOR_METRICS_PUBLIC (unset: GPU_ADVISOR_PUBLIC_READS) is true."""
     body = generate_latest(request.app.state.metrics.registry)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

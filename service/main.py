@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.routing import APIRoute
@@ -18,7 +19,9 @@ from service import __version__
 from service.catalog.routes import router as gpus_router
 from service.config import Settings, get_settings
 from service.db import make_engine
+from service.db_deadline import install_db_deadline
 from service.errors import PROBLEM_JSON, Problem, install_error_handlers
+from service.guards import AdmissionMiddleware, BodyTimeoutMiddleware, HeaderLimitMiddleware
 from service.health import router as health_router
 from service.observability import (
     BodySizeLimitMiddleware,
@@ -60,11 +63,17 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     settings = settings or get_settings()
     configure_logging(settings.log_json)
     engine = engine or make_engine(
-        settings.database_url, connect_timeout_s=settings.db_connect_timeout_s
+        settings.database_url, connect_timeout_s=settings.db_connect_timeout_s,
+        pool_size=settings.worker_threads, pool_timeout_s=settings.db_deadline_s,
     )
+    install_db_deadline(engine, seconds=settings.db_deadline_s,
+                        ping_seconds=settings.db_connect_timeout_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Sync routes run on anyio's thread limiter (40 by default); size it to the database
+        # pool, so threads never queue on connections (finding: QueuePool overflow -> 500).
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         if settings.bootstrap_admin_key:
             with Session(engine) as session:
                 try:
@@ -99,8 +108,13 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             allow_headers=["*"],
             expose_headers=["ETag", "Location", "X-Request-ID"],
         )
+    app.add_middleware(AdmissionMiddleware, limit=settings.max_concurrent_requests,
+                       max_queued=settings.max_queued_requests,
+                       queue_timeout_s=settings.queue_timeout_s)
+    app.add_middleware(BodyTimeoutMiddleware, timeout_s=settings.body_read_timeout_s)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes,
                        path_limits={"/v1/quotes/import": settings.max_import_bytes})
+    app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
     return app
 

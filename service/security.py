@@ -113,13 +113,27 @@ def _caller(session: Session, creds: HTTPAuthorizationCredentials | None) -> Api
     return row
 
 
-def require_reader(request: Request, session: SessionDep, creds: BearerDep) -> ApiKey | None:
-    """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
+def _reader(session: Session, creds: HTTPAuthorizationCredentials | None, *, public: bool,
+            what: str) -> ApiKey | None:
     caller = _caller(session, creds)
-    if caller is None and not request.app.state.settings.public_reads:
-        raise Unauthorized("This service needs an API key for reads",
+    if caller is None and not public:
+        raise Unauthorized(f"This service needs an API key for {what}",
                            headers={"WWW-Authenticate": "Bearer"})
     return caller
+
+
+def require_reader(request: Request, session: SessionDep, creds: BearerDep) -> ApiKey | None:
+    """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
+    return _reader(session, creds, public=request.app.state.settings.public_reads, what="reads")
+
+
+def require_metrics_reader(request: Request, session: SessionDep,
+                           creds: BearerDep) -> ApiKey | None:
+    """/metrics is public when GPU_ADVISOR_METRICS_PUBLIC is true; unset, it follows the read
+    rule (GPU_ADVISOR_PUBLIC_READS). Any valid key (reader or admin) may scrape it."""
+    settings = request.app.state.settings
+    public = settings.public_reads if settings.metrics_public is None else settings.metrics_public
+    return _reader(session, creds, public=public, what="/metrics")
 
 
 def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
@@ -132,4 +146,5 @@ def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
 
 
 ReaderDep = Annotated[ApiKey | None, Depends(require_reader)]
+MetricsReaderDep = Annotated[ApiKey | None, Depends(require_metrics_reader)]
 AdminDep = Annotated[ApiKey, Depends(require_admin)]

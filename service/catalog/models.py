@@ -10,6 +10,7 @@ from sqlalchemy import JSON, Column, String
 from sqlmodel import Field, SQLModel
 
 from service.common import utcnow
+from service.text import no_control_chars
 
 FormFactor = Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]
 Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
@@ -164,6 +165,7 @@ class Gpu(GpuSpecFields, table=True):
 
 class GpuCreate(GpuSpecFields):
     model_config = _STRICT  # type: ignore[assignment]
+    _text = field_validator("*")(no_control_chars)
 
     slug: Slug = Field(description="Stable id, e.g. nvidia-h100-sxm5-80gb")
 
@@ -172,6 +174,7 @@ class GpuReplace(GpuSpecFields):
     """PUT body: every field; the slug comes from the path."""
 
     model_config = _STRICT  # type: ignore[assignment]
+    _text = field_validator("*")(no_control_chars)
 
 
 class GpuUpdate(SQLModel):
@@ -213,6 +216,7 @@ class GpuUpdate(SQLModel):
 
     _aliases = field_validator("aliases")(GpuSpecFields._aliases.__func__)  # type: ignore[attr-defined]
     _base_clock = field_validator("base_clock_mhz")(_base_not_above_boost)
+    _text = field_validator("*")(no_control_chars)
 
 
 class GpuPublic(GpuSpecFields):

@@ -19,6 +19,7 @@ from service.common import IfMatch, Offset, Page, capped_limit, etag_for, parse_
 from service.db import SessionDep
 from service.errors import responses
 from service.security import AdminDep, ReaderDep
+from service.text import Text
 
 router = APIRouter(prefix="/v1/gpus", tags=["gpus"])
 
@@ -73,7 +74,7 @@ def list_gpus(
     request: Request,
     session: SessionDep,
     _: ReaderDep,
-    vendor: Annotated[str | None, Query(max_length=40, examples=["NVIDIA"])] = None,
+    vendor: Annotated[Text | None, Query(max_length=40, examples=["NVIDIA"])] = None,
     form_factor: FormFactor | None = None,
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     precision: Annotated[
@@ -81,7 +82,7 @@ def list_gpus(
         Query(description="Only GPUs that support this precision"),
     ] = None,
     q: Annotated[
-        str | None, Query(max_length=100, description="Free text: slug, name, alias, architecture")
+        Text | None, Query(max_length=100, description="Free text: slug, name, alias, architecture")
     ] = None,
     sort: Annotated[
         SortField,  # type: ignore[valid-type]

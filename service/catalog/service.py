@@ -22,6 +22,7 @@ from service.common import (
     SnapshotCache,
     check_version,
     database_key,
+    lock_row,
     table_fingerprint,
     utcnow,
 )
@@ -33,6 +34,7 @@ from service.errors import (
     Unprocessable,
     field_error,
 )
+from service.text import is_clean
 
 SORTABLE = (
     "slug", "name", "vendor", "launch_year", "memory_gb", "memory_bandwidth_gb_s",
@@ -43,7 +45,8 @@ SORTABLE = (
 
 
 def get_gpu(session: Session, *, slug: str) -> Gpu:
-    gpu = session.exec(select(Gpu).where(Gpu.slug == slug)).first()
+    # A slug with control characters names no GPU (and PostgreSQL refuses NUL in a query).
+    gpu = session.exec(select(Gpu).where(Gpu.slug == slug)).first() if is_clean(slug) else None
     if gpu is None:
         raise NotFound(f"No GPU with slug '{slug}'")
     return gpu
@@ -158,7 +161,9 @@ def _check_clocks(session: Session, *, slug: str, changes: dict[str, Any]) -> No
 def delete_gpu(session: Session, *, slug: str, if_match: int | None) -> None:
     from service.quotes.service import count_quotes_for_gpu  # the other domain's service
 
-    gpu = get_gpu(session, slug=slug)
+    gpu = lock_row(session, Gpu, get_gpu(session, slug=slug).id)
+    if gpu is None:
+        raise NotFound(f"No GPU with slug '{slug}'")
     check_version(if_match, gpu.version)
     quotes = count_quotes_for_gpu(session, gpu_slug=slug)
     if quotes:

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from service.catalog.service import get_gpu, to_spec
-from service.db import SessionDep
+from service.db import SessionDep, reads_database_only
 from service.engine import estimate
 from service.engine.cache import Memo
 from service.errors import NotFound, Unprocessable, field_error, responses
@@ -23,6 +23,7 @@ models_router = APIRouter(prefix="/v1/models", tags=["models"])
 
 @router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",
              response_model=EstimateOut, responses=responses(401, 422))
+@reads_database_only
 def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) -> EstimateOut:
     """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
     named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from service.engine.types import Estimate
+from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
 
@@ -33,6 +34,8 @@ class EstimateRequest(BaseModel):
     workload: WorkloadSpec
     gpu_slug: str = Field(min_length=1, max_length=64)
     gpu_count: int = Field(default=1, ge=1, le=4096)
+
+    _text = field_validator("*")(no_control_chars)
 
 
 class MemoryBreakdownOut(BaseModel):

@@ -44,6 +44,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from service.quotes.models import MAX_HOURLY_USD, QuoteCreate
+from service.text import MESSAGE as CONTROL_CHARS_MESSAGE
+from service.text import control_char_errors
 
 MEMORY_TOLERANCE = 0.12
 """Relative gap allowed between reported and catalog memory: AWS reports 22888 MiB (22.4 GiB)
@@ -65,6 +67,9 @@ PCIE_BY_DEFAULT = frozenset({"runpod"})
 """Providers whose bare accelerator names are PCIe cards (RunPod: H100 vs H100-SXM)."""
 MAX_ERRORS = 50
 MAX_GPUINFO_CHARS = 10_000
+MAX_JSON_INT_DIGITS = 4_000
+"""Longer JSON integers are read as floats (inf past ~308 digits), so the row's validation names
+the field, instead of Python's int-from-string limit (4,300 digits) failing the whole file."""
 SKYPILOT_REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region")
 _SEPARATORS = ("-", " ", "_")
 
@@ -241,9 +246,9 @@ def _number(value: str, row: int, column: str, errors: _Errors, *,
     if not math.isfinite(number):
         errors.add(row, column, f"'{text[:40]}' is not a finite number")
     elif number < 0:
-        errors.add(row, column, f"{text} is negative")
+        errors.add(row, column, f"{text[:40]} is negative")
     elif number > maximum:
-        errors.add(row, column, f"{text} is above {maximum:g}")
+        errors.add(row, column, f"{text[:40]} is above {maximum:g}")
     else:
         return number
     return None
@@ -267,9 +272,15 @@ def _gpu_info(text: str, row: int, errors: _Errors) -> tuple[str, float | None]:
         name = str(gpu.get("Name") or "")
         size = gpu.get("MemoryInfo", {}).get("SizeInMiB")
         memory = float(size) if isinstance(size, int | float) and size > 0 else None
+    except OverflowError:  # a 4,000-digit SizeInMiB: an int too large for a float
+        errors.add(row, "GpuInfo", "MemoryInfo.SizeInMiB is out of range")
+        return "", None
     except (ValueError, SyntaxError, TypeError, KeyError, IndexError, AttributeError,
             MemoryError, RecursionError):
         errors.add(row, "GpuInfo", "not a SkyPilot GpuInfo literal ({'Gpus': [...]})")
+        return "", None
+    if memory is not None and not math.isfinite(memory):
+        errors.add(row, "GpuInfo", "MemoryInfo.SizeInMiB is out of range")
         return "", None
     if len(_GPUINFO_MEMO) < 10_000:
         _GPUINFO_MEMO[text] = (name, memory)
@@ -284,15 +295,75 @@ def decode(body: bytes) -> str:
                                 [("body", f"not UTF-8 at byte {exc.start}")]) from exc
 
 
+_CSV_SEPARATORS = re.compile(r'[",]')
+MAX_SEPARATORS_SCANNED = 100_000
+
+
+def _long_field(raw: str, limit: int) -> int | None:
+    """Index of the first field of the raw CSV record ``raw`` spanning more than ``limit``
+    characters (quotes included), or None when not found within MAX_SEPARATORS_SCANNED."""
+    index, start, quoted = 0, 0, False
+    for count, sep in enumerate(_CSV_SEPARATORS.finditer(raw)):
+        if count > MAX_SEPARATORS_SCANNED:
+            return None
+        if sep.group() == '"':
+            quoted = not quoted
+        elif not quoted:
+            if sep.start() - start > limit:
+                return index
+            index, start = index + 1, sep.end()
+    return index if len(raw) - start > limit else None
+
+
+def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """(row, values) of each CSV record, the header being row 1. A record the csv module
+    refuses (a field over its 131,072-character limit) is an ImportFormatError naming the row
+    and, when it can be found, the column."""
+    pending: list[str] = []  # the lines of the record being read
+
+    def lines() -> Iterator[str]:
+        for line in io.StringIO(text, newline=""):
+            pending.append(line)
+            yield line
+
+    reader = csv.reader(lines())
+    header: list[str] = []
+    n = 0
+    while True:
+        n += 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            index = _long_field("".join(pending), limit)
+            if n == 1:
+                where = "header"
+            elif index is None:
+                where = f"row {n}"
+            else:
+                name = header[index] if index < len(header) else f"column {index + 1}"
+                where = f"row {n}.{name}"
+            message = (f"a field is longer than {limit:,} characters"
+                       if "field limit" in str(exc) else f"not valid CSV: {exc}")
+            raise ImportFormatError("The CSV cannot be read", [(where, message)]) from exc
+        pending.clear()
+        if n == 1:
+            header = [h.strip() for h in values]
+        yield n, values
+
+
 def _csv_rows(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in next(reader, [])]
+    records = _csv_records(text)
+    first = next(records, None)
+    header = [h.strip() for h in first[1]] if first else []
     if not header or not any(header):
         raise ImportFormatError("The file is empty", [("body", "no header row")])
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
         width = len(header)
-        for n, values in enumerate(reader, start=2):
+        for n, values in records:
             if not values or not any(v.strip() for v in values):
                 continue
             if len(values) < width:
@@ -360,6 +431,11 @@ def parse_skypilot(text: str, *, provider: str, matcher: GpuMatcher) -> ParseRes
     accels: list[_Accel] = []
     for n, rec in rows:
         result.rows_read += 1
+        bad = control_char_errors(rec)
+        if bad:
+            for column in bad:
+                errors.add(n, column, CONTROL_CHARS_MESSAGE)
+            continue
         price = _number(rec.get("Price", ""), n, "Price", errors, maximum=MAX_HOURLY_USD)
         spot = _number(rec.get("SpotPrice", ""), n, "SpotPrice", errors, maximum=MAX_HOURLY_USD)
         name = rec.get("AcceleratorName", "").strip()
@@ -469,9 +545,12 @@ def parse_generic(
     records: list[tuple[int, dict[str, Any]]]
     if is_json:
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_int=_json_int)
         except json.JSONDecodeError as exc:
             raise ImportFormatError("Invalid JSON", [("body", exc.msg)]) from exc
+        except RecursionError as exc:
+            raise ImportFormatError("Invalid JSON",
+                                    [("body", "nested too deeply")]) from exc
         if not isinstance(data, list):
             raise ImportFormatError("Expected a JSON list of quotes",
                                     [("body", "must be a list")])
@@ -520,6 +599,11 @@ def parse_generic(
         result.quotes.append(parsed)
     errors.raise_if_any()
     return result
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; past MAX_JSON_INT_DIGITS a float (inf), which validation rejects."""
+    return int(text) if len(text) <= MAX_JSON_INT_DIGITS else float(text)
 
 
 _JSON_START = re.compile(r"^\s*[\[{]")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, field_validator, model_validator
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from service.common import UtcDatetime, utcnow
+from service.text import no_control_chars
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 PRICINGS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", "purchase")
@@ -75,6 +76,8 @@ class QuoteCreate(QuoteFields):
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
     gpu_slug: str = Field(min_length=1, max_length=64)
 
+    _text = field_validator("*")(no_control_chars)
+
     @model_validator(mode="after")
     def _shape(self) -> QuoteCreate:
         self.provider = self.provider.lower()
@@ -96,6 +99,8 @@ class QuoteUpdate(SQLModel):
     source: str | None = Field(default=None, min_length=1, max_length=2000)
     captured_at: UtcDatetime | None = None
     valid_until: UtcDatetime | None = None
+
+    _text = field_validator("*")(no_control_chars)
 
 
 class QuotePublic(QuoteFields):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
@@ -11,6 +10,7 @@ from service.common import (
     IfMatch,
     Offset,
     Page,
+    UtcDatetime,
     capped_limit,
     etag_for,
     parse_if_match,
@@ -31,6 +31,7 @@ from service.quotes.models import (
     QuoteUpdate,
 )
 from service.security import AdminDep, ReaderDep
+from service.text import Text
 
 QuoteId = Annotated[int, Path(ge=1, le=2_147_483_647, description="Quote id")]
 """Bounded to the id column's range (PostgreSQL INTEGER), so a huge id is a 422, not a 500."""
@@ -73,9 +74,9 @@ def list_quotes(
     request: Request,
     session: SessionDep,
     _: ReaderDep,
-    gpu: Annotated[str | None, Query(max_length=64, description="GPU slug")] = None,
-    provider: Annotated[str | None, Query(max_length=40)] = None,
-    region: Annotated[str | None, Query(max_length=60)] = None,
+    gpu: Annotated[Text | None, Query(max_length=64, description="GPU slug")] = None,
+    provider: Annotated[Text | None, Query(max_length=40)] = None,
+    region: Annotated[Text | None, Query(max_length=60)] = None,
     pricing: Pricing | None = None,
     max_price_usd_per_hour: Annotated[float | None, Query(ge=0, le=100_000)] = None,
     include_expired: bool = False,
@@ -155,15 +156,15 @@ def import_quotes(
     body: Annotated[bytes, Depends(_raw_body)],
     format: Annotated[ImportFormat, Query(description="skypilot or generic")],
     provider: Annotated[
-        str | None,
+        Text | None,
         Query(min_length=1, max_length=40, description="The cloud: aws, lambda, gcp, ..."),
     ] = None,
     dry_run: Annotated[bool, Query(description="Report what would change; write nothing")] = False,
     source: Annotated[
-        str, Query(min_length=1, max_length=2000, description="Where the file came from")
+        Text, Query(min_length=1, max_length=2000, description="Where the file came from")
     ] = "import",
     captured_at: Annotated[
-        datetime | None, Query(description="When the prices were read (UTC if no offset); "
+        UtcDatetime | None, Query(description="When the prices were read (UTC if no offset); "
                                            "default now")
     ] = None,
 ) -> ImportResult:
@@ -234,7 +235,7 @@ def create_quote(
 
 @router.patch(
     "/{quote_id}", summary="Update some fields of a quote", response_model=QuotePublic,
-    responses=responses(401, 403, 404, 409, 412, 422),
+    responses=responses(401, 403, 404, 409, 412, 422, 428),
 )
 def patch_quote(
     quote_id: QuoteId,
@@ -247,7 +248,7 @@ def patch_quote(
     response: Response,
     if_match: IfMatch = None,
 ) -> QuotePublic:
-    """Change only the given fields (admin); If-Match is checked when sent."""
+    """Change only the given fields (admin); needs If-Match."""
     quote = service.patch_quote(session, quote_id=quote_id, data=data,
                                 if_match=parse_if_match(if_match), changed_by=caller.name)
     response.headers["ETag"] = etag_for(quote.version)

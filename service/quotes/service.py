@@ -15,10 +15,18 @@ from service.common import (
     as_utc,
     check_version,
     database_key,
+    lock_row,
     table_fingerprint,
     utcnow,
 )
-from service.errors import Conflict, NotFound, PreconditionFailed, Unprocessable, field_error
+from service.errors import (
+    Conflict,
+    NotFound,
+    PreconditionFailed,
+    PreconditionRequired,
+    Unprocessable,
+    field_error,
+)
 from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
     QUOTE_NOT_NULL,
@@ -148,7 +156,12 @@ def patch_quote(
     session: Session, *, quote_id: int, data: QuoteUpdate, if_match: int | None,
     changed_by: str = "api",
 ) -> Quote:
-    quote = get_quote(session, quote_id=quote_id)
+    quote = get_quote(session, quote_id=quote_id)  # 404 before 428
+    if if_match is None:
+        # Every update route needs If-Match (as /v1/gpus): without it a concurrent writer's
+        # change would be silently overwritten, or, under a race, the caller would get a 412
+        # for a precondition it never sent.
+        raise PreconditionRequired("Send If-Match with the ETag from GET /v1/quotes/{id}")
     expected = check_version(if_match, quote.version)
     changes: dict[str, Any] = data.model_dump(exclude_unset=True)
     nulls = sorted(k for k, v in changes.items() if v is None and k in QUOTE_NOT_NULL)
@@ -195,7 +208,10 @@ def patch_quote(
 
 
 def delete_quote(session: Session, *, quote_id: int) -> None:
-    session.delete(get_quote(session, quote_id=quote_id))
+    quote = lock_row(session, Quote, get_quote(session, quote_id=quote_id).id)
+    if quote is None:
+        raise NotFound(f"No quote with id {quote_id}")
+    session.delete(quote)
     session.flush()
 
 

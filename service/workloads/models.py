@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import JSON, Column, ForeignKey, String
 from sqlmodel import Field as SQLField
 from sqlmodel import SQLModel
 
 from service.common import utcnow
+from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
 Objective = Literal["cost", "time", "balanced", "energy"]
@@ -42,6 +43,8 @@ class ConstraintsIn(BaseModel):
     max_usd_per_hour: float | None = Field(default=None, gt=0, le=1e7)
     deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
     require_fast_interconnect: bool = False
+
+    _text = field_validator("*")(no_control_chars)
 
     @model_validator(mode="after")
     def _lengths(self) -> ConstraintsIn:

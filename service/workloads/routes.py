@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response, status
 
 from service.common import Offset, Page, as_utc, capped_limit, utcnow
-from service.db import SessionDep
+from service.db import SessionDep, reads_database_only, writes_database
 from service.errors import responses
 from service.security import AdminDep, ReaderDep
 from service.workloads import service
@@ -92,6 +92,7 @@ def delete_workload(workload_id: str, session: SessionDep, _: AdminDep) -> Respo
 
 @router.get("/{workload_id}/recommendations", summary="Rank GPUs for a stored workload",
             response_model=RunOut, responses=responses(401, 404, 422))
+@writes_database
 def recommend_workload(
     workload_id: str,
     request: Request,
@@ -130,6 +131,7 @@ def get_run(workload_id: str, run_id: str, session: SessionDep, _: ReaderDep) ->
 
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",
                              response_model=RecommendationResult, responses=responses(401, 422))
+@reads_database_only
 def recommend_once(body: RecommendationQuery, request: Request, session: SessionDep,
                    _: ReaderDep) -> RecommendationResult:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""

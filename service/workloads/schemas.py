@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from service.engine import validate_workload
 from service.engine.types import (
@@ -18,6 +18,7 @@ from service.engine.types import (
     Workload,
 )
 from service.presets.catalog import PRESETS
+from service.text import no_control_chars
 
 MAX_PARAMS = 1e14
 MAX_TOKENS = 1e16
@@ -34,6 +35,7 @@ class WorkloadError(Exception):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    _text = field_validator("*")(no_control_chars)
 
 
 class ModelInput(_Strict):

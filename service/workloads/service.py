@@ -14,13 +14,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from service.catalog.service import catalog_snapshot
-from service.common import SnapshotCache, as_utc
+from service.common import SnapshotCache, as_utc, lock_row
 from service.config import Settings
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
+from service.text import is_clean
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -92,7 +93,8 @@ def _replay(existing: StoredWorkload, digest: str, key: str) -> StoredWorkload:
 
 
 def get_workload(session: Session, *, workload_id: str) -> StoredWorkload:
-    row = session.get(StoredWorkload, workload_id)
+    # An id with control characters names no workload (and PostgreSQL refuses NUL in a query).
+    row = session.get(StoredWorkload, workload_id) if is_clean(workload_id) else None
     if row is None:
         raise NotFound(f"No workload with id '{workload_id}'")
     return row
@@ -111,7 +113,9 @@ def list_workloads(
 
 
 def delete_workload(session: Session, *, workload_id: str) -> None:
-    row = get_workload(session, workload_id=workload_id)
+    row = lock_row(session, StoredWorkload, get_workload(session, workload_id=workload_id).id)
+    if row is None:
+        raise NotFound(f"No workload with id '{workload_id}'")
     for run in session.exec(
         select(RecommendationRun).where(RecommendationRun.workload_id == workload_id)
     ).all():
@@ -225,7 +229,12 @@ def run_for_workload(
     now: datetime,
     metrics: Any = None,
 ) -> RecommendationRun:
-    row = get_workload(session, workload_id=workload_id)
+    # Keep the workload until its run is stored: a racing DELETE waits (or, if it committed
+    # first, this is a 404), never a foreign-key 409 on the insert.
+    row = lock_row(session, StoredWorkload, get_workload(session, workload_id=workload_id).id,
+                   shared=True)
+    if row is None:
+        raise NotFound(f"No workload with id '{workload_id}'")
     submission = WorkloadSubmission.model_validate(row.spec)
     chosen = objective or row.objective
     result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
@@ -265,7 +274,7 @@ def _summary(run: RecommendationRun) -> RunSummary:
 
 
 def get_run(session: Session, *, workload_id: str, run_id: str) -> RecommendationRun:
-    run = session.get(RecommendationRun, run_id)
+    run = session.get(RecommendationRun, run_id) if is_clean(run_id) else None
     if run is None or run.workload_id != workload_id:
         raise NotFound(f"No run '{run_id}' for workload '{workload_id}'")
     return run

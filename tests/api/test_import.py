@@ -123,7 +123,7 @@ def test_price_change_is_updated_with_history(client: TestClient,
     assert quote["version"] == 2 and not quote["stale"]
 
     patched = client.patch(f"/v1/quotes/{upd['quote_id']}", json={"price_usd_per_hour": 1.0},
-                           headers=admin_headers)
+                           headers={**admin_headers, "If-Match": f'"{quote["version"]}"'})
     assert patched.status_code == 200, patched.text
     hist = client.get(f"/v1/quotes/{upd['quote_id']}/history").json()
     moves = [(h["old_price_usd_per_hour"], h["new_price_usd_per_hour"], h["import_id"])

@@ -67,9 +67,15 @@ def test_create_list_filter_patch_delete(client: TestClient, admin_headers: dict
     assert len(cheap) >= 3 and all(q["price_usd_per_hour"] <= limit for q in cheap)
     assert len(cheap) < len(every)
 
+    assert resp.headers["etag"] == '"1"'
+    assert_problem(client.patch(f"/v1/quotes/{qid}", json={"price_usd_per_hour": 20.0},
+                                headers=admin_headers), 428)  # If-Match is required
+    assert_problem(client.patch(f"/v1/quotes/{qid}", json={"price_usd_per_hour": 20.0},
+                                headers={**admin_headers, "If-Match": '"7"'}), 412)
     patched = client.patch(f"/v1/quotes/{qid}", json={"price_usd_per_hour": 20.0},
-                           headers=admin_headers)
+                           headers={**admin_headers, "If-Match": resp.headers["etag"]})
     assert patched.status_code == 200 and patched.json()["price_usd_per_hour"] == 20.0
+    assert patched.headers["etag"] == '"2"'
     assert client.delete(f"/v1/quotes/{qid}", headers=admin_headers).status_code == 204
     assert_problem(client.get(f"/v1/quotes/{qid}"), 404)
 
@@ -127,5 +133,5 @@ def test_patch_into_duplicate_is_409(client: TestClient, admin_headers: dict[str
     a = client.post("/v1/quotes", json=new_quote(), headers=admin_headers).json()
     client.post("/v1/quotes", json=new_quote(instance_type="other"), headers=admin_headers)
     resp = client.patch(f"/v1/quotes/{a['id']}", json={"instance_type": "other"},
-                        headers=admin_headers)
+                        headers={**admin_headers, "If-Match": "*"})
     assert_problem(resp, 409)

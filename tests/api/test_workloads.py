@@ -113,7 +113,7 @@ def test_recommendation_follows_catalog_changes(client: TestClient,
     quote = top["quote"]
     price = quote["price_usd_per_hour"]
     resp = client.patch(f"/v1/quotes/{quote['id']}", json={"price_usd_per_hour": price * 50},
-                        headers=admin_headers)
+                        headers={**admin_headers, "If-Match": "*"})
     assert resp.status_code == 200
     second = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
     assert second["catalog_revision"] != first["catalog_revision"]

@@ -2,7 +2,8 @@
 
 ``stop()`` closes the listening socket and every forwarded connection, so the database looks
 unreachable (connection refused, pooled connections broken); ``start()`` listens again on the
-same port; ``blackhole = True`` accepts connections but forwards nothing (a hung network).
+same port; ``blackhole = True`` accepts connections but forwards nothing, and open connections
+stop forwarding (a hung network: bytes are acknowledged, never answered).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class TcpProxy:
                 data = src.recv(65536)
                 if not data:
                     break
+                if self.blackhole:
+                    continue  # a hung network: open connections stop forwarding too
                 dst.sendall(data)
         except OSError:
             pass

@@ -1,0 +1,166 @@
+"""Overload and hostile-client guards, as pure ASGI middleware (any server, any worker count).
+
+- AdmissionMiddleware: at most N expensive requests at once per worker, a short bounded queue,
+  then 503 problem+json with Retry-After. Everything else (cheap reads, /healthz) is not held.
+- HeaderLimitMiddleware: request headers above a total size get 431.
+- BodyTimeoutMiddleware: a request body not received in time gets 408 (slow-body clients).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import time
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import PROBLEM_BASE, PROBLEM_JSON
+
+EXPENSIVE_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
+    (frozenset({"POST"}), re.compile(r"^/v1/(recommendations|estimates|quotes/import)/?$")),
+    (frozenset({"GET", "POST"}), re.compile(r"^/v1/workloads/[^/]+/(recommendations|runs)/?$")),
+)
+"""Routes that compute (the engine) or write in bulk; the ones a crowd can exhaust a worker on."""
+
+
+def is_expensive(method: str, path: str) -> bool:
+    return any(method in methods and pattern.match(path) for methods, pattern in EXPENSIVE_ROUTES)
+
+
+async def send_problem(send: Send, status: int, slug: str, title: str, detail: str,
+                       instance: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"type": PROBLEM_BASE + slug, "title": title, "status": status,
+                       "detail": detail, "instance": instance}).encode()
+    raw = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class AdmissionMiddleware:
+    """Bounded admission of expensive requests: ``limit`` run, ``max_queued`` wait up to
+    ``queue_timeout_s``, the rest get 503 at once. Per process (each uvicorn worker has its own).
+    """
+
+    def __init__(self, app: ASGIApp, *, limit: int, max_queued: int,
+                 queue_timeout_s: float) -> None:
+        self.app = app
+        self.limit = limit
+        self.max_queued = max_queued
+        self.queue_timeout_s = queue_timeout_s
+        self.retry_after = str(max(1, math.ceil(queue_timeout_s)))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots = asyncio.Semaphore(limit)
+        self._waiting = 0
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # A semaphore belongs to one event loop; test clients run one loop per client.
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._slots, self._waiting = loop, asyncio.Semaphore(self.limit), 0
+        return self._slots
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send, why: str) -> None:
+        # Read the (size- and time-limited) body first: answering before it is consumed leaves
+        # the connection mid-request, and a client reusing it can see a reset.
+        while True:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        await send_problem(
+            send, 503, "overloaded", "Server overloaded",
+            f"{why}; retry after {self.retry_after} s (GPU_ADVISOR_MAX_CONCURRENT_REQUESTS).",
+            scope["path"], {"Retry-After": self.retry_after},
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not is_expensive(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        slots = self._semaphore()
+        if slots.locked():
+            if self._waiting >= self.max_queued:
+                await self._reject(scope, receive, send, "Too many requests are waiting")
+                return
+            self._waiting += 1
+            try:
+                async with asyncio.timeout(self.queue_timeout_s):
+                    await slots.acquire()
+            except TimeoutError:
+                await self._reject(scope, receive, send, "No capacity freed in time")
+                return
+            finally:
+                self._waiting -= 1
+        else:
+            await slots.acquire()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slots.release()
+
+
+def headers_size(scope: Scope) -> int:
+    """Bytes of the header section as sent (name, ': ', value, CRLF per field)."""
+    return sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+
+
+class HeaderLimitMiddleware:
+    """431 problem+json when the request headers total more than ``max_bytes``.
+
+    `gpu-advisor serve` also stops reading a head past this size (service/serving.py), so the
+    server never buffers a huge header; this middleware gives the same answer on any server.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and headers_size(scope) > self.max_bytes:
+            await send_problem(
+                send, 431, "headers-too-large", "Request header fields too large",
+                f"The request headers exceed {self.max_bytes} bytes "
+                "(GPU_ADVISOR_MAX_HEADER_BYTES).", scope["path"], {"Connection": "close"},
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyTimeoutMiddleware:
+    """408 problem+json when the whole body has not arrived ``timeout_s`` after the first read."""
+
+    def __init__(self, app: ASGIApp, *, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline: float | None = None
+        done = False
+
+        async def timed_receive() -> Message:
+            nonlocal deadline, done
+            if done:
+                return await receive()  # after the body: http.disconnect waits are not timed
+            if deadline is None:
+                deadline = time.monotonic() + self.timeout_s
+            try:
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    message = await receive()
+            except TimeoutError:
+                # An HTTPException, so FastAPI's body reader re-raises it and the problem+json
+                # handler renders it; Connection: close drops the slow client.
+                raise HTTPException(
+                    408, f"The request body was not received within {self.timeout_s:g} s "
+                         "(GPU_ADVISOR_BODY_READ_TIMEOUT_S)", headers={"Connection": "close"},
+                ) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                done = True
+            return message
+
+        await self.app(scope, timed_receive, send)

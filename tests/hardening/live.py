@@ -1,0 +1,86 @@
+"""A live `gpu-advisor serve` in a subprocess, and requests released together from threads.
+
+In-process ASGI tests run one request at a time; races (SQLite's write lock, conditional
+UPDATEs, idempotent inserts) only show over real HTTP with real threads.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from tests.conftest import REPO_ROOT
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def serve(url: str, *, admin_key: str, extra_args: Sequence[str] = (),
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `gpu-advisor serve` on ``url``; return (process, base URL) once /readyz is 200."""
+    port = free_port()
+    environ = {**os.environ, "GPU_ADVISOR_BOOTSTRAP_ADMIN_KEY": admin_key, "DATABASE_URL": url,
+               **(env or {})}
+    # The server logs every request to stderr: a file, not a pipe nobody reads (a full pipe
+    # blocks the server mid-request).
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1",
+         "--port", str(port), *extra_args],
+        cwd=REPO_ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=log,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"server exited: {log.read().decode()[-2000:]}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError("server did not become ready in 60 s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def concurrently(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run fn(0..n-1) in n threads released together by a barrier."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = fn(i)
+        except Exception as exc:  # surfaced by the caller's assertions
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
