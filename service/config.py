@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     db_deadline_s: float = Field(default=5.0, gt=0)
     """Longest one database operation (query, commit, rollback, pool checkout) may take; past it
     the connection is cut and the request gets 503 (a black-holed network never hangs a worker)."""
-    max_concurrent_requests: int = Field(default=4, ge=1)
+    max_concurrent_requests: int = Field(default=2, ge=1)
     """Per worker: expensive requests (recommendations, runs, estimates, imports) run at once."""
     max_queued_requests: int = Field(default=32, ge=0)
     """Per worker: expensive requests that may wait for a slot; more get 503 at once."""

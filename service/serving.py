@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any
 
 from fastapi import FastAPI
@@ -31,10 +32,18 @@ except ImportError:  # pragma: no cover - uvicorn[standard] installs httptools
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 
+GIL_SWITCH_INTERVAL_S = 0.001
+"""How long a thread may hold the GIL before a waiting one is let in (CPython's default is
+5 ms). Recommendations are CPU-bound Python in the thread pool; the event loop that answers
+/healthz (and reads requests) waits for the GIL behind them, so a shorter interval keeps it
+responsive under load at a cost of a few percent of throughput."""
+
+
 def app_factory() -> FastAPI:
     """The app for uvicorn (``--workers`` imports it in every worker process)."""
     from service.main import create_app
 
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     return create_app(Settings())
 
 
