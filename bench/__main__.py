@@ -2,7 +2,8 @@
 
 Environment: BENCH_SECONDS (per HTTP route, default 5), BENCH_CONNECTIONS (16),
 BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3), BENCH_OVERLOAD_SECONDS (20),
-BENCH_OVERLOAD_CLIENTS (100).
+BENCH_OVERLOAD_CLIENTS (100), BENCH_SOAK_SECONDS (600; 0 skips the soak),
+BENCH_SOAK_WARMUP_SECONDS (20), BENCH_SOAK_SAMPLE_SECONDS (30), BENCH_SOAK_CLIENTS (4).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench import bench_http, bench_overload, bench_scale
+from bench import bench_http, bench_overload, bench_scale, bench_soak
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_REC_P50_MS = 10.0
@@ -73,6 +74,8 @@ def summary(http: dict[str, Any], scale: dict[str, Any], extra: dict[str, Any]) 
         lines += ["", "Import benchmark: see import.json."]
     if "overload" in extra:
         lines += ["", *bench_overload.summary_lines(extra["overload"])]
+    if "soak" in extra:
+        lines += ["", *bench_soak.summary_lines(extra["soak"])]
     return "\n".join(lines) + "\n"
 
 
@@ -131,6 +134,9 @@ def main() -> int:
         extra["import"] = True
     print("== overload (100 concurrent recommendation clients, 2 workers)", flush=True)
     extra["overload"] = bench_overload.main()
+    if bench_soak.SECONDS > 0:
+        print(f"== soak ({bench_soak.SECONDS:g} s of mixed traffic, 2 workers)", flush=True)
+        extra["soak"] = bench_soak.main()
     text = summary(http, scale, extra)
     (RESULTS / "SUMMARY.md").write_text(text)
     print(text)

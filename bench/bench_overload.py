@@ -36,15 +36,17 @@ BODY = {**WORKLOADS["llm-training-llama-2-70b"], "limit": 100}
 TARGET_HEALTHZ_P99_MS = 1000.0
 
 
-def _start(root: Path, db_url: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start(root: Path, db_url: str, workers: int,
+           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     args = [sys.executable, "-m", "service.cli", "--database-url", db_url, "serve",
             "--host", "127.0.0.1", "--port", str(port)]
     if workers > 1:
         args += ["--workers", str(workers)]
-    env = {**os.environ, "GPU_ADVISOR_LOG_JSON": "true", "PYTHONPATH": str(root)}
+    environ = {**os.environ, "GPU_ADVISOR_LOG_JSON": "true", "PYTHONPATH": str(root),
+               **(env or {})}
     log = open(Path(tempfile.gettempdir()) / f"gpu-advisor-overload-{port}.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(args, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(args, cwd=root, env=environ, stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -58,6 +60,15 @@ def _start(root: Path, db_url: str, workers: int) -> tuple[subprocess.Popen[byte
         time.sleep(0.2)
     proc.kill()
     raise RuntimeError("server did not become ready in 60 s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -137,11 +148,7 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
     try:
         result = asyncio.run(_load(base, seconds, clients))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, cpus=os.cpu_count(),
                   database="sqlite", workload="llm-training-llama-2-70b, limit 100")
     result["healthz_p99_target_met"] = result["healthz_p99_ms"] < TARGET_HEALTHZ_P99_MS

@@ -22,12 +22,16 @@ STATEMENT_TIMEOUT_MS = 30_000
 
 
 def make_engine(url: str, *, connect_timeout_s: float = 3.0, pool_size: int | None = None,
-                pool_timeout_s: float | None = None) -> Engine:
+                pool_timeout_s: float | None = None, busy_timeout_s: float = 30.0) -> Engine:
     """Create the engine; same code for SQLite and PostgreSQL.
 
     ``pool_size``: connections kept per process; the server passes its thread count, so every
     thread running a sync route can hold one (plus half as many again for requests between two
     threads). ``pool_timeout_s``: longest wait for a free one (then 503, service/errors.py).
+    ``busy_timeout_s``: SQLite only, longest wait for another connection's write lock (pysqlite's
+    ``timeout``, SQLite's busy timeout); the server passes its database deadline
+    (GPU_ADVISOR_DB_DEADLINE_S), so a writer queued behind another process gets 503 database-busy
+    within it. BEGIN is not under the deadline watchdog (service/db_deadline.py): this bounds it.
     """
     connect_args: dict[str, Any] = {}
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
@@ -35,7 +39,7 @@ def make_engine(url: str, *, connect_timeout_s: float = 3.0, pool_size: int | No
         kwargs.update(pool_size=pool_size, max_overflow=max(1, pool_size // 2))
     if url.startswith("sqlite"):
         connect_args["check_same_thread"] = False
-        connect_args["timeout"] = 30
+        connect_args["timeout"] = busy_timeout_s
     elif url.startswith("postgresql"):
         connect_args["connect_timeout"] = max(1, int(connect_timeout_s))
         # A peer that stops answering mid-connection must not hang a request for the kernel's

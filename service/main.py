@@ -18,7 +18,7 @@ from sqlmodel import Session
 from service import __version__
 from service.catalog.routes import router as gpus_router
 from service.config import Settings, get_settings
-from service.db import make_engine
+from service.db import SQLITE_BEGIN, make_engine
 from service.db_deadline import install_db_deadline
 from service.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.guards import AdmissionMiddleware, BodyTimeoutMiddleware, HeaderLimitMiddleware
@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     engine = engine or make_engine(
         settings.database_url, connect_timeout_s=settings.db_connect_timeout_s,
         pool_size=settings.worker_threads, pool_timeout_s=settings.db_deadline_s,
+        busy_timeout_s=settings.db_deadline_s,
     )
     install_db_deadline(engine, seconds=settings.db_deadline_s,
                         ping_seconds=settings.db_connect_timeout_s)
@@ -75,7 +76,10 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         # pool, so threads never queue on connections (finding: QueuePool overflow -> 500).
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         if settings.bootstrap_admin_key:
-            with Session(engine) as session:
+            # A writer from the start (SQLite: BEGIN IMMEDIATE, service/db.py): `serve --workers
+            # N` starts N lifespans at once, and a deferred read-then-insert fails at once with
+            # "database is locked" instead of waiting, so the worker and then serve exited.
+            with Session(engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})) as session:
                 try:
                     install_key(session, key=settings.bootstrap_admin_key,
                                 name="bootstrap-admin", role="admin")

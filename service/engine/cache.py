@@ -20,13 +20,15 @@ from typing import Any, TypeVar
 V = TypeVar("V")
 
 _MISSING: Any = object()
-DEFAULT_MAX_ENTRIES = 65_536
-"""Entries per table: more than the GPU types of the largest catalog benchmarked (5,000) times
-a few workloads; an entry is a few hundred bytes."""
+DEFAULT_MAX_ENTRIES = 16_384
+"""Entries per table: three times the GPU types of the largest catalog benchmarked (5,000);
+an entry is a few hundred bytes, so a full table is a few MB per process."""
 
 
-TABLE_LIMITS = {"estimate": 16_384}
-"""Smaller bounds for tables whose values are large: a full :class:`Estimate` is ~1-2 KB."""
+TABLE_LIMITS = {"estimate": 4_096}
+"""Smaller bounds for tables whose values are large: a full :class:`Estimate` is ~1-2 KB, so
+the estimate table stays under ~8 MB per process (the recommendations of a few workloads on a
+seeded-size catalog; at 5,000 GPU types it turns over and the physics is recomputed)."""
 
 
 class EngineCache:
