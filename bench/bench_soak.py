@@ -312,7 +312,7 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
         _stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, warmup_seconds=warmup_s,
                   sample_seconds=sample_s, cpus=os.cpu_count(), database="sqlite",
-                  source=str(root))
+                  source="this tree" if root.resolve() == ROOT.resolve() else root.name)
     result["rss_growth_within_tolerance"] = (
         result["rss_growth_pct"] is not None and result["rss_growth_pct"] <= 100 * LEAK_TOLERANCE)
     return result
