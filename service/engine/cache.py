@@ -25,10 +25,9 @@ DEFAULT_MAX_ENTRIES = 16_384
 an entry is a few hundred bytes, so a full table is a few MB per process."""
 
 
-TABLE_LIMITS = {"estimate": 4_096}
-"""Smaller bounds for tables whose values are large: a full :class:`Estimate` is ~1-2 KB, so
-the estimate table stays under ~8 MB per process (the recommendations of a few workloads on a
-seeded-size catalog; at 5,000 GPU types it turns over and the physics is recomputed)."""
+TABLE_LIMITS: dict[str, int] = {}
+"""Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (none: a full :class:`Estimate` is
+~1-2 KB, so the largest table stays under ~30 MB per process)."""
 
 
 class EngineCache:
