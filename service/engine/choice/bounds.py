@@ -86,6 +86,8 @@ def floors(
     options run at the throughput-optimal batch (every objective but time), which gives a
     much higher latency floor (:func:`_latency_floor`)."""
     memo = memo_of(memo)
+    if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
+        return _floors(workload, gpu, first, cap, throughput, memo)
     key = (workload, gpu, first, cap, throughput)
     return memo.get("bound_floors", key,
                     lambda: _floors(workload, gpu, first, cap, throughput, memo))

@@ -100,6 +100,8 @@ def estimate(
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
     memo = memo_of(memo)
+    if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
+        return _estimate(workload, gpu, gpu_count, latency_mode, memo)
     # an Estimate is immutable (frozen, tuples inside): safe to share across requests
     key = (workload, gpu, gpu_count, latency_mode)
     return memo.get("estimate", key,
@@ -474,6 +476,8 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     a pure function of two frozen dataclasses, asked again for every rejected count.
     """
     memo = memo_of(memo)
+    if workload.kind == "compute":  # one division: cheaper than any cache lookup
+        return _min_gpus(workload, gpu, memo)
     return memo.get("min_gpus_to_fit", (workload, gpu), lambda: _min_gpus(workload, gpu, memo))
 
 
