@@ -439,19 +439,16 @@ def boundary(
     lo: int,
     hi: int,
     seed: tuple[float, float, float],
-    stop_at: float = math.inf,
 ) -> tuple[int, float]:
     """The largest batch in [lo, hi) meeting the limits and its latency [ms], given that
     ``lo`` meets them and ``hi`` does not (``seed``: their ratios from
-    :meth:`ServingModel.check`, and the latency at ``lo``); returns early, with a smaller batch,
-    once that latency reaches ``stop_at`` (a caller after the least latency needs no more).
-    The predicate is monotone, so any probe order keeps a valid bracket and gives the
-    bisection's answer; the figures are nearly affine in the batch, so probing where the
-    ratio crosses 1 (regula falsi; next to it too when within :data:`NEAR_LIMIT`) closes the
+    :meth:`ServingModel.check`, and the latency at ``lo``). The predicate is monotone,
+    so any probe order keeps a valid bracket and gives the bisection's answer; the figures are
+    nearly affine in the batch, so probing where the ratio crosses 1 (regula falsi; next to it too when within :data:`NEAR_LIMIT`) closes the
     bracket in a few timings, bisecting after two steps that removed little of it."""
     g_lo, g_hi, lat_lo = seed
     poor = 0  # interpolation steps in a row that removed under a quarter of the bracket
-    while hi - lo > 1 and lat_lo < stop_at:
+    while hi - lo > 1:
         width = hi - lo
         mid = (lo + hi) // 2
         if poor < 2 and math.isfinite(g_hi) and g_hi > g_lo:
