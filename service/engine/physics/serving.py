@@ -445,7 +445,8 @@ def boundary(
     :meth:`ServingModel.check`, and the latency at ``lo``). The predicate is monotone,
     so any probe order keeps a valid bracket and gives the bisection's answer; the figures are
     nearly affine in the batch, so probing where the ratio crosses 1 (regula falsi; next to it
-    too when within :data:`NEAR_LIMIT`) closes the bracket in a few timings, bisecting after two steps that removed little of it."""
+    too when within :data:`NEAR_LIMIT`) closes the bracket in a few timings, bisecting after two
+    steps that removed little of it."""
     g_lo, g_hi, lat_lo = seed
     poor = 0  # interpolation steps in a row that removed under a quarter of the bracket
     while hi - lo > 1:
