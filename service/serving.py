@@ -42,9 +42,12 @@ responsive under load at a cost of a few percent of throughput."""
 def app_factory() -> FastAPI:
     """The app for uvicorn (``--workers`` imports it in every worker process)."""
     from service.main import create_app
+    from service.workloads.service import warm_up
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    return create_app(Settings())
+    app = create_app(Settings())
+    warm_up(app.state.engine, app.state.settings)  # before uvicorn accepts a request
+    return app
 
 
 def _reply_431(max_bytes: int) -> bytes:

@@ -25,9 +25,10 @@ DEFAULT_MAX_ENTRIES = 16_384
 an entry is a few hundred bytes, so a full table is a few MB per process."""
 
 
-TABLE_LIMITS: dict[str, int] = {}
-"""Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (none: a full :class:`Estimate` is
-~1-2 KB, so the largest table stays under ~30 MB per process)."""
+TABLE_LIMITS: dict[str, int] = {"offer_index": 2}
+"""Per-table overrides of :data:`DEFAULT_MAX_ENTRIES`. A full :class:`Estimate` is ~1-2 KB, so
+the largest ordinary table stays under ~30 MB per process; an ``offer_index`` entry holds a
+whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's and the last."""
 
 
 class EngineCache:

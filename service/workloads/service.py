@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import logging
 import time
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from service.catalog.service import catalog_snapshot
@@ -128,6 +131,7 @@ def _revision(gpus: tuple[object, ...], quotes: tuple[object, ...]) -> str:
     return hashlib.sha256(repr((*gpus, *quotes)).encode()).hexdigest()[:16]
 
 
+_log = logging.getLogger(__name__)
 _OFFER_LISTS: SnapshotCache[tuple[object, ...], list[Offer]] = SnapshotCache(slots=8)
 
 
@@ -152,6 +156,31 @@ def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> l
         ))
     _OFFER_LISTS.put(key, offers)
     return offers
+
+
+def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) -> bool:
+    """Build the catalog and offer snapshots before the first request, then move everything
+    alive (modules, settings, those snapshots) into the collector's permanent generation once.
+
+    A server process calls this at start-up, before it accepts a request, so no request's
+    garbage is frozen (issue 10, finding 9: freezing on every snapshot write leaked). What it
+    buys: a full collection no longer re-walks the snapshots (hundreds of thousands of objects
+    at 5,000 GPUs), which otherwise costs ~25% of a recommendation's CPU time at that scale.
+    The snapshots are acyclic, so refcounting still frees them when they are replaced.
+    Returns False (and freezes nothing) when the database cannot be read now: serving starts
+    anyway and builds the snapshots on first use."""
+    try:
+        with Session(engine) as session:
+            at = now or datetime.now(UTC)
+            catalog_snapshot(session)
+            offers_at(offer_snapshot(session, now=at), now=at,
+                      stale_days=settings.stale_quote_days)
+    except (SQLAlchemyError, OSError) as exc:
+        _log.warning("warm-up skipped: %s", type(exc).__name__)
+        return False
+    gc.collect()
+    gc.freeze()
+    return True
 
 
 def _constraints(c: ConstraintsIn) -> Constraints:

@@ -7,20 +7,15 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import PG_URL, REPO_ROOT
+from tests.conftest import PG_URL
+from tests.hardening.live import concurrently, serve, stop
 
 pytestmark = [
     pytest.mark.postgres,
@@ -35,63 +30,14 @@ AUTH = {"Authorization": f"Bearer {ADMIN_KEY}"}
 GPU = "nvidia-a100-sxm4-80gb"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve(url: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = {**os.environ, "GPU_ADVISOR_BOOTSTRAP_ADMIN_KEY": ADMIN_KEY, "DATABASE_URL": url}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not become ready in 30 s")
-
-
 @pytest.fixture(scope="module")
 def servers(fresh_url: str) -> Iterator[tuple[str, str]]:
     """Two service processes sharing one fresh (migrated, seeded) database."""
-    a, base_a = _serve(fresh_url)  # one after the other: both run `migrate` at start-up
-    b, base_b = _serve(fresh_url)
+    a, base_a = serve(fresh_url, admin_key=ADMIN_KEY)  # in turn: both `migrate` at start-up
+    b, base_b = serve(fresh_url, admin_key=ADMIN_KEY)
     yield base_a, base_b
     for proc in (a, b):
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def _concurrently(n: int, fn: Callable[[int], Any]) -> list[Any]:
-    """Run fn(0..n-1) in n threads released together by a barrier."""
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            results[i] = fn(i)
-        except Exception as exc:  # surfaced by the caller's assertions
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return results
+        stop(proc)
 
 
 def _etag(base: str, slug: str) -> str:
@@ -109,7 +55,7 @@ def test_same_if_match_has_exactly_one_winner(servers: tuple[str, str]) -> None:
                         headers={**AUTH, "If-Match": etag}, timeout=30)
         return r.status_code
 
-    codes = Counter(_concurrently(20, patch))
+    codes = Counter(concurrently(20, patch))
     assert codes == {200: 1, 412: 19}, codes
     assert _etag(base, GPU) == f'"{int(etag.strip(chr(34))) + 1}"'
 
@@ -133,7 +79,7 @@ def test_two_processes_share_one_database(servers: tuple[str, str]) -> None:
                         headers={**AUTH, "If-Match": etag}, timeout=30)
         return r.status_code
 
-    codes = Counter(_concurrently(20, patch))
+    codes = Counter(concurrently(20, patch))
     assert codes == {200: 1, 412: 19}, codes
     assert httpx.get(f"{base_a}/v1/gpus/{GPU}").json() == httpx.get(
         f"{base_b}/v1/gpus/{GPU}").json()
@@ -169,7 +115,7 @@ def test_concurrent_imports_are_all_or_nothing(servers: tuple[str, str]) -> None
                        json=_quotes(f"conc-{i}", n_rows, bad_last=bad), headers=AUTH, timeout=60)
         return r.status_code
 
-    codes = _concurrently(n_imports, run)
+    codes = concurrently(n_imports, run)
     for i, code in enumerate(codes):
         expected = 422 if i % 3 == 2 else 200
         assert code == expected, (i, code)
@@ -186,7 +132,7 @@ def test_concurrent_imports_of_the_same_rows(servers: tuple[str, str]) -> None:
                        params={"format": "generic"}, json=rows, headers=AUTH, timeout=60)
         return r.status_code
 
-    codes = Counter(_concurrently(8, run))
+    codes = Counter(concurrently(8, run))
     assert set(codes) <= {200, 409}, codes
     assert codes[200] >= 1, codes
     assert _count(base_b, "conc-same") == 30
@@ -206,7 +152,7 @@ def test_concurrent_quote_patches_have_one_winner_and_one_history_row(
                         headers={**AUTH, "If-Match": etag}, timeout=30)
         return r.status_code
 
-    codes = Counter(_concurrently(16, patch))
+    codes = Counter(concurrently(16, patch))
     assert codes == {200: 1, 412: 15}, codes
     history = httpx.get(f"{base_a}/v1/quotes/{quote['id']}/history").json()
     rows = history["data"] if isinstance(history, dict) else history
@@ -223,7 +169,7 @@ def test_concurrent_creates_of_one_slug_are_409_not_500(servers: tuple[str, str]
         base = base_a if i % 2 else base_b
         return httpx.post(f"{base}/v1/gpus", json=body, headers=AUTH, timeout=30).status_code
 
-    codes = Counter(_concurrently(16, create))
+    codes = Counter(concurrently(16, create))
     assert codes[201] == 1 and codes[409] == 15, codes
 
 
@@ -236,7 +182,7 @@ def test_replicas_starting_together_on_an_empty_database(fresh_url: str) -> None
     assert PG_URL
     url = create_pg_database(PG_URL, prefix="gpu_advisor_race")
     try:
-        started = _concurrently(3, lambda i: _serve(url))
+        started = concurrently(3, lambda i: serve(url, admin_key=ADMIN_KEY))
         try:
             assert all(isinstance(s, tuple) for s in started), started
             engine = create_engine(url)
@@ -246,7 +192,6 @@ def test_replicas_starting_together_on_an_empty_database(fresh_url: str) -> None
         finally:
             for s in started:
                 if isinstance(s, tuple):
-                    s[0].terminate()
-                    s[0].wait(timeout=10)
+                    stop(s[0])
     finally:
         drop_pg_database(PG_URL, url)

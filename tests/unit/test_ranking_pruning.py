@@ -12,7 +12,7 @@ import pytest
 from service.engine.cache import Memo
 from service.engine.choice import ranking as rk
 from service.engine.choice.bounds import Pending, count_floors
-from service.engine.choice.cost import group_offers, usd_per_gpu_hour
+from service.engine.choice.cost import OfferIndex, group_offers, usd_per_gpu_hour
 from service.engine.constants import MAX_AUTO_BATCH
 from service.engine.physics.performance import peak_rate
 from service.engine.physics.serving import ServingModel, largest_meeting
@@ -184,10 +184,10 @@ def test_pruned_top_equals_exhaustive_with_constraints(
 
 
 def _screened(workload: Workload, objective: Objective) -> list[Pending]:
-    grouped = group_offers(load_offers())
+    index = OfferIndex(load_offers())
     out = []
     for gpu in load_gpus():
-        got = rk._screen(workload, gpu, grouped.get(gpu.slug, ()), Constraints(),
+        got = rk._screen(workload, gpu, index, Constraints(),
                          CostSettings(), False, objective, Memo())
         if isinstance(got, Pending):
             out.append(got)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from service.engine.cache import Memo
 from service.engine.constants import POWER_UTILIZATION
 from service.engine.recommend_types import (
     RENTAL_PRICING,
@@ -60,6 +61,64 @@ def group_offers(offers: Iterable[Offer]) -> dict[str, tuple[Offer, ...]]:
     for offer in offers:
         groups.setdefault(offer.gpu_slug, []).append(offer)
     return {slug: tuple(sorted(g, key=lambda o: o.quote_id)) for slug, g in groups.items()}
+
+
+class OfferIndex:
+    """The offers grouped by GPU slug, with each group's usable subset and cheapest GPU-hour
+    remembered per the constraint fields they read (providers, regions, deployment, pricing).
+
+    A ranking asks both for every GPU type; on a 5,000-GPU catalog that is ~0.1 s per request
+    spent on answers that only change with the offer list. The caller keeps one index per
+    offer list (:func:`offer_index`); values are immutable tuples and floats, so concurrent
+    readers may fill it (two threads computing one entry store equal values)."""
+
+    MAX_ENTRIES = 65_536
+    """Remembered answers per index; past it they are computed and not stored."""
+
+    def __init__(self, offers: Iterable[Offer]) -> None:
+        self.groups = group_offers(offers)
+        self._usable: dict[tuple[object, ...], tuple[Offer, ...]] = {}
+        self._cheapest: dict[tuple[object, ...], float | None] = {}
+
+    @staticmethod
+    def _place(slug: str, c: Constraints) -> tuple[object, ...]:
+        return (slug, c.providers, c.regions, owns(c), c.pricing)
+
+    def usable(self, slug: str, constraints: Constraints) -> tuple[Offer, ...]:
+        """:func:`usable_offers` of the GPU's group."""
+        key = self._place(slug, constraints)
+        got = self._usable.get(key)
+        if got is None:
+            got = usable_offers(self.groups.get(slug, ()), constraints)
+            if len(self._usable) < self.MAX_ENTRIES:
+                self._usable[key] = got
+        return got
+
+    def cheapest_gpu_hour(
+        self, gpu: GpuSpec, constraints: Constraints, smallest: int, max_count: int,
+        settings: CostSettings,
+    ) -> float | None:
+        """:func:`cheapest_gpu_hour` over :meth:`usable` of ``gpu``."""
+        key = (*self._place(gpu.slug, constraints), gpu, smallest, max_count, settings)
+        if key in self._cheapest:
+            return self._cheapest[key]
+        got = cheapest_gpu_hour(gpu, self.usable(gpu.slug, constraints), smallest, max_count,
+                                settings)
+        if len(self._cheapest) < self.MAX_ENTRIES:
+            self._cheapest[key] = got
+        return got
+
+
+def offer_index(offers: Iterable[Offer], memo: Memo) -> OfferIndex:
+    """The :class:`OfferIndex` of ``offers``: kept in the memo's shared cache (table
+    ``offer_index``, a couple of entries) for a list or tuple the caller passes again
+    unchanged, as the service does with its per-snapshot offer list; built afresh otherwise."""
+    if not isinstance(offers, (list, tuple)):
+        return OfferIndex(offers)
+    key = (id(offers), len(offers))
+    held, index = memo.get("offer_index", key, lambda: (offers, OfferIndex(offers)))
+    # the entry holds the list itself, so its id cannot be reused while the entry lives
+    return index if held is offers else OfferIndex(offers)
 
 
 def owns(constraints: Constraints) -> bool:

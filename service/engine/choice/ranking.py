@@ -49,6 +49,7 @@ skipped GPU scores strictly worse than the ``limit``-th.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Mapping
 
@@ -122,7 +123,7 @@ def _metrics(
 def _screen(
     workload: Workload,
     gpu: GpuSpec,
-    all_offers: tuple[Offer, ...],
+    index: co.OfferIndex,
     c: Constraints,
     settings: CostSettings,
     needs_price: bool,
@@ -135,19 +136,19 @@ def _screen(
         return failure
     if peak_rate(gpu, workload.precision) is None:
         return ex.precision_failure(workload.precision)
-    usable = co.usable_offers(all_offers, c)
+    usable = index.usable(gpu.slug, c)
     if not usable and needs_price:
         return ex.no_quote_failure()
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
     cap = c.max_gpus or default_cap
-    counts = gpu_count_candidates(gpu, cap) or [1]
+    counts = gpu_count_candidates(gpu, cap, memo) or (1,)
     first = min_gpus_to_fit(workload, gpu, memo)
     if first is None or first > counts[-1]:
         # the rejection reads only the memory figures: no layout/speed search
         est = memory_estimate(workload, gpu, counts[-1], memo)
         return ex.memory_failure(gpu, est, first, cap)
-    fitting = tuple(n for n in counts if n >= first)
-    rate = co.cheapest_gpu_hour(gpu, usable, fitting[0], cap, settings)
+    fitting = counts[bisect.bisect_left(counts, first):]
+    rate = index.cheapest_gpu_hour(gpu, c, fitting[0], cap, settings)
     if rate is None and needs_price:
         return ex.no_quote_failure(first)
     floor = bd.floors(workload, gpu, first, cap, objective == "balanced", memo)
@@ -156,7 +157,8 @@ def _screen(
     tier = 1 if rate is None and objective in ("cost", "balanced") else 0
     if tier and objective == "balanced":
         lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned within tier 1
-    rent = co.rental_usd_per_gpu_hour(all_offers, c) if co.owns(c) else None
+    rent = (co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), c) if co.owns(c)
+            else None)
     return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, floor.time,
                       bound.get(objective, 0.0), floor)
 
@@ -356,15 +358,14 @@ def recommend(
     c = constraints or Constraints()
     settings = settings or CostSettings()
     memo = Memo(cache)
-    grouped = co.group_offers(offers)
+    index = co.offer_index(offers, memo)
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
     )
     rejected: dict[str, Rejection] = {}
     pending: list[bd.Pending] = []
     for gpu in co.by_slug(gpus).values():
-        group = grouped.get(gpu.slug, ())
-        got = _screen(workload, gpu, group, c, settings, needs_price, objective, memo)
+        got = _screen(workload, gpu, index, c, settings, needs_price, objective, memo)
         if isinstance(got, Failure):
             rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, got.reason, got.fix, got.code)
         else:

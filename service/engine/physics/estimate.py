@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import replace
 
@@ -452,9 +453,19 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo)
     )
 
 
-def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[int]:
-    """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs."""
+def gpu_count_candidates(
+    gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT, memo: Memo | None = None
+) -> tuple[int, ...]:
+    """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs (memoized per node
+    size and limit when a memo is given: asked twice per GPU type of every ranking)."""
     per_node = max(1, gpu.max_gpus_per_node)
+    if memo is not None:
+        return memo.get("count_candidates", (per_node, limit),
+                        lambda: _count_candidates(per_node, limit))
+    return _count_candidates(per_node, limit)
+
+
+def _count_candidates(per_node: int, limit: int) -> tuple[int, ...]:
     counts = [n for n in (1, 2, 4, 8) if n <= per_node]
     if per_node not in counts:
         counts.append(per_node)
@@ -462,7 +473,7 @@ def gpu_count_candidates(gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT) -> list[i
     while nodes * per_node <= limit:
         counts.append(nodes * per_node)
         nodes = nodes + 1 if nodes < 16 else nodes * 2
-    return counts
+    return tuple(counts)
 
 
 def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) -> int | None:
@@ -477,8 +488,32 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     """
     memo = memo_of(memo)
     if workload.kind == "compute":  # one division: cheaper than any cache lookup
-        return _min_gpus(workload, gpu, memo)
+        return _min_compute_count(workload, gpu, memo)
     return memo.get("min_gpus_to_fit", (workload, gpu), lambda: _min_gpus(workload, gpu, memo))
+
+
+def _min_compute_count(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
+    """:func:`_min_gpus` for a compute job: its memory divides evenly, so the smallest count
+    is ``ceil(memory / room)`` rounded up to a searched count; the two neighbours are checked
+    with :func:`_fits` itself, so float rounding cannot make the two answers differ."""
+    rate = workload_rate(workload, gpu)
+    spec = workload.compute
+    if rate is None or spec is None:
+        return None
+    counts = gpu_count_candidates(gpu, memo=memo)
+    room = mem.usable_memory_bytes(gpu.memory_gb) / c.GB - c.FRAMEWORK_OVERHEAD_GB
+    if room <= 0:
+        return None
+    need = spec.memory_gb / room
+    if need > counts[-1]:
+        return None
+    i = bisect.bisect_left(counts, need)
+    prec = rate.precision_used
+    while i > 0 and _fits(workload, gpu, counts[i - 1], prec, memo):
+        i -= 1
+    while i < len(counts) and not _fits(workload, gpu, counts[i], prec, memo):
+        i += 1
+    return counts[i] if i < len(counts) else None
 
 
 def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
@@ -486,7 +521,7 @@ def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
     if rate is None:
         return None
     prec = rate.precision_used
-    counts = gpu_count_candidates(gpu)
+    counts = gpu_count_candidates(gpu, memo=memo)
     if _fits(workload, gpu, counts[0], prec, memo):
         return counts[0]  # the common case: one GPU holds it
     if not _fits(workload, gpu, counts[-1], prec, memo):
