@@ -22,7 +22,7 @@ from service.engine.choice import cost as co
 from service.engine.physics import estimate as es
 from service.engine.recommend_types import Constraints, CostSettings
 from service.engine.types import ComputeSpec, Workload
-from service.workloads.service import warm_up
+from service.workloads.service import GC_GENERATION2_THRESHOLD, warm_up
 from tests.unit.catalog_data import load_gpus, load_offers
 
 
@@ -121,16 +121,21 @@ def test_count_candidates_memoized_equal_plain() -> None:
 
 
 def test_warm_up_builds_the_snapshots_and_freezes_once(engine: Engine, settings: Settings) -> None:
-    before = gc.get_freeze_count()
+    before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
         assert warm_up(engine, settings) is True
         assert gc.get_freeze_count() > before
+        assert gc.get_threshold()[2] == GC_GENERATION2_THRESHOLD
     finally:
         gc.unfreeze()  # this test process keeps collecting as before
+        gc.set_threshold(*thresholds)
 
 
 def test_warm_up_without_a_database_freezes_nothing() -> None:
     broken = create_engine("sqlite:////nonexistent-dir/x/y.db")
-    before = gc.get_freeze_count()
-    assert warm_up(broken, Settings(database_url="sqlite:////nonexistent-dir/x/y.db")) is False
-    assert gc.get_freeze_count() == before
+    before, thresholds = gc.get_freeze_count(), gc.get_threshold()
+    try:
+        assert warm_up(broken, Settings(database_url="sqlite:////nonexistent-dir/x/y.db")) is False
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.set_threshold(*thresholds)
