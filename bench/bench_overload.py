@@ -34,6 +34,12 @@ CLIENTS = int(os.environ.get("BENCH_OVERLOAD_CLIENTS", "100"))
 WORKERS = 2
 BODY = {**WORKLOADS["llm-training-llama-2-70b"], "limit": 100}
 TARGET_HEALTHZ_P99_MS = 1000.0
+"""The load test's bound (issue 10, Tests and CI); the finding itself asks < 100 ms, reported
+as ``healthz_p99_under_100_ms``."""
+LOADGEN_NICE = int(os.environ.get("BENCH_LOADGEN_NICE", "10"))
+"""OS niceness of the load-generator process. Server, load generator and probe share this
+machine's CPUs; at the server's priority the 100-client generator (parsing every answer) takes a
+CPU from the server, which a real client on another machine would not. 0 reproduces that."""
 
 
 def _start(root: Path, db_url: str, workers: int,
@@ -91,7 +97,7 @@ def _probe_healthz(base: str, seconds: float) -> list[float]:
     return out
 
 
-async def _load(base: str, seconds: float, clients: int) -> dict[str, Any]:
+async def _recommenders(base: str, seconds: float, clients: int) -> dict[str, Any]:
     codes: Counter[str] = Counter()
     ok_ms: list[float] = []
     retry_after_missing = 0
@@ -120,19 +126,32 @@ async def _load(base: str, seconds: float, clients: int) -> dict[str, Any]:
                         retry_after_missing += 1
                     await asyncio.sleep(0.05)  # a polite client would honour Retry-After
 
-        # /healthz is probed from another process, so the load generator's own event loop
-        # (100 clients on the same CPUs) does not add to the latency measured.
-        with ProcessPoolExecutor(1) as pool:
-            probe = asyncio.get_running_loop().run_in_executor(
-                pool, _probe_healthz, base, seconds)
-            await asyncio.gather(*(recommender() for _ in range(clients)))
-            health_ms = await probe
+        await asyncio.gather(*(recommender() for _ in range(clients)))
     return {
         "status_counts": dict(sorted(codes.items())),
         "only_200_and_503": set(codes) <= {"200", "503"},
         "retry_after_missing_on_503": retry_after_missing,
         "client_errors": errors[:10],
         "ok_p50_ms": round(_pct(ok_ms, 0.5), 1), "ok_p99_ms": round(_pct(ok_ms, 0.99), 1),
+    }
+
+
+def _load_process(base: str, seconds: float, clients: int, nice: int) -> dict[str, Any]:
+    """The load generator, in its own process at ``nice`` (see :data:`LOADGEN_NICE`)."""
+    if nice:
+        os.nice(nice)
+    return asyncio.run(_recommenders(base, seconds, clients))
+
+
+def _load(base: str, seconds: float, clients: int, nice: int) -> dict[str, Any]:
+    # The 100 clients run in another process, so their event loop does not add to the /healthz
+    # latency measured here; this process probes /healthz at normal priority meanwhile.
+    with ProcessPoolExecutor(1) as pool:
+        load = pool.submit(_load_process, base, seconds, clients, nice)
+        health_ms = _probe_healthz(base, seconds)
+        result = load.result()
+    return {
+        **result,
         "healthz_samples": len(health_ms),
         "healthz_p50_ms": round(_pct(health_ms, 0.5), 1),
         "healthz_p99_ms": round(_pct(health_ms, 0.99), 1),
@@ -146,12 +165,14 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
     db_url = f"sqlite:///{tempfile.mkdtemp(prefix='gpu-advisor-overload-')}/overload.db"
     proc, base = _start(root, db_url, workers)
     try:
-        result = asyncio.run(_load(base, seconds, clients))
+        result = _load(base, seconds, clients, LOADGEN_NICE)
     finally:
         _stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, cpus=os.cpu_count(),
-                  database="sqlite", workload="llm-training-llama-2-70b, limit 100")
+                  database="sqlite", workload="llm-training-llama-2-70b, limit 100",
+                  loadgen_nice=LOADGEN_NICE)
     result["healthz_p99_target_met"] = result["healthz_p99_ms"] < TARGET_HEALTHZ_P99_MS
+    result["healthz_p99_under_100_ms"] = result["healthz_p99_ms"] < 100.0
     return result
 
 
@@ -164,7 +185,9 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{result['seconds']:g} s, `serve --workers {result['workers']}`, {result['database']}): "
         f"{codes}; 200s p50 {result['ok_p50_ms']} ms; `/healthz` p50 {result['healthz_p50_ms']}"
         f" ms, p99 {result['healthz_p99_ms']} ms (target: only 200/503 and p99 < "
-        f"{TARGET_HEALTHZ_P99_MS:g} ms: {met}).",
+        f"{TARGET_HEALTHZ_P99_MS:g} ms: {met}; p99 < 100 ms: "
+        f"{'met' if result['healthz_p99_under_100_ms'] else '**missed**'}; load generator at "
+        f"nice {result['loadgen_nice']}).",
     ]
 
 
