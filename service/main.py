@@ -44,9 +44,9 @@ Roles (each operation lists its own in `x-roles`):
 
 | role | may call |
 | --- | --- |
-| `reader` | catalog, quotes, models, price history of live quotes, stateless `POST /v1/estimates` and `POST /v1/recommendations` |
-| `submitter` | everything a reader may, plus creating, listing, ranking and deleting its own workloads and runs |
-| `admin` | everything, every owner's workloads and runs, the price history of deleted quotes |
+| `reader` | catalog, quotes, models, stateless estimates and recommendations |
+| `submitter` | what a reader may, plus its own workloads and runs |
+| `admin` | everything: catalog writes, every owner's workloads, deleted quotes' history |
 
 Without a key, a caller is a reader while `GPU_ADVISOR_PUBLIC_READS` is true (the default).
 Workloads and runs record the key that created them; another submitter's are 404.
