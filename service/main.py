@@ -200,7 +200,7 @@ def _document_roles(app: FastAPI) -> None:
         for route in (r for router in _routers() for r in router.routes):
             if not isinstance(route, APIRoute) or not route.include_in_schema:
                 continue
-            for method in route.methods:
+            for method in route.methods or ():
                 operation = schema["paths"].get(route.path_format, {}).get(method.lower())
                 if operation is not None:
                     operation["x-roles"] = route_roles(route)
