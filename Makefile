@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lint: $(STAMP)
-	$(BIN)/ruff check service tests bench migrations
+	$(BIN)/ruff check service gpu_advisor_client tests bench migrations
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -53,6 +53,11 @@ class Settings(BaseSettings):
     """A request body not received within this time gets 408."""
     keep_alive_timeout_s: float = Field(default=5.0, gt=0)
     """`serve`: idle keep-alive connections are closed after this."""
+    max_runs_per_workload: int = Field(default=20, ge=1, le=10_000)
+    """Stored runs kept per workload: storing one more deletes the oldest beyond this."""
+    run_retention_days: float | None = Field(default=None, gt=0)
+    """Runs older than this are deleted when the workload's next run is stored; unset = no
+    age limit (only the count)."""
     log_json: bool = True
 
 

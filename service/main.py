@@ -38,8 +38,18 @@ DESCRIPTION = """
 It keeps a GPU catalog (datasheet specs, dense tensor figures, with sources) and price quotes,
 estimates memory and speed from first principles, and ranks GPUs with the reasons shown.
 
-Errors are `application/problem+json` (RFC 9457). Writes need an admin key:
-`Authorization: Bearer gpa_...`.
+Errors are `application/problem+json` (RFC 9457). Keys go in `Authorization: Bearer gpa_...`.
+
+Roles (each operation lists its own in `x-roles`):
+
+| role | may call |
+| --- | --- |
+| `reader` | catalog, quotes, models, stateless estimates and recommendations |
+| `submitter` | what a reader may, plus its own workloads and runs |
+| `admin` | everything: catalog writes, every owner's workloads, deleted quotes' history |
+
+Without a key, a caller is a reader while `GPU_ADVISOR_PUBLIC_READS` is true (the default).
+Workloads and runs record the key that created them; another submitter's are 404.
 """
 
 TAGS = [
@@ -102,6 +112,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.metrics = Metrics()
     install_error_handlers(app)
     _document_422_as_problem(app)
+    _document_roles(app)
     for router in _routers():
         app.include_router(router)
     if settings.cors_origins:
@@ -149,6 +160,50 @@ def _document_422_as_problem(app: FastAPI) -> None:
                 text_rest = json.dumps({k: v for k, v in components.items() if k != name})
                 if f'"#/components/schemas/{name}"' not in text_rest:
                     del components[name]
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+ROLE_SETS: dict[str, list[str]] = {
+    "require_reader": ["anonymous", "reader", "submitter", "admin"],
+    "require_metrics_reader": ["anonymous", "reader", "submitter", "admin"],
+    "require_submitter": ["submitter", "admin"],
+    "require_admin": ["admin"],
+}
+"""Who passes each access dependency (anonymous only while reads are public)."""
+
+
+def route_roles(route: APIRoute) -> list[str]:
+    """The roles that may call ``route``, read from its access dependency; none = anyone."""
+    stack = list(route.dependant.dependencies)
+    while stack:
+        dep = stack.pop()
+        name = getattr(dep.call, "__name__", "")
+        if name in ROLE_SETS:
+            return ROLE_SETS[name]
+        stack.extend(dep.dependencies)
+    return ["anyone"]
+
+
+def _document_roles(app: FastAPI) -> None:
+    """Each operation's `x-roles`: the roles its access dependency lets through."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        # The routers' own routes carry their full path (the app holds included-router
+        # wrappers, not APIRoutes, in recent FastAPI).
+        for route in (r for router in _routers() for r in router.routes):
+            if not isinstance(route, APIRoute) or not route.include_in_schema:
+                continue
+            for method in route.methods or ():
+                operation = schema["paths"].get(route.path_format, {}).get(method.lower())
+                if operation is not None:
+                    operation["x-roles"] = route_roles(route)
         app.openapi_schema = schema
         return schema
 

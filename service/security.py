@@ -23,7 +23,10 @@ from service.db import SessionDep
 from service.errors import Forbidden, Unauthorized
 
 log = logging.getLogger("gpu_advisor")
-Role = Literal["admin", "reader"]
+Role = Literal["admin", "submitter", "reader"]
+ROLES: tuple[str, ...] = ("admin", "submitter", "reader")
+"""reader: catalog, quotes, models, stateless estimates and recommendations; submitter: that,
+plus its own workloads and runs; admin: everything, every owner's workloads."""
 KEY_PREFIX = "gpa"
 
 
@@ -145,6 +148,24 @@ def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
     return caller
 
 
+def require_submitter(session: SessionDep, creds: BearerDep) -> ApiKey:
+    """A submitter or admin key: workloads and runs belong to the key that created them."""
+    caller = _caller(session, creds)
+    if caller is None:
+        raise Unauthorized("Workloads need a submitter or admin API key",
+                           headers={"WWW-Authenticate": "Bearer"})
+    if caller.role not in ("submitter", "admin"):
+        raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; workloads need "
+                        "'submitter' or 'admin'")
+    return caller
+
+
+def owner_scope(caller: ApiKey) -> int | None:
+    """The owner whose workloads ``caller`` may see: its own key id, or None (all) for admins."""
+    return None if caller.role == "admin" else caller.id
+
+
 ReaderDep = Annotated[ApiKey | None, Depends(require_reader)]
+SubmitterDep = Annotated[ApiKey, Depends(require_submitter)]
 MetricsReaderDep = Annotated[ApiKey | None, Depends(require_metrics_reader)]
 AdminDep = Annotated[ApiKey, Depends(require_admin)]

@@ -15,7 +15,17 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import IfMatch, Offset, Page, capped_limit, etag_for, parse_if_match
+from service.common import (
+    NOT_MODIFIED,
+    IfMatch,
+    IfNoneMatch,
+    Offset,
+    Page,
+    capped_limit,
+    conditional_get,
+    etag_for,
+    parse_if_match,
+)
 from service.db import SessionDep
 from service.errors import responses
 from service.security import AdminDep, ReaderDep
@@ -103,12 +113,14 @@ def list_gpus(
 
 
 @router.get("/{slug}", summary="Get one GPU", response_model=GpuPublic,
-            responses=responses(401, 404))
-def get_gpu(slug: str, session: SessionDep, _: ReaderDep, response: Response) -> GpuPublic:
-    """One GPU by slug; the ETag header is what If-Match needs for updates."""
+            responses={**NOT_MODIFIED, **responses(401, 404)})
+def get_gpu(slug: str, request: Request, session: SessionDep, _: ReaderDep, response: Response,
+            if_none_match: IfNoneMatch = None) -> Response | GpuPublic:
+    """One GPU by slug; the ETag header is what If-Match needs for updates, and
+    `If-None-Match` with it gives 304 while the GPU is unchanged."""
     gpu = service.get_gpu(session, slug=slug)
-    _with_etag(response, gpu.version)
-    return GpuPublic.model_validate(gpu)
+    return conditional_get(request, response, etag_for(gpu.version)) or \
+        GpuPublic.model_validate(gpu)
 
 
 @router.post(

@@ -18,7 +18,7 @@ from service.catalog.models import (
     GpuUpdate,
 )
 from service.common import (
-    ANY_VERSION,
+    EntityTags,
     SnapshotCache,
     check_version,
     database_key,
@@ -30,6 +30,7 @@ from service.engine.types import GpuSpec
 from service.errors import (
     Conflict,
     NotFound,
+    PreconditionFailed,
     PreconditionRequired,
     Unprocessable,
     field_error,
@@ -103,7 +104,7 @@ def create_gpu(session: Session, *, data: GpuCreate) -> Gpu:
     return gpu
 
 
-def _compare_and_set(session: Session, *, slug: str, if_match: int | None,
+def _compare_and_set(session: Session, *, slug: str, if_match: EntityTags | None,
                      values: dict[str, Any]) -> Gpu:
     """Apply ``values`` only if the row is still at version ``if_match`` (one atomic UPDATE)."""
     current = get_gpu(session, slug=slug).version  # 404 before 428
@@ -117,18 +118,24 @@ def _compare_and_set(session: Session, *, slug: str, if_match: int | None,
         .execution_options(synchronize_session=False)
     )
     if result.rowcount == 0:  # type: ignore[attr-defined]
+        # Another writer changed the row between our read and our UPDATE (even for `*`:
+        # the caller's change was decided on a state that is gone).
         session.expire_all()
-        check_version(if_match if if_match != ANY_VERSION else -1,
-                      get_gpu(session, slug=slug).version)
+        raise PreconditionFailed(
+            f"GPU '{slug}' changed concurrently (now ETag \"{get_gpu(session, slug=slug).version}\""
+            f"); If-Match {if_match.raw} was checked against ETag \"{expected}\""
+        )
     session.expire_all()
     return get_gpu(session, slug=slug)
 
 
-def replace_gpu(session: Session, *, slug: str, data: GpuReplace, if_match: int | None) -> Gpu:
+def replace_gpu(session: Session, *, slug: str, data: GpuReplace,
+                if_match: EntityTags | None) -> Gpu:
     return _compare_and_set(session, slug=slug, if_match=if_match, values=data.model_dump())
 
 
-def patch_gpu(session: Session, *, slug: str, data: GpuUpdate, if_match: int | None) -> Gpu:
+def patch_gpu(session: Session, *, slug: str, data: GpuUpdate,
+              if_match: EntityTags | None) -> Gpu:
     changes = data.model_dump(exclude_unset=True)
     nulls = sorted(k for k, v in changes.items() if v is None and k in NOT_NULL_FIELDS)
     if nulls:
@@ -158,7 +165,7 @@ def _check_clocks(session: Session, *, slug: str, changes: dict[str, Any]) -> No
         )
 
 
-def delete_gpu(session: Session, *, slug: str, if_match: int | None) -> None:
+def delete_gpu(session: Session, *, slug: str, if_match: EntityTags | None) -> None:
     from service.quotes.service import count_quotes_for_gpu  # the other domain's service
 
     gpu = lock_row(session, Gpu, get_gpu(session, slug=slug).id)

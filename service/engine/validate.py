@@ -45,8 +45,11 @@ def _model_errors(model: TransformerModel) -> list[tuple[str, str]]:
     return errors
 
 
-def validate_workload(workload: Workload) -> list[tuple[str, str]]:
-    """Return (field path, message) for every inconsistent number; empty when valid."""
+def validate_workload(workload: Workload, *, require_amount: bool = True) -> list[tuple[str, str]]:
+    """Return (field path, message) for every inconsistent number; empty when valid.
+
+    ``require_amount=False``: training without tokens / samples / epochs is valid (memory,
+    layout and throughput do not depend on the amount; only the time to finish does)."""
     errors: list[tuple[str, str]] = []
     model = workload.model
     if isinstance(model, TransformerModel):
@@ -59,7 +62,7 @@ def validate_workload(workload: Workload) -> list[tuple[str, str]]:
                 ("weight_precision", "quantized weights apply to inference only")
             )
     if workload.kind == "training":
-        errors.extend(_training_errors(workload))
+        errors.extend(_training_errors(workload, require_amount=require_amount))
     elif workload.kind == "inference":
         errors.extend(_inference_errors(workload))
     elif workload.compute is None:
@@ -67,7 +70,7 @@ def validate_workload(workload: Workload) -> list[tuple[str, str]]:
     return errors
 
 
-def _training_errors(workload: Workload) -> list[tuple[str, str]]:
+def _training_errors(workload: Workload, *, require_amount: bool) -> list[tuple[str, str]]:
     spec = workload.training
     if spec is None:
         return [("training", "a training workload needs a training spec")]
@@ -83,7 +86,7 @@ def _training_errors(workload: Workload) -> list[tuple[str, str]]:
     )
     if spec.epochs is not None and spec.dataset_samples is None:
         errors.append(("training.dataset_samples", "epochs need dataset_samples"))
-    elif not has_work:
+    elif not has_work and require_amount:
         errors.append(
             ("training.tokens", "give tokens, samples, or epochs with dataset_samples")
         )

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from service.catalog.service import get_gpu, to_spec
+from service.common import Offset, Page
 from service.db import SessionDep, reads_database_only
 from service.engine import estimate
 from service.engine.cache import Memo
 from service.errors import NotFound, Unprocessable, field_error, responses
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
-from service.presets.catalog import PRESETS, preset_to_dict
+from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
 from service.security import ReaderDep
+from service.text import Text
 
 router = APIRouter(tags=["estimates"])
 models_router = APIRouter(prefix="/v1/models", tags=["models"])
@@ -27,7 +29,7 @@ models_router = APIRouter(prefix="/v1/models", tags=["models"])
 def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) -> EstimateOut:
     """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
     named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""
-    workload = to_engine_workload(body.workload)
+    workload = to_engine_workload(body.workload, require_amount=False)
     try:
         gpu = get_gpu(session, slug=body.gpu_slug)
     except NotFound as exc:
@@ -36,7 +38,19 @@ def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) ->
             errors=[field_error("body.gpu_slug", f"no GPU with slug '{body.gpu_slug}'")],
         ) from exc
     est = estimate(workload, to_spec(gpu), body.gpu_count, memo=Memo(ENGINE_CACHE))
-    return estimate_out(est, gpu_name=gpu.name)
+    out = estimate_out(est, gpu_name=gpu.name)
+    train = workload.training
+    if train is not None and train.tokens is None and train.samples is None and (
+            train.epochs is None or train.dataset_samples is None):
+        out.warnings.append(NO_AMOUNT_NOTE)
+    return out
+
+
+NO_AMOUNT_NOTE = (
+    "no amount of training given (training.tokens, training.samples, or training.epochs with "
+    "training.dataset_samples): time_to_complete_hours and energy_kwh are null; memory, layout "
+    "and throughput do not depend on it"
+)
 
 
 class PresetOut(BaseModel):
@@ -49,18 +63,31 @@ class PresetOut(BaseModel):
     notes: str
 
 
-@models_router.get("", summary="List model presets", response_model=list[PresetOut],
-                   responses=responses(401))
-def list_models(_: ReaderDep) -> list[PresetOut]:
-    """Known models with their architecture numbers and sources; use `{"preset": id}`."""
-    return [PresetOut.model_validate(preset_to_dict(p)) for p in PRESETS.values()]
+@models_router.get("", summary="List model presets", response_model=Page[PresetOut],
+                   responses=responses(401, 422))
+def list_models(
+    _: ReaderDep,
+    family: Annotated[Text | None, Query(max_length=64,
+                                         description="Only this family (llama, mistral, ...)")
+                      ] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Offset = 0,
+) -> Page[PresetOut]:
+    """Known models with their architecture numbers and sources, in a stable order, paged like
+    every other list; use `{"preset": id}` in a workload."""
+    rows = [PresetOut.model_validate(preset_to_dict(p)) for p in PRESETS.values()]
+    if family:
+        rows = [r for r in rows if r.family.lower() == family.lower()]
+    return Page(data=rows[offset:offset + limit], total=len(rows), limit=limit, offset=offset)
 
 
 @models_router.get("/{preset_id}", summary="Get one model preset", response_model=PresetOut,
                    responses=responses(401, 404))
 def get_model(preset_id: str, _: ReaderDep) -> PresetOut:
-    """One preset by id."""
+    """One preset by id; an unknown id names the closest ones."""
     preset = PRESETS.get(preset_id)
     if preset is None:
-        raise NotFound(f"No model preset '{preset_id}'; see GET /v1/models")
+        close = closest_presets(preset_id)
+        hint = f"did you mean {' or '.join(close)}?" if close else "see GET /v1/models"
+        raise NotFound(f"No model preset '{preset_id}'; {hint}")
     return PresetOut.model_validate(preset_to_dict(preset))

@@ -8,10 +8,11 @@ from service.errors import Unprocessable, field_error
 from service.workloads.schemas import WorkloadError, WorkloadSpec
 
 
-def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload") -> Workload:
+def to_engine_workload(spec: WorkloadSpec, *, prefix: str = "body.workload",
+                       require_amount: bool = True) -> Workload:
     """Resolve presets and check consistency, as a 422 naming each bad field."""
     try:
-        return spec.to_engine()
+        return spec.to_engine(require_amount=require_amount)
     except WorkloadError as exc:
         raise Unprocessable(
             "The workload's numbers are inconsistent or unknown",

@@ -211,3 +211,16 @@ def preset_to_dict(p: Preset) -> dict[str, Any]:
         "source": p.source,
         "notes": p.notes,
     }
+
+
+def closest_presets(name: str, *, n: int = 3) -> list[str]:
+    """Preset ids closest to ``name`` (difflib ratio >= 0.6), best first: for did-you-mean."""
+    import difflib
+
+    return difflib.get_close_matches(name.lower(), list(PRESETS), n=n, cutoff=0.6)
+
+
+def unknown_preset_message(name: str) -> str:
+    close = closest_presets(name)
+    hint = f"; did you mean {' or '.join(close)}?" if close else "; see GET /v1/models"
+    return f"unknown preset {name!r}{hint}"

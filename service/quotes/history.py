@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -18,11 +19,15 @@ def price_changed(quote: Quote, *, hourly: float | None, purchase: float | None)
 def record_price_change(
     session: Session, *, quote: Quote, new_hourly: float | None, new_purchase: float | None,
     changed_by: str, changed_at: datetime, import_id: int | None = None,
+    event: str = "price_change",
 ) -> QuotePriceChange:
-    """Keep ``quote``'s current (old) price before it is overwritten."""
+    """Keep ``quote``'s current (old) price, and who it is, before it is overwritten or
+    deleted (``event="deleted"``)."""
     assert quote.id is not None
     row = QuotePriceChange(
-        quote_id=quote.id, import_id=import_id, changed_at=changed_at, changed_by=changed_by,
+        quote_id=quote.id, event=event, gpu_slug=quote.gpu_slug, provider=quote.provider,
+        region=quote.region, instance_type=quote.instance_type, pricing=quote.pricing,
+        import_id=import_id, changed_at=changed_at, changed_by=changed_by,
         old_price_usd_per_hour=quote.price_usd_per_hour, new_price_usd_per_hour=new_hourly,
         old_purchase_price_usd=quote.purchase_price_usd, new_purchase_price_usd=new_purchase,
         old_captured_at=quote.captured_at,
@@ -31,14 +36,30 @@ def record_price_change(
     return row
 
 
+def has_history(session: Session, *, quote_id: int) -> bool:
+    return session.exec(
+        select(QuotePriceChange.id).where(QuotePriceChange.quote_id == quote_id).limit(1)
+    ).first() is not None
+
+
 def list_price_history(
-    session: Session, *, quote_id: int, limit: int, offset: int
+    session: Session, *, quote_id: int | None = None, limit: int, offset: int,
+    gpu_slug: str | None = None, provider: str | None = None, event: str | None = None,
 ) -> tuple[list[PriceChangePublic], int]:
-    """Oldest change first, so prices read in the order they moved."""
-    where = QuotePriceChange.quote_id == quote_id
-    total = session.exec(select(func.count()).select_from(QuotePriceChange).where(where)).one()
+    """Oldest change first, so prices read in the order they moved; of one quote, or of all
+    (deleted quotes included) filtered by GPU, provider and event."""
+    where: list[Any] = []
+    if quote_id is not None:
+        where.append(QuotePriceChange.quote_id == quote_id)
+    if gpu_slug is not None:
+        where.append(QuotePriceChange.gpu_slug == gpu_slug)
+    if provider is not None:
+        where.append(QuotePriceChange.provider == provider.lower())
+    if event is not None:
+        where.append(QuotePriceChange.event == event)
+    total = session.exec(select(func.count()).select_from(QuotePriceChange).where(*where)).one()
     rows = session.exec(
-        select(QuotePriceChange).where(where)
+        select(QuotePriceChange).where(*where)
         .order_by(col(QuotePriceChange.changed_at), col(QuotePriceChange.id))
         .limit(limit).offset(offset)
     ).all()

@@ -57,6 +57,9 @@ class Quote(QuoteFields, table=True):
     __tablename__ = "quotes"
     __table_args__ = (
         UniqueConstraint("provider", "region", "instance_type", "pricing"),
+        # Ids are never reused (SQLite reuses the largest rowid otherwise): the price history
+        # of a deleted quote keeps its id and must never be read as a new quote's.
+        {"sqlite_autoincrement": True},
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -149,15 +152,25 @@ class QuoteImport(SQLModel, table=True):
     duration_ms: float = 0.0
 
 
+HistoryEvent = Literal["price_change", "deleted"]
+
+
 class QuotePriceChange(SQLModel, table=True):
-    """The price a quote had before a change (by an import or a PATCH)."""
+    """The price a quote had before a change (by an import or a PATCH), or when it was deleted.
+
+    Kept when the quote (or its GPU) is deleted: no foreign key to quotes, and the quote's
+    identity is copied into the row."""
 
     __tablename__ = "quote_price_history"
 
     id: int | None = Field(default=None, primary_key=True)
-    quote_id: int = Field(
-        sa_column_args=[ForeignKey("quotes.id", ondelete="CASCADE")], index=True
-    )
+    quote_id: int = Field(index=True)
+    event: str = Field(default="price_change", sa_type=String(16))
+    gpu_slug: str | None = Field(default=None, sa_type=String(64), index=True)
+    provider: str | None = Field(default=None, sa_type=String(40))
+    region: str | None = Field(default=None, sa_type=String(60))
+    instance_type: str | None = Field(default=None, sa_type=String(100))
+    pricing: str | None = Field(default=None, sa_type=String(16))
     import_id: int | None = Field(
         default=None, sa_column_args=[ForeignKey("quote_imports.id")], index=True
     )
@@ -190,6 +203,15 @@ class QuoteImportPublic(SQLModel):
 class PriceChangePublic(SQLModel):
     id: int
     quote_id: int
+    event: HistoryEvent = Field(
+        default="price_change",
+        description="price_change: old -> new price; deleted: the quote's last price (new: null)",
+    )
+    gpu_slug: str | None = Field(default=None, description="The quote's GPU at that time")
+    provider: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    pricing: str | None = None
     import_id: int | None = Field(description="The import that changed it; null for a PATCH")
     changed_at: datetime
     changed_by: str

@@ -7,11 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
 
 from service.common import (
+    NOT_MODIFIED,
     IfMatch,
+    IfNoneMatch,
     Offset,
     Page,
     UtcDatetime,
     capped_limit,
+    conditional_get,
     etag_for,
     parse_if_match,
     utcnow,
@@ -20,6 +23,7 @@ from service.db import SessionDep
 from service.errors import responses
 from service.quotes import history, imports, service
 from service.quotes.models import (
+    HistoryEvent,
     ImportFormat,
     ImportResult,
     PriceChangePublic,
@@ -187,27 +191,49 @@ def list_imports(
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
+@router.get("/history", summary="Price history of all quotes, deleted ones included (admin)",
+            response_model=Page[PriceChangePublic], responses=responses(401, 403, 422))
+def all_price_history(
+    session: SessionDep, _: AdminDep,
+    gpu: Annotated[Text | None, Query(max_length=64, description="GPU slug")] = None,
+    provider: Annotated[Text | None, Query(max_length=40)] = None,
+    quote_id: Annotated[int | None, Query(ge=1, le=2_147_483_647)] = None,
+    event: Annotated[HistoryEvent | None, Query(description="price_change or deleted")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
+) -> Page[PriceChangePublic]:
+    """Every recorded price change and deletion, oldest first, also of quotes and GPUs that
+    no longer exist (admin): each entry names the quote's GPU, provider, region, instance."""
+    rows, total = history.list_price_history(session, quote_id=quote_id, gpu_slug=gpu,
+                                             provider=provider, event=event, limit=limit,
+                                             offset=offset)
+    return Page(data=rows, total=total, limit=limit, offset=offset)
+
+
 @router.get("/{quote_id}/history", summary="Price history of a quote",
             response_model=Page[PriceChangePublic], responses=responses(401, 404, 422))
 def quote_history(
-    quote_id: QuoteId, session: SessionDep, _: ReaderDep,
+    quote_id: QuoteId, session: SessionDep, caller: ReaderDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
 ) -> Page[PriceChangePublic]:
-    """Every price change of the quote, oldest first, with the old and new price."""
-    service.get_quote(session, quote_id=quote_id)
+    """Every price change of the quote, oldest first, with the old and new price. Of a deleted
+    quote, admins still get it (ending with its `deleted` entry); others get 404."""
+    is_admin = caller is not None and caller.role == "admin"
+    if not (is_admin and history.has_history(session, quote_id=quote_id)):
+        service.get_quote(session, quote_id=quote_id)
     rows, total = history.list_price_history(session, quote_id=quote_id, limit=limit,
                                              offset=offset)
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{quote_id}", summary="Get one quote", response_model=QuotePublic,
-            responses=responses(401, 404))
+            responses={**NOT_MODIFIED, **responses(401, 404)})
 def get_quote(quote_id: QuoteId, request: Request, session: SessionDep, _: ReaderDep,
-              response: Response) -> QuotePublic:
-    """One quote by id."""
+              response: Response, if_none_match: IfNoneMatch = None) -> Response | QuotePublic:
+    """One quote by id; `If-None-Match` with its ETag gives 304 while it is unchanged (its
+    `age_days` / `stale` still move with the clock)."""
     quote = service.get_quote(session, quote_id=quote_id)
-    response.headers["ETag"] = etag_for(quote.version)
-    return _public(request, quote)
+    return conditional_get(request, response, etag_for(quote.version)) or \
+        _public(request, quote)
 
 
 @router.post(
@@ -256,8 +282,11 @@ def patch_quote(
 
 
 @router.delete("/{quote_id}", summary="Delete a quote", status_code=status.HTTP_204_NO_CONTENT,
-               responses=responses(401, 403, 404))
-def delete_quote(quote_id: QuoteId, session: SessionDep, _: AdminDep) -> Response:
-    """Delete a quote (admin)."""
-    service.delete_quote(session, quote_id=quote_id)
+               responses=responses(401, 403, 404, 412))
+def delete_quote(quote_id: QuoteId, session: SessionDep, caller: AdminDep,
+                 if_match: IfMatch = None) -> Response:
+    """Delete a quote (admin); checks If-Match when sent. Its price history is kept, with a
+    `deleted` entry holding its last price (admins: `GET /v1/quotes/history`)."""
+    service.delete_quote(session, quote_id=quote_id, if_match=parse_if_match(if_match),
+                         deleted_by=caller.name)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

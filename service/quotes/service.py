@@ -11,6 +11,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from service.common import (
+    EntityTags,
     SnapshotCache,
     as_utc,
     check_version,
@@ -153,7 +154,7 @@ def create_quote(session: Session, *, data: QuoteCreate) -> Quote:
 
 
 def patch_quote(
-    session: Session, *, quote_id: int, data: QuoteUpdate, if_match: int | None,
+    session: Session, *, quote_id: int, data: QuoteUpdate, if_match: EntityTags | None,
     changed_by: str = "api",
 ) -> Quote:
     quote = get_quote(session, quote_id=quote_id)  # 404 before 428
@@ -207,10 +208,15 @@ def patch_quote(
     return quote
 
 
-def delete_quote(session: Session, *, quote_id: int) -> None:
+def delete_quote(session: Session, *, quote_id: int, if_match: EntityTags | None = None,
+                 deleted_by: str = "api") -> None:
+    """Delete the quote; its price history stays, with a `deleted` entry (its last price)."""
     quote = lock_row(session, Quote, get_quote(session, quote_id=quote_id).id)
     if quote is None:
         raise NotFound(f"No quote with id {quote_id}")
+    check_version(if_match, quote.version)
+    record_price_change(session, quote=quote, new_hourly=None, new_purchase=None,
+                        changed_by=deleted_by, changed_at=utcnow(), event="deleted")
     session.delete(quote)
     session.flush()
 

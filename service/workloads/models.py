@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sqlalchemy import JSON, Column, ForeignKey, String
+from sqlalchemy import JSON, Column, ForeignKey, String, UniqueConstraint
 from sqlmodel import Field as SQLField
 from sqlmodel import SQLModel
 
@@ -100,6 +100,7 @@ class RecommendationQuery(WorkloadSubmission):
 
 class StoredWorkload(SQLModel, table=True):
     __tablename__ = "workloads"
+    __table_args__ = (UniqueConstraint("owner_key_id", "idempotency_key"),)
 
     id: str = SQLField(sa_type=String(36), primary_key=True)
     name: str = SQLField(max_length=200)
@@ -107,11 +108,14 @@ class StoredWorkload(SQLModel, table=True):
     kind: str = SQLField(sa_type=String(16))
     spec: dict[str, Any] = SQLField(sa_column=Column(JSON, nullable=False))
     """The submission as validated (name, objective, constraints and the workload)."""
-    idempotency_key: str | None = SQLField(
-        default=None, sa_type=String(200), unique=True, index=True
-    )
+    idempotency_key: str | None = SQLField(default=None, sa_type=String(200))
+    """Unique per owner: one key's Idempotency-Key never replays another key's workload."""
     request_hash: str = SQLField(sa_type=String(64))
     created_at: datetime = SQLField(default_factory=utcnow, index=True)
+    owner_key_id: int | None = SQLField(
+        default=None, sa_column_args=[ForeignKey("api_keys.id")], index=True
+    )
+    """The API key that stored it; null for workloads stored before owners (admins only)."""
 
 
 class RecommendationRun(SQLModel, table=True):
@@ -128,6 +132,24 @@ class RecommendationRun(SQLModel, table=True):
     catalog_revision: str = SQLField(sa_type=String(64))
     created_at: datetime = SQLField(default_factory=utcnow, index=True)
     result: dict[str, Any] = SQLField(sa_column=Column(JSON, nullable=False))
+    created_by_key_id: int | None = SQLField(
+        default=None, sa_column_args=[ForeignKey("api_keys.id")], index=True
+    )
+
+
+class RunRequest(BaseModel):
+    """POST /v1/workloads/{id}/runs: how to rank the stored workload this time."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"objective": "cost", "limit": 5, "constraints": {"max_gpus": 8}}]})
+
+    objective: Objective | None = Field(default=None,
+                                        description="Default: the workload's own objective")
+    limit: int = Field(default=10, ge=1, le=100, description="Recommendations to return")
+    constraints: ConstraintsIn | None = Field(
+        default=None,
+        description="Replaces the workload's stored constraints for this run (all of them); "
+                    "null keeps the stored ones")
 
 
 class WorkloadPublic(BaseModel):
@@ -136,6 +158,8 @@ class WorkloadPublic(BaseModel):
     objective: Objective
     kind: str
     created_at: datetime
+    owner_key_id: int | None = Field(default=None,
+                                     description="Id of the API key that stored it")
     workload: dict[str, Any] = Field(description="The submission as stored")
 
 

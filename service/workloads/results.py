@@ -87,6 +87,8 @@ class RunOut(BaseModel):
     catalog_revision: str
     objective: Objective
     limit: int
+    created_by_key_id: int | None = Field(default=None,
+                                          description="Id of the API key that created the run")
     result: RecommendationResult
 
 

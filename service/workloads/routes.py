@@ -6,15 +6,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
 
-from service.common import Offset, Page, as_utc, capped_limit, utcnow
-from service.db import SessionDep, reads_database_only, writes_database
+from service.common import NOT_MODIFIED, Offset, Page, as_utc, capped_limit, conditional_get, utcnow
+from service.db import SessionDep, reads_database_only
 from service.errors import responses
-from service.security import AdminDep, ReaderDep
+from service.security import ReaderDep, SubmitterDep
 from service.workloads import service
 from service.workloads.models import (
     Objective,
     RecommendationQuery,
     RecommendationRun,
+    RunRequest,
     RunSummary,
     WorkloadPublic,
     WorkloadSubmission,
@@ -36,7 +37,8 @@ def _run_out(run: RecommendationRun) -> RunOut:
     return RunOut(
         id=run.id, workload_id=run.workload_id, created_at=as_utc(run.created_at),
         catalog_revision=run.catalog_revision, objective=run.objective,
-        limit=run.result_limit, result=RecommendationResult.model_validate(run.result),
+        limit=run.result_limit, created_by_key_id=run.created_by_key_id,
+        result=RecommendationResult.model_validate(run.result),
     )
 
 
@@ -49,13 +51,14 @@ def _run_out(run: RecommendationRun) -> RunOut:
 def create_workload(
     body: WorkloadSubmission,
     session: SessionDep,
-    _: AdminDep,
+    caller: SubmitterDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> WorkloadPublic:
-    """Store a workload (admin). With `Idempotency-Key`, retries are safe: 200 + the same one."""
+    """Store a workload owned by the calling key (submitter or admin). With `Idempotency-Key`,
+    retries are safe: 200 + the same one (keys are per API key)."""
     row, replayed = service.create_workload(session, submission=body,
-                                            idempotency_key=idempotency_key)
+                                            idempotency_key=idempotency_key, caller=caller)
     if replayed:
         response.status_code = status.HTTP_200_OK
         response.headers["Idempotent-Replayed"] = "true"
@@ -64,48 +67,73 @@ def create_workload(
 
 
 @router.get("", summary="List workloads, newest first", response_model=Page[WorkloadPublic],
-            responses=responses(401, 422))
-def list_workloads(request: Request, session: SessionDep, _: ReaderDep,
+            responses=responses(401, 403, 422))
+def list_workloads(request: Request, session: SessionDep, caller: SubmitterDep,
                    limit: Annotated[int, Query(ge=1)] = 50,
                    offset: Offset = 0) -> Page[WorkloadPublic]:
-    """Stored workloads, newest first."""
+    """Stored workloads, newest first: a submitter's own, every owner's for an admin."""
     rows, total = service.list_workloads(session, limit=capped_limit(request, limit),
-                                         offset=offset)
+                                         offset=offset, caller=caller)
     return Page(data=[service.to_public(r) for r in rows], total=total, limit=limit,
                 offset=offset)
 
 
 @router.get("/{workload_id}", summary="Get a workload", response_model=WorkloadPublic,
-            responses=responses(401, 404))
-def get_workload(workload_id: str, session: SessionDep, _: ReaderDep) -> WorkloadPublic:
-    """One stored workload."""
-    return service.to_public(service.get_workload(session, workload_id=workload_id))
+            responses={**NOT_MODIFIED, **responses(401, 403, 404)})
+def get_workload(workload_id: str, request: Request, session: SessionDep,
+                 caller: SubmitterDep, response: Response) -> Response | WorkloadPublic:
+    """One stored workload (its owner's or an admin's). A stored workload never changes: its
+    ETag is the hash of the submission; `If-None-Match` with it gives 304."""
+    row = service.get_workload(session, workload_id=workload_id, caller=caller)
+    return conditional_get(request, response, f'"{row.request_hash[:32]}"') or \
+        service.to_public(row)
 
 
 @router.delete("/{workload_id}", summary="Delete a workload and its runs",
                status_code=status.HTTP_204_NO_CONTENT, responses=responses(401, 403, 404))
-def delete_workload(workload_id: str, session: SessionDep, _: AdminDep) -> Response:
-    """Delete a workload and every stored run of it (admin)."""
-    service.delete_workload(session, workload_id=workload_id)
+def delete_workload(workload_id: str, session: SessionDep, caller: SubmitterDep) -> Response:
+    """Delete a workload and every stored run of it (its owner or an admin)."""
+    service.delete_workload(session, workload_id=workload_id, caller=caller)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.get("/{workload_id}/recommendations", summary="Rank GPUs for a stored workload",
-            response_model=RunOut, responses=responses(401, 404, 422))
-@writes_database
+@router.get("/{workload_id}/recommendations",
+            summary="Rank GPUs for a stored workload (nothing stored)",
+            response_model=RecommendationResult, responses=responses(401, 403, 404, 422))
 def recommend_workload(
     workload_id: str,
     request: Request,
     session: SessionDep,
-    _: ReaderDep,
-    response: Response,
+    caller: SubmitterDep,
     objective: Objective | None = None,
     limit: Limit = 10,
+) -> RecommendationResult:
+    """Rank the stored workload on the current catalog and quotes and return the answer; a GET
+    stores nothing (to keep one, `POST /v1/workloads/{id}/runs`). `objective` overrides the
+    workload's own."""
+    _, _, result = service.recommend_stored(
+        session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
+        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
+    )
+    return result
+
+
+@router.post("/{workload_id}/runs", summary="Rank a stored workload and store the run",
+             status_code=status.HTTP_201_CREATED, response_model=RunOut,
+             responses=responses(401, 403, 404, 422))
+def create_run(
+    workload_id: str,
+    request: Request,
+    session: SessionDep,
+    caller: SubmitterDep,
+    response: Response,
+    body: RunRequest | None = None,
 ) -> RunOut:
-    """Run the ranking on the current catalog and quotes, store the run, return it.
-    `objective` overrides the workload's own."""
-    run = service.run_for_workload(
-        session, workload_id=workload_id, objective=objective, limit=limit,
+    """Rank the workload on the current catalog and quotes, store the run (201 + Location),
+    return it. The newest GPU_ADVISOR_MAX_RUNS_PER_WORKLOAD runs are kept (and none older than
+    GPU_ADVISOR_RUN_RETENTION_DAYS when set); older ones are deleted as this one is stored."""
+    run = service.create_run(
+        session, workload_id=workload_id, caller=caller, request=body or RunRequest(),
         settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
     )
     response.headers["Location"] = f"/v1/workloads/{workload_id}/runs/{run.id}"
@@ -113,20 +141,23 @@ def recommend_workload(
 
 
 @router.get("/{workload_id}/runs", summary="List past recommendation runs",
-            response_model=Page[RunSummary], responses=responses(401, 404, 422))
-def list_runs(workload_id: str, request: Request, session: SessionDep, _: ReaderDep,
+            response_model=Page[RunSummary], responses=responses(401, 403, 404, 422))
+def list_runs(workload_id: str, request: Request, session: SessionDep, caller: SubmitterDep,
               limit: Annotated[int, Query(ge=1)] = 50, offset: Offset = 0) -> Page[RunSummary]:
     """Past runs of a workload, newest first, with the top pick of each."""
-    rows, total = service.list_runs(session, workload_id=workload_id,
+    rows, total = service.list_runs(session, workload_id=workload_id, caller=caller,
                                     limit=capped_limit(request, limit), offset=offset)
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{workload_id}/runs/{run_id}", summary="Get a past run, unchanged",
-            response_model=RunOut, responses=responses(401, 404))
-def get_run(workload_id: str, run_id: str, session: SessionDep, _: ReaderDep) -> RunOut:
-    """A stored run exactly as it was returned."""
-    return _run_out(service.get_run(session, workload_id=workload_id, run_id=run_id))
+            response_model=RunOut, responses={**NOT_MODIFIED, **responses(401, 403, 404)})
+def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep,
+            caller: SubmitterDep, response: Response) -> Response | RunOut:
+    """A stored run exactly as it was returned. Runs never change: the ETag is the run id;
+    `If-None-Match` with it gives 304."""
+    run = service.get_run(session, workload_id=workload_id, run_id=run_id, caller=caller)
+    return conditional_get(request, response, f'"{run.id}"') or _run_out(run)
 
 
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",

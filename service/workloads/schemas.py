@@ -17,7 +17,7 @@ from service.engine.types import (
     TransformerModel,
     Workload,
 )
-from service.presets.catalog import PRESETS
+from service.presets.catalog import PRESETS, unknown_preset_message
 from service.text import no_control_chars
 
 MAX_PARAMS = 1e14
@@ -79,7 +79,7 @@ class ModelInput(_Strict):
         if self.preset is not None:
             preset = PRESETS.get(self.preset)
             if preset is None:
-                raise WorkloadError([("model.preset", f"unknown preset {self.preset!r}")])
+                raise WorkloadError([("model.preset", unknown_preset_message(self.preset))])
             return preset.model
         if self.gflops_per_sample is not None:
             assert self.params is not None
@@ -257,8 +257,10 @@ class WorkloadSpec(_Strict):
     inference: InferenceInput | None = None
     compute: ComputeInput | None = None
 
-    def to_engine(self) -> Workload:
-        """Resolve presets and check consistency; raises :class:`WorkloadError`."""
+    def to_engine(self, *, require_amount: bool = True) -> Workload:
+        """Resolve presets and check consistency; raises :class:`WorkloadError`.
+        ``require_amount=False``: a training workload may omit tokens / samples / epochs
+        (an estimate then answers everything but the time and energy to finish)."""
         model = self.model.to_engine() if self.model is not None else None
         workload = Workload(
             kind=self.kind,
@@ -270,7 +272,7 @@ class WorkloadSpec(_Strict):
             inference=self.inference.to_engine() if self.inference else None,
             compute=self.compute.to_engine() if self.compute else None,
         )
-        errors = validate_workload(workload)
+        errors = validate_workload(workload, require_amount=require_amount)
         if self.inference is not None:
             named = {field for field, _ in errors}
             errors += [e for e in self.inference.errors(model) if e[0] not in named]

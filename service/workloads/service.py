@@ -8,10 +8,10 @@ import json
 import logging
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import delete, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
@@ -24,10 +24,12 @@ from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
+from service.security import ApiKey, owner_scope
 from service.text import is_clean
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
+    RunRequest,
     RunSummary,
     StoredWorkload,
     WorkloadPublic,
@@ -45,21 +47,25 @@ def request_hash(submission: WorkloadSubmission) -> str:
 def to_public(row: StoredWorkload) -> WorkloadPublic:
     return WorkloadPublic(
         id=row.id, name=row.name, objective=row.objective,
-        kind=row.kind, created_at=as_utc(row.created_at), workload=row.spec,
+        kind=row.kind, created_at=as_utc(row.created_at), owner_key_id=row.owner_key_id,
+        workload=row.spec,
     )
 
 
 def create_workload(
-    session: Session, *, submission: WorkloadSubmission, idempotency_key: str | None
+    session: Session, *, submission: WorkloadSubmission, idempotency_key: str | None,
+    caller: ApiKey,
 ) -> tuple[StoredWorkload, bool]:
-    """Store a workload; with an Idempotency-Key, a repeat gives back the first one.
+    """Store a workload owned by ``caller``; with an Idempotency-Key, a repeat by the same key
+    gives back the first one.
 
     Returns (row, replayed). The same key with another body is a 409.
     """
     to_engine_workload(submission, prefix="body")  # 422 before anything is stored
     digest = request_hash(submission)
+    owner = caller.id
     if idempotency_key is not None:
-        existing = _by_key(session, idempotency_key)
+        existing = _by_key(session, idempotency_key, owner)
         if existing is not None:
             return _replay(existing, digest, idempotency_key), True
     row = StoredWorkload(
@@ -70,21 +76,23 @@ def create_workload(
         spec=submission.model_dump(mode="json", exclude_unset=True),
         idempotency_key=idempotency_key,
         request_hash=digest,
+        owner_key_id=owner,
     )
     try:
         with session.begin_nested():
             session.add(row)
     except IntegrityError:
         # A concurrent request with the same key won the race: answer as a replay.
-        existing = _by_key(session, idempotency_key or "")
+        existing = _by_key(session, idempotency_key or "", owner)
         if existing is None:
             raise
         return _replay(existing, digest, idempotency_key or ""), True
     return row, False
 
 
-def _by_key(session: Session, key: str) -> StoredWorkload | None:
-    return session.exec(select(StoredWorkload).where(StoredWorkload.idempotency_key == key)).first()
+def _by_key(session: Session, key: str, owner: int | None) -> StoredWorkload | None:
+    return session.exec(select(StoredWorkload).where(
+        StoredWorkload.idempotency_key == key, StoredWorkload.owner_key_id == owner)).first()
 
 
 def _replay(existing: StoredWorkload, digest: str, key: str) -> StoredWorkload:
@@ -95,28 +103,35 @@ def _replay(existing: StoredWorkload, digest: str, key: str) -> StoredWorkload:
     return existing
 
 
-def get_workload(session: Session, *, workload_id: str) -> StoredWorkload:
+def get_workload(session: Session, *, workload_id: str, caller: ApiKey) -> StoredWorkload:
+    """The workload if ``caller`` may see it (its own, or any for an admin); else 404, so
+    another team's workload ids are not even confirmed to exist."""
     # An id with control characters names no workload (and PostgreSQL refuses NUL in a query).
     row = session.get(StoredWorkload, workload_id) if is_clean(workload_id) else None
-    if row is None:
+    owner = owner_scope(caller)
+    if row is None or (owner is not None and row.owner_key_id != owner):
         raise NotFound(f"No workload with id '{workload_id}'")
     return row
 
 
 def list_workloads(
-    session: Session, *, limit: int, offset: int
+    session: Session, *, limit: int, offset: int, caller: ApiKey
 ) -> tuple[list[StoredWorkload], int]:
-    total = session.exec(select(func.count()).select_from(StoredWorkload)).one()
+    stmt = select(StoredWorkload)
+    owner = owner_scope(caller)
+    if owner is not None:
+        stmt = stmt.where(StoredWorkload.owner_key_id == owner)
+    total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     rows = session.exec(
-        select(StoredWorkload)
-        .order_by(col(StoredWorkload.created_at).desc(), col(StoredWorkload.id))
+        stmt.order_by(col(StoredWorkload.created_at).desc(), col(StoredWorkload.id))
         .limit(limit).offset(offset)
     ).all()
     return list(rows), int(total)
 
 
-def delete_workload(session: Session, *, workload_id: str) -> None:
-    row = lock_row(session, StoredWorkload, get_workload(session, workload_id=workload_id).id)
+def delete_workload(session: Session, *, workload_id: str, caller: ApiKey) -> None:
+    row = lock_row(session, StoredWorkload,
+                   get_workload(session, workload_id=workload_id, caller=caller).id)
     if row is None:
         raise NotFound(f"No workload with id '{workload_id}'")
     for run in session.exec(
@@ -261,39 +276,83 @@ def recommend_for(
     )
 
 
-def run_for_workload(
+def recommend_stored(
     session: Session,
     *,
     workload_id: str,
+    caller: ApiKey,
     objective: str | None,
     limit: int,
+    constraints: ConstraintsIn | None = None,
+    settings: Settings,
+    now: datetime,
+    metrics: Any = None,
+) -> tuple[StoredWorkload, str, RecommendationResult]:
+    """Rank a stored workload on the current catalog; nothing is written.
+
+    Returns (workload, objective used, result). ``constraints`` replaces the stored ones."""
+    row = get_workload(session, workload_id=workload_id, caller=caller)
+    submission = WorkloadSubmission.model_validate(row.spec)
+    if constraints is not None:
+        submission = submission.model_copy(update={"constraints": constraints})
+    chosen = objective or row.objective
+    result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
+                           settings=settings, now=now, metrics=metrics)
+    return row, chosen, result
+
+
+def create_run(
+    session: Session,
+    *,
+    workload_id: str,
+    caller: ApiKey,
+    request: RunRequest,
     settings: Settings,
     now: datetime,
     metrics: Any = None,
 ) -> RecommendationRun:
-    # Keep the workload until its run is stored: a racing DELETE waits (or, if it committed
-    # first, this is a 404), never a foreign-key 409 on the insert.
-    row = lock_row(session, StoredWorkload, get_workload(session, workload_id=workload_id).id,
-                   shared=True)
-    if row is None:
+    """Rank the workload, store the run, then prune its runs to the retention settings."""
+    row, chosen, result = recommend_stored(
+        session, workload_id=workload_id, caller=caller, objective=request.objective,
+        limit=request.limit, constraints=request.constraints, settings=settings, now=now,
+        metrics=metrics)
+    # Lock the workload until the run is stored and pruned: a racing DELETE waits (or, if it
+    # committed first, this is a 404, never a foreign-key 409), and two runs of one workload
+    # prune one after the other, so the count never exceeds the cap.
+    if lock_row(session, StoredWorkload, row.id) is None:
         raise NotFound(f"No workload with id '{workload_id}'")
-    submission = WorkloadSubmission.model_validate(row.spec)
-    chosen = objective or row.objective
-    result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
-                           settings=settings, now=now, metrics=metrics)
     run = RecommendationRun(
-        id=str(uuid.uuid4()), workload_id=row.id, objective=chosen, result_limit=limit,
+        id=str(uuid.uuid4()), workload_id=row.id, objective=chosen, result_limit=request.limit,
         catalog_revision=result.catalog_revision, created_at=now,
-        result=result.model_dump(mode="json"),
+        result=result.model_dump(mode="json"), created_by_key_id=caller.id,
     )
     session.add(run)
     session.flush()
+    prune_runs(session, workload_id=row.id, keep=settings.max_runs_per_workload,
+               max_age_days=settings.run_retention_days, now=now)
     return run
 
 
-def list_runs(session: Session, *, workload_id: str, limit: int,
+def prune_runs(session: Session, *, workload_id: str, keep: int, max_age_days: float | None,
+               now: datetime) -> int:
+    """Delete the workload's runs beyond the newest ``keep`` and those older than
+    ``max_age_days``; return how many went."""
+    where = RecommendationRun.workload_id == workload_id
+    order = (col(RecommendationRun.created_at).desc(), col(RecommendationRun.id).desc())
+    doomed = set(session.exec(
+        select(RecommendationRun.id).where(where).order_by(*order).offset(keep)).all())
+    if max_age_days is not None:
+        cutoff = now - timedelta(days=max_age_days)
+        doomed |= set(session.exec(select(RecommendationRun.id).where(
+            where, col(RecommendationRun.created_at) < cutoff)).all())
+    if doomed:
+        session.execute(delete(RecommendationRun).where(col(RecommendationRun.id).in_(doomed)))
+    return len(doomed)
+
+
+def list_runs(session: Session, *, workload_id: str, caller: ApiKey, limit: int,
               offset: int) -> tuple[list[RunSummary], int]:
-    get_workload(session, workload_id=workload_id)
+    get_workload(session, workload_id=workload_id, caller=caller)
     where = RecommendationRun.workload_id == workload_id
     total = session.exec(select(func.count()).select_from(RecommendationRun).where(where)).one()
     rows = session.exec(
@@ -315,7 +374,9 @@ def _summary(run: RecommendationRun) -> RunSummary:
     )
 
 
-def get_run(session: Session, *, workload_id: str, run_id: str) -> RecommendationRun:
+def get_run(session: Session, *, workload_id: str, run_id: str,
+            caller: ApiKey) -> RecommendationRun:
+    get_workload(session, workload_id=workload_id, caller=caller)
     run = session.get(RecommendationRun, run_id) if is_clean(run_id) else None
     if run is None or run.workload_id != workload_id:
         raise NotFound(f"No run '{run_id}' for workload '{workload_id}'")

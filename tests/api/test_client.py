@@ -1,7 +1,9 @@
-"""The typed client against a real uvicorn server on a free port, on its own database."""
+"""The typed client (sync and async) against a real uvicorn server on a free port, on its own
+database."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -12,7 +14,15 @@ import pytest
 import uvicorn
 from sqlmodel import Session
 
-from service.client import AdvisorClient, ApiError
+from gpu_advisor_client import (
+    AdvisorClient,
+    ApiError,
+    AsyncAdvisorClient,
+    InferenceIn,
+    ModelIn,
+    Workload,
+    WorkloadSubmission,
+)
 from service.config import Settings
 from service.db import make_engine
 from service.main import create_app
@@ -29,7 +39,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
     url = (create_pg_database(PG_URL, prefix="gpu_advisor_live") if PG_URL
            else f"sqlite:///{Path(tmp_path_factory.mktemp('live')) / 'live.db'}")
     upgrade(url)
@@ -37,6 +47,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     seed(engine)
     with Session(engine) as session:
         _, key = create_key(session, name="bot", role="admin")
+        _, submitter = create_key(session, name="portal", role="submitter")
         session.commit()
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(Settings(database_url=url), engine=engine),
@@ -47,7 +58,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started
-    yield f"http://127.0.0.1:{port}", key
+    yield f"http://127.0.0.1:{port}", key, submitter
     server.should_exit = True
     thread.join(10)
     engine.dispose()
@@ -55,8 +66,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
         drop_pg_database(PG_URL, url)
 
 
-def test_client_round_trip(live: tuple[str, str]) -> None:
-    base, key = live
+def test_client_round_trip(live: tuple[str, str, str]) -> None:
+    base, key, _ = live
     with AdvisorClient(base, api_key=key) as api:
         page = api.list_gpus(vendor="NVIDIA", limit=5)
         assert page.total > 5 and len(page.data) == 5
@@ -65,27 +76,71 @@ def test_client_round_trip(live: tuple[str, str]) -> None:
         assert patched.version == h100.version + 1
         quotes = api.list_quotes(gpu="nvidia-h100-sxm5-80gb")
         assert quotes.total >= 3
-        assert {m["id"] for m in api.list_models()} >= {"llama-3.1-8b", "resnet-50"}
-        workload = {"kind": "inference", "model": {"preset": "llama-3.1-8b"},
-                    "precision": "bf16",
-                    "inference": {"prompt_tokens": 512, "output_tokens": 128}}
+        models = api.list_models(limit=100)
+        assert {m.id for m in models.data} >= {"llama-3.1-8b", "resnet-50"}
+        assert models.total == len(models.data)
+        workload = Workload(kind="inference", model=ModelIn(preset="llama-3.1-8b"),
+                            precision="bf16",
+                            inference=InferenceIn(prompt_tokens=512, output_tokens=128))
         est = api.estimate(workload, "nvidia-l4")
         assert est.fits and est.tpot_ms and est.tpot_ms > 0
-        result = api.recommend(workload, objective="cost", limit=3)
+        submission = WorkloadSubmission(**workload.model_dump(exclude_unset=True), name="bot",
+                                        objective="cost")
+        result = api.recommend(submission, limit=3)
         assert 0 < len(result.recommendations) <= 3
-        stored = api.submit_workload({**workload, "name": "bot"}, idempotency_key="k1")
-        assert api.submit_workload({**workload, "name": "bot"}, idempotency_key="k1").id == \
-            stored.id
-        run = api.run_recommendations(stored.id, limit=3)
+        stored = api.submit_workload(submission, idempotency_key="k1")
+        assert api.submit_workload(submission, idempotency_key="k1").id == stored.id
+        assert api.recommend_stored(stored.id, limit=2).recommendations
+        assert api.list_runs(stored.id).total == 0  # the GET stored nothing
+        run = api.create_run(stored.id, limit=3, constraints={"max_gpus": 4})
         assert api.get_run(stored.id, run.id) == run
         assert api.list_runs(stored.id).total == 1
         with pytest.raises(ApiError) as err:
             api.get_gpu("nope")
         assert err.value.status == 404 and err.value.problem["status"] == 404
+        with pytest.raises(ApiError) as err:
+            api.submit_workload({**submission.model_dump(), "model": {"preset": "llama-3-70b"}})
+        assert err.value.status == 422 and "llama-3.1-70b" in str(err.value.problem)
 
 
-def test_client_without_key_cannot_write(live: tuple[str, str]) -> None:
-    base, _ = live
+def test_submit_without_a_key_stores_one_workload(live: tuple[str, str, str]) -> None:
+    """No Idempotency-Key given: the client sets one, so the call is safe to retry."""
+    base, _, submitter = live
+    body = {"kind": "inference", "model": {"preset": "llama-3.1-8b"}, "name": "auto-key",
+            "inference": {"prompt_tokens": 64, "output_tokens": 16}}
+    with AdvisorClient(base, api_key=submitter) as api:
+        before = api.list_workloads().total
+        stored = api.submit_workload(body)
+        assert stored.owner_key_id is not None
+        assert api.list_workloads().total == before + 1
+
+
+def test_async_client_round_trip(live: tuple[str, str, str]) -> None:
+    base, _, submitter = live
+
+    async def scenario() -> None:
+        async with AsyncAdvisorClient(base, api_key=submitter) as api:
+            gpus, models = await asyncio.gather(api.list_gpus(limit=3), api.list_models())
+            assert len(gpus.data) == 3 and models.total > 10
+            stored = await api.submit_workload(WorkloadSubmission(
+                kind="inference", model=ModelIn(preset="llama-3.1-8b"), name="async",
+                inference=InferenceIn(prompt_tokens=256, output_tokens=64)))
+            run = await api.create_run(stored.id, objective="time", limit=2)
+            assert run.objective == "time" and run.created_by_key_id == stored.owner_key_id
+            assert (await api.get_run(stored.id, run.id)) == run
+            await api.delete_workload(stored.id)
+            with pytest.raises(ApiError) as err:
+                await api.get_workload(stored.id)
+            assert err.value.status == 404
+            with pytest.raises(ApiError) as err:
+                await api.delete_gpu("nvidia-h100-sxm5-80gb")
+            assert err.value.status == 403  # a submitter may not touch the catalog
+
+    asyncio.run(scenario())
+
+
+def test_client_without_key_cannot_write(live: tuple[str, str, str]) -> None:
+    base, _, _ = live
     with AdvisorClient(base) as api, pytest.raises(ApiError) as err:
         api.delete_quote(1)
     assert err.value.status == 401

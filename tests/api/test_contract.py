@@ -72,3 +72,28 @@ def test_cli_export_openapi_matches_committed() -> None:
     )
     assert json.loads(out.stdout)["info"]["title"] == "gpu-advisor"
     assert out.stdout == (REPO_ROOT / "openapi" / "openapi.json").read_text(encoding="utf-8")
+
+
+def _readme_roles() -> dict[tuple[str, str], set[str]]:
+    """The README's route/roles table, one entry per method and path."""
+    import re
+
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("| route | roles |", 1)[1].split("\n\n", 1)[0]
+    out: dict[tuple[str, str], set[str]] = {}
+    for line in table.splitlines()[2:]:
+        route_cell, roles_cell = line.strip("|").split("|")[:2]
+        roles = set(re.findall(r"anyone|anonymous|reader|submitter|admin",
+                               re.sub(r"\([^)]*\)", "", roles_cell)))
+        for methods, path in re.findall(r"`([A-Z/]+) ([^`]+)`", route_cell):
+            for method in methods.split("/"):
+                out[(method.lower(), path)] = roles
+    return out
+
+
+def test_readme_roles_table_matches_openapi(app) -> None:  # type: ignore[no-untyped-def]
+    documented = {
+        (method, path): set(op["x-roles"])
+        for path, ops in app.openapi()["paths"].items() for method, op in ops.items()
+    }
+    assert _readme_roles() == documented

@@ -18,8 +18,9 @@ TRANSFORMERS = set(PRESET_IDS) - {"resnet-50", "ssd300", "yolov8-l"}
 
 
 def test_models_lists_every_preset_with_source(client: TestClient) -> None:
-    models = client.get("/v1/models").json()
-    assert {m["id"] for m in models} == set(PRESET_IDS)
+    page = client.get("/v1/models").json()
+    models = page["data"]
+    assert {m["id"] for m in models} == set(PRESET_IDS) and page["total"] == len(PRESET_IDS)
     assert all(m["source"] for m in models)
     mixtral = client.get("/v1/models/mixtral-8x7b").json()
     assert mixtral["model"]["experts"] == 8 and mixtral["model"]["experts_per_token"] == 2

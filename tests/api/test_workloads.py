@@ -25,14 +25,14 @@ def test_submit_get_list_delete(client: TestClient, admin_headers: dict[str, str
     assert created.status_code == 201, created.text
     wid = created.json()["id"]
     assert created.headers["location"] == f"/v1/workloads/{wid}"
-    got = client.get(f"/v1/workloads/{wid}").json()
+    got = client.get(f"/v1/workloads/{wid}", headers=admin_headers).json()
     assert got["name"] == "chat-8b" and got["workload"]["model"] == {"preset": "llama-3.1-8b"}
     second = client.post("/v1/workloads", json={**LLAMA_8B_CHAT, "name": "b"},
                          headers=admin_headers).json()
-    listed = client.get("/v1/workloads").json()
+    listed = client.get("/v1/workloads", headers=admin_headers).json()
     assert [w["id"] for w in listed["data"][:2]] == [second["id"], wid]  # newest first
     assert client.delete(f"/v1/workloads/{wid}", headers=admin_headers).status_code == 204
-    assert_problem(client.get(f"/v1/workloads/{wid}"), 404)
+    assert_problem(client.get(f"/v1/workloads/{wid}", headers=admin_headers), 404)
 
 
 def test_idempotency_key(client: TestClient, admin_headers: dict[str, str]) -> None:
@@ -45,7 +45,7 @@ def test_idempotency_key(client: TestClient, admin_headers: dict[str, str]) -> N
     other = client.post("/v1/workloads", json={**LLAMA_8B_CHAT, "name": "other"},
                         headers=headers)
     assert_problem(other, 409)
-    assert client.get("/v1/workloads").json()["total"] == 1
+    assert client.get("/v1/workloads", headers=admin_headers).json()["total"] == 1
 
 
 def test_submit_needs_admin_and_valid_body(client: TestClient,
@@ -57,29 +57,33 @@ def test_submit_needs_admin_and_valid_body(client: TestClient,
     bad = {**LLAMA_8B_CHAT, "constraints": {"max_gpus": -1}}
     assert_problem(client.post("/v1/workloads", json=bad, headers=admin_headers), 422,
                    "body.constraints.max_gpus")
-    assert client.get("/v1/workloads").json()["total"] == 0  # nothing half-written
+    # nothing half-written
+    assert client.get("/v1/workloads", headers=admin_headers).json()["total"] == 0
 
 
 def test_runs_are_stored_and_fetched_unchanged(client: TestClient,
                                                admin_headers: dict[str, str]) -> None:
-    wid = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=admin_headers).json()["id"]
-    run = client.get(f"/v1/workloads/{wid}/recommendations", params={"limit": 5})
-    assert run.status_code == 200, run.text
+    h = admin_headers
+    wid = client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=h).json()["id"]
+    run = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 5}, headers=h)
+    assert run.status_code == 201, run.text
     body = run.json()
+    assert run.headers["location"] == f"/v1/workloads/{wid}/runs/{body['id']}"
     result = body["result"]
     assert result["objective"] == "cost" and len(result["recommendations"]) <= 5
     assert result["catalog_revision"] == body["catalog_revision"]
-    again = client.get(f"/v1/workloads/{wid}/runs/{body['id']}").json()
+    again = client.get(f"/v1/workloads/{wid}/runs/{body['id']}", headers=h).json()
     assert again == body
-    timed = client.get(f"/v1/workloads/{wid}/recommendations", params={"objective": "time"})
-    assert timed.status_code == 200 and timed.json()["objective"] == "time"
-    runs = client.get(f"/v1/workloads/{wid}/runs").json()
+    timed = client.post(f"/v1/workloads/{wid}/runs", json={"objective": "time"}, headers=h)
+    assert timed.status_code == 201 and timed.json()["objective"] == "time"
+    runs = client.get(f"/v1/workloads/{wid}/runs", headers=h).json()
     assert runs["total"] == 2 and runs["data"][0]["objective"] == "time"
     assert runs["data"][1]["top_gpu_slug"] == result["recommendations"][0]["gpu"]["slug"]
-    assert_problem(client.get(f"/v1/workloads/{wid}/runs/nope"), 404)
+    assert_problem(client.get(f"/v1/workloads/{wid}/runs/nope", headers=h), 404)
 
 
-def test_one_shot_recommendation_is_explained_and_deterministic(client: TestClient) -> None:
+def test_one_shot_recommendation_is_explained_and_deterministic(
+        client: TestClient, admin_headers: dict[str, str]) -> None:
     first = client.post("/v1/recommendations", json=LLAMA_8B_CHAT)
     assert first.status_code == 200, first.text
     result = first.json()
@@ -95,7 +99,7 @@ def test_one_shot_recommendation_is_explained_and_deterministic(client: TestClie
     second = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
     strip = lambda r: {k: v for k, v in r.items() if k != "generated_at"}  # noqa: E731
     assert strip(second) == strip(result)
-    assert client.get("/v1/workloads").json()["total"] == 0  # nothing stored
+    assert client.get("/v1/workloads", headers=admin_headers).json()["total"] == 0
 
 
 def test_recommendation_metrics_are_exported(client: TestClient) -> None:

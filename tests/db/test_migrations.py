@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 
@@ -119,5 +119,66 @@ def test_0004_fills_seeded_rows_of_an_existing_database(empty_url: str) -> None:
         assert "sm_count" not in columns and "tensor_core_generation" not in columns
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM gpus")).scalar_one() == 2
+    finally:
+        engine.dispose()
+
+
+_OLD_QUOTE = """
+INSERT INTO quotes (id, gpu_slug, provider, region, instance_type, gpu_count, pricing,
+  price_usd_per_hour, source, captured_at, version, created_at, updated_at)
+VALUES (:id, :slug, 'lambda', 'us-east-1', :itype, 1, 'on_demand', 2.0, 'test', :now, 2, :now, :now)
+"""
+_OLD_HISTORY = """
+INSERT INTO quote_price_history (quote_id, changed_at, changed_by, old_price_usd_per_hour,
+  new_price_usd_per_hour) VALUES (:qid, :now, 'import', 1.5, 2.0)
+"""
+_OLD_WORKLOAD = """
+INSERT INTO workloads (id, name, objective, kind, spec, idempotency_key, request_hash, created_at)
+VALUES (:id, 'w', 'cost', 'inference', '{}', :key, 'h', :now)
+"""
+
+
+def test_0005_keeps_history_and_owners(empty_url: str) -> None:
+    """0005 on a database with data: history rows get their quote's identity, survive the
+    quote's deletion, and workloads stored before owners stay (owner null). Downgrade drops
+    only the history of deleted quotes; up again works."""
+    upgrade(empty_url, "0004")
+    engine = create_engine(empty_url)
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(_OLD_ROW), {"slug": "old-gpu", "now": now})
+            for qid in (1, 2):
+                conn.execute(text(_OLD_QUOTE), {"id": qid, "slug": "old-gpu",
+                                                "itype": f"i{qid}", "now": now})
+                conn.execute(text(_OLD_HISTORY), {"qid": qid, "now": now})
+            conn.execute(text(_OLD_WORKLOAD), {"id": "w-old", "key": "k", "now": now})
+        upgrade(empty_url)
+        with engine.begin() as conn:
+            rows = conn.execute(text(
+                "SELECT quote_id, event, gpu_slug, provider, instance_type, pricing "
+                "FROM quote_price_history ORDER BY quote_id")).all()
+            assert [tuple(r) for r in rows] == [
+                (1, "price_change", "old-gpu", "lambda", "i1", "on_demand"),
+                (2, "price_change", "old-gpu", "lambda", "i2", "on_demand")]
+            assert conn.execute(text("SELECT owner_key_id FROM workloads")).scalar() is None
+            conn.execute(text("DELETE FROM quotes WHERE id = 2"))  # no cascade any more
+            assert conn.execute(text(
+                "SELECT count(*) FROM quote_price_history")).scalar_one() == 2
+            # The same Idempotency-Key under another owner is another workload.
+            conn.execute(text("INSERT INTO api_keys (name, role, prefix, key_hash, created_at) "
+                              "VALUES ('s', 'submitter', 'p1', 'h', :now)"), {"now": now})
+            conn.execute(text(_OLD_WORKLOAD.replace("created_at)", "created_at, owner_key_id)")
+                              .replace(":now)", ":now, 1)")),
+                         {"id": "w-new", "key": "k", "now": now + timedelta(days=1)})
+        downgrade(empty_url, "0004")
+        with engine.connect() as conn:
+            assert conn.execute(text(
+                "SELECT quote_id FROM quote_price_history")).scalars().all() == [1]
+            keys = conn.execute(text("SELECT id, idempotency_key FROM workloads ORDER BY id"))
+            assert [tuple(r) for r in keys] == [("w-new", None), ("w-old", "k")]  # oldest kept
+        upgrade(empty_url)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM quotes")).scalar_one() == 1
     finally:
         engine.dispose()

@@ -33,7 +33,7 @@ DATA_ROUTES: list[tuple[str, str, object, bool]] = [
     ("GET", "/v1/quotes", None, False),
     ("GET", "/v1/quotes/1", None, False),
     ("GET", "/v1/quotes/imports", None, False),
-    ("GET", "/v1/workloads", None, False),
+    ("GET", "/v1/workloads", None, True),
     ("POST", "/v1/estimates",
      {"gpu_slug": "nvidia-h100-sxm5-80gb", "gpu_count": 1, "workload": WORKLOAD}, False),
     ("POST", "/v1/recommendations", WORKLOAD, False),

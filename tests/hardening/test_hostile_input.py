@@ -127,7 +127,7 @@ PATH_IDS = [
     ("GET", "/v1/workloads/%00"), ("GET", "/v1/workloads/%00abc"),
     ("DELETE", "/v1/workloads/%00"), ("GET", "/v1/workloads/%00/runs"),
     ("GET", "/v1/workloads/%00/recommendations"), ("GET", "/v1/workloads/%00/runs/%00"),
-    ("GET", "/v1/models/%00"),
+    ("POST", "/v1/workloads/%00/runs"), ("GET", "/v1/models/%00"),
 ]
 
 
@@ -149,7 +149,8 @@ def test_control_characters_in_a_run_id_of_a_real_workload_are_404(
     created = post_json(client, "POST", "/v1/workloads", {**WORKLOAD, "name": "w"},
                         admin_headers)
     assert created.status_code == 201, created.text
-    problem(client.get(f"/v1/workloads/{created.json()['id']}/runs/%00"), 404)
+    problem(client.get(f"/v1/workloads/{created.json()['id']}/runs/%00",
+                       headers=admin_headers), 404)
 
 
 # -- finding 3: body fields -------------------------------------------------------------------

@@ -168,13 +168,15 @@ def test_writes_begin_immediate_and_reads_stay_deferred(fresh_url: str) -> None:
         assert begins_of("PATCH", f"/v1/gpus/{GPU}", json={"notes": "x"},
                          headers={**auth, "If-Match": etag}) == ["BEGIN IMMEDIATE"]
         assert begins_of("POST", "/v1/workloads", json=WORKLOAD) == ["BEGIN IMMEDIATE"]
-        # A POST that only computes stays a reader; a GET that stores a run is a writer.
+        # A POST that only computes stays a reader.
         assert begins_of("POST", "/v1/recommendations", json={**WORKLOAD, "limit": 1}) == [
             "BEGIN"]
         assert begins_of("POST", "/v1/estimates", json={
             "workload": WORKLOAD, "gpu_slug": GPU, "gpu_count": 1}) == ["BEGIN"]
         wid = client.post("/v1/workloads", json=WORKLOAD, headers=auth).json()["id"]
-        assert begins_of("GET", f"/v1/workloads/{wid}/recommendations?limit=1") == [
+        # GETs never write (issue 11): ranking a stored workload reads; storing a run is a POST.
+        assert begins_of("GET", f"/v1/workloads/{wid}/recommendations?limit=1") == ["BEGIN"]
+        assert begins_of("POST", f"/v1/workloads/{wid}/runs", json={"limit": 1}) == [
             "BEGIN IMMEDIATE"]
     engine.dispose()
 
@@ -226,10 +228,10 @@ def test_runs_racing_a_delete_of_their_workload_are_200_or_404(base: str) -> Non
             if i == N // 2:
                 r = httpx.delete(f"{base}/v1/workloads/{wid}", headers=AUTH, timeout=60)
                 return "delete", r.status_code
-            r = httpx.get(f"{base}/v1/workloads/{wid}/recommendations", params={"limit": 1},
-                          timeout=60)
+            r = httpx.post(f"{base}/v1/workloads/{wid}/runs", json={"limit": 1},
+                           headers=AUTH, timeout=60)
             return "run", r.status_code
 
         results = concurrently(N, act)
         assert ("delete", 204) in results, results
-        assert {code for kind, code in results if kind == "run"} <= {200, 404}, results
+        assert {code for kind, code in results if kind == "run"} <= {201, 404}, results

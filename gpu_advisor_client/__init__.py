@@ -1,0 +1,34 @@
+"""gpu-advisor's client for bots: typed requests and answers, sync and async, retries.
+
+Depends on httpx and pydantic only (not on the server's FastAPI / SQLAlchemy / SQLModel).
+"""
+
+from gpu_advisor_client.client import AdvisorClient, ApiError, AsyncAdvisorClient, Retry
+from gpu_advisor_client.models import (
+    Candidate,
+    ComputeIn,
+    Constraints,
+    Estimate,
+    Gpu,
+    InferenceIn,
+    ModelIn,
+    Page,
+    Preset,
+    PriceChange,
+    Quote,
+    RecommendationResult,
+    Run,
+    RunRequest,
+    RunSummary,
+    StoredWorkload,
+    TrainingIn,
+    Workload,
+    WorkloadSubmission,
+)
+
+__all__ = [
+    "AdvisorClient", "ApiError", "AsyncAdvisorClient", "Candidate", "ComputeIn", "Constraints",
+    "Estimate", "Gpu", "InferenceIn", "ModelIn", "Page", "PriceChange", "Preset", "Quote",
+    "RecommendationResult", "Retry", "Run", "RunRequest", "RunSummary", "StoredWorkload",
+    "TrainingIn", "Workload", "WorkloadSubmission",
+]

@@ -1,0 +1,328 @@
+"""The API's request and response shapes for the client, hand-written with pydantic only.
+
+Checked against the committed OpenAPI document by tests/api/test_client_models.py: every field
+here exists there with a compatible JSON type, request models require exactly what the server
+requires, and response models require nothing the server may leave out. Response models accept
+fields added later (``extra="allow"``), so a newer server never breaks an older bot; request
+models refuse unknown fields, so a typo fails before the call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+Kind = Literal["training", "inference", "compute"]
+Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+Objective = Literal["cost", "time", "balanced", "energy"]
+Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- requests --------------------------------------------------------------------------------
+
+class ModelIn(_Request):
+    """A preset id, or an explicit transformer, or a generic network."""
+
+    preset: str | None = None
+    params: float | None = None
+    layers: int | None = None
+    hidden_size: int | None = None
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    vocab_size: int | None = None
+    intermediate_size: int | None = None
+    experts: int = 1
+    experts_per_token: int = 1
+    active_params: float | None = None
+    encoder_only: bool = False
+    gflops_per_sample: float | None = None
+    activation_mb_per_sample: float | None = None
+    name: str = "custom"
+
+
+class TrainingIn(_Request):
+    batch_size: int
+    seq_len: int | None = None
+    tokens: float | None = None
+    samples: float | None = None
+    epochs: float | None = None
+    dataset_samples: float | None = None
+    optimizer: Literal["adamw", "sgd", "adafactor"] = "adamw"
+    activation_checkpointing: bool = False
+    sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
+    flash_attention: bool = True
+
+
+class InferenceIn(_Request):
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    batch_size: int | None = None
+    max_ttft_ms: float | None = None
+    max_tpot_ms: float | None = None
+    max_latency_ms: float | None = None
+    target_requests_per_s: float | None = None
+    effective_prompt_tokens: int | None = None
+
+
+class ComputeIn(_Request):
+    total_tflop: float
+    total_gb_moved: float = 0.0
+    memory_gb: float = 0.0
+    fp64_units: Literal["vector", "matrix"] = "vector"
+
+
+class Constraints(_Request):
+    max_gpus: int | None = None
+    gpu_slugs: list[str] | None = None
+    exclude_gpu_slugs: list[str] = Field(default_factory=list)
+    vendors: list[str] | None = None
+    form_factors: list[str] | None = None
+    deployment: Literal["cloud", "on_prem", "edge"] | None = None
+    max_power_w: float | None = None
+    providers: list[str] | None = None
+    regions: list[str] | None = None
+    pricing: list[Pricing] | None = None
+    budget_usd: float | None = None
+    max_usd_per_hour: float | None = None
+    deadline_hours: float | None = None
+    require_fast_interconnect: bool = False
+
+
+class Workload(_Request):
+    """What runs: the engine's workload (``POST /v1/estimates`` takes this)."""
+
+    kind: Kind
+    model: ModelIn | None = None
+    precision: Precision = "bf16"
+    weight_precision: Literal["int8", "int4"] | None = None
+    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] | None = None
+    training: TrainingIn | None = None
+    inference: InferenceIn | None = None
+    compute: ComputeIn | None = None
+
+
+class WorkloadSubmission(Workload):
+    """A workload to store or rank: plus a name, an objective and constraints."""
+
+    name: str = "unnamed"
+    objective: Objective = "balanced"
+    constraints: Constraints = Field(default_factory=Constraints)
+
+
+class RunRequest(_Request):
+    objective: Objective | None = None
+    limit: int = 10
+    constraints: Constraints | None = None
+
+
+# -- responses -------------------------------------------------------------------------------
+
+class Page(_Response, Generic[T]):
+    data: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class Gpu(_Response):
+    slug: str
+    name: str
+    vendor: str
+    architecture: str | None = None
+    form_factor: str
+    memory_gb: float
+    memory_bandwidth_gb_s: float
+    fp64_tflops: float | None = None
+    fp32_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    int8_tops: float | None = None
+    tdp_w: float
+    interconnect: str
+    interconnect_bandwidth_gb_s: float | None = None
+    max_gpus_per_node: int | None = None
+    aliases: list[str] = Field(default_factory=list)
+    source: str
+    notes: str | None = None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class Quote(_Response):
+    id: int
+    gpu_slug: str
+    provider: str
+    region: str | None = None
+    instance_type: str
+    gpu_count: int | None = None
+    pricing: Pricing
+    price_usd_per_hour: float | None = None
+    purchase_price_usd: float | None = None
+    price_usd_per_gpu_hour: float | None = None
+    source: str
+    captured_at: datetime
+    valid_until: datetime | None = None
+    version: int
+    stale: bool = False
+    expired: bool = False
+
+
+class PriceChange(_Response):
+    id: int
+    quote_id: int
+    event: Literal["price_change", "deleted"] = "price_change"
+    gpu_slug: str | None = None
+    provider: str | None = None
+    changed_at: datetime
+    changed_by: str
+    old_price_usd_per_hour: float | None
+    new_price_usd_per_hour: float | None
+    old_purchase_price_usd: float | None
+    new_purchase_price_usd: float | None
+
+
+class Preset(_Response):
+    id: str
+    name: str
+    family: str
+    model_type: str
+    model: dict[str, Any]
+    source: str
+    notes: str
+
+
+class GpuRef(_Response):
+    slug: str
+    name: str
+
+
+class Memory(_Response):
+    per_gpu_gb: float
+    available_gb: float
+    breakdown_gb: dict[str, float]
+
+
+class Throughput(_Response):
+    samples_per_s: float | None
+    tokens_per_s: float | None
+    requests_per_s: float | None
+
+
+class Estimate(_Response):
+    gpu: GpuRef
+    gpu_count: int
+    fits: bool
+    warnings: list[str]
+    infeasible_reasons: list[str]
+    fixes: list[str]
+    min_gpus_to_fit: int | None
+    memory: Memory
+    bound: str | None
+    throughput: Throughput
+    step_time_ms: float | None
+    time_to_complete_hours: float | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    latency_ms: float | None
+    power_w: float | None
+    energy_kwh: float | None
+
+
+class QuoteRef(_Response):
+    id: int
+    provider: str
+    region: str
+    instance_type: str
+    gpu_count: int
+    pricing: str
+    price_usd_per_hour: float | None
+    purchase_price_usd: float | None
+
+
+class Candidate(_Response):
+    rank: int
+    gpu: GpuRef
+    gpu_count: int
+    quote: QuoteRef | None
+    estimate: Estimate
+    cost: dict[str, Any]
+    score: float | None
+    pareto_optimal: bool
+    reasons: list[str]
+    warnings: list[str]
+    provision: dict[str, Any] | None
+
+
+class Rejection(_Response):
+    gpu: GpuRef
+    code: str
+    reason: str
+    fix: str | None
+
+
+class RecommendationResult(_Response):
+    objective: Objective
+    catalog_revision: str
+    generated_at: datetime
+    recommendations: list[Candidate]
+    rejected: list[Rejection]
+    warnings: list[str]
+
+
+class StoredWorkload(_Response):
+    id: str
+    name: str
+    objective: Objective
+    kind: str
+    created_at: datetime
+    owner_key_id: int | None = None
+    workload: dict[str, Any]
+
+
+class Run(_Response):
+    id: str
+    workload_id: str
+    created_at: datetime
+    catalog_revision: str
+    objective: Objective
+    limit: int
+    created_by_key_id: int | None = None
+    result: RecommendationResult
+
+
+class RunSummary(_Response):
+    id: str
+    workload_id: str
+    objective: Objective
+    limit: int
+    catalog_revision: str
+    created_at: datetime
+    top_gpu_slug: str | None
+    top_gpu_count: int | None
+
+
+SERVER_SCHEMAS: dict[type[BaseModel], str] = {
+    ModelIn: "ModelInput", TrainingIn: "TrainingInput", InferenceIn: "InferenceInput",
+    ComputeIn: "ComputeInput", Constraints: "ConstraintsIn", Workload: "WorkloadSpec",
+    WorkloadSubmission: "WorkloadSubmission", RunRequest: "RunRequest",
+    Gpu: "GpuPublic", Quote: "QuotePublic", PriceChange: "PriceChangePublic",
+    Preset: "PresetOut", GpuRef: "GpuRef", Memory: "MemoryOut", Throughput: "ThroughputOut",
+    Estimate: "EstimateOut", QuoteRef: "QuoteRef", Candidate: "CandidateOut",
+    Rejection: "RejectionOut", RecommendationResult: "RecommendationResult",
+    StoredWorkload: "WorkloadPublic", Run: "RunOut", RunSummary: "RunSummary",
+}
+"""Each client model and the OpenAPI component it mirrors (checked by a test)."""
