@@ -31,6 +31,7 @@ from service.observability import (
 )
 from service.quotes.routes import router as quotes_router
 from service.security import install_key
+from service.web.routes import install_pages
 
 DESCRIPTION = """
 **gpu-advisor** answers: *for this workload, which GPU, how many, from which offer, and why?*
@@ -40,6 +41,9 @@ estimates memory and speed from first principles, and ranks GPUs with the reason
 
 Errors are `application/problem+json` (RFC 9457). Writes need an admin key:
 `Authorization: Bearer gpa_...`.
+
+People: [the comparison page](/ui) shows the ranked answer, the cost-time trade-off, memory
+and rejected GPUs for a workload; the request bodies below have named examples per workload kind.
 """
 
 TAGS = [
@@ -96,6 +100,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         openapi_tags=TAGS,
         generate_unique_id_function=_operation_id,
         lifespan=lifespan,
+        # Served offline from packaged assets by service.web (the defaults load from a CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -104,6 +111,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     _document_422_as_problem(app)
     for router in _routers():
         app.include_router(router)
+    install_pages(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

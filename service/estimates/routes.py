@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Body
 from pydantic import BaseModel
 
 from service.catalog.service import get_gpu, to_spec
@@ -16,15 +16,17 @@ from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.presets.catalog import PRESETS, preset_to_dict
 from service.security import ReaderDep
+from service.workloads.examples import estimate_body, openapi_examples
 
 router = APIRouter(tags=["estimates"])
 models_router = APIRouter(prefix="/v1/models", tags=["models"])
+EstimateBody = Annotated[EstimateRequest, Body(openapi_examples=openapi_examples(estimate_body))]
 
 
 @router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",
              response_model=EstimateOut, responses=responses(401, 422))
 @reads_database_only
-def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) -> EstimateOut:
+def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> EstimateOut:
     """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
     named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""
     workload = to_engine_workload(body.workload)
