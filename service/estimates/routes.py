@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from service.catalog.service import get_gpu, to_spec
 from service.db import SessionDep, reads_database_only
@@ -42,13 +42,18 @@ def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> Es
 
 
 class PresetOut(BaseModel):
-    id: str
-    name: str
-    family: str
-    model_type: str
-    model: dict[str, Any]
-    source: str
-    notes: str
+    id: str = Field(description="Preset id, as given in {\"model\": {\"preset\": id}}")
+    name: str = Field(description="Model name")
+    family: str = Field(description="Model family, e.g. llama, bert, cnn")
+    model_type: str = Field(description="transformer or generic (CNN, detector)")
+    model: dict[str, Any] = Field(
+        description=(
+            "Its architecture numbers (params [count], layers, hidden_size, ...; GFLOP and MB "
+            "per sample for generic networks)"
+        ),
+    )
+    source: str = Field(description="Where the numbers come from")
+    notes: str = Field(description="How derived figures were computed")
 
 
 @models_router.get("", summary="List model presets", response_model=list[PresetOut],

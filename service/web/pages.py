@@ -208,7 +208,8 @@ press Recommend.</p>
 <h3 id="table-h">Ranked GPUs</h3>
 <div class="scroll"><table id="ranked" aria-labelledby="table-h"><thead><tr>
 <th scope="col">#</th><th scope="col">GPU</th><th scope="col">Count</th>
-<th scope="col">Offer</th><th scope="col">Cost</th><th scope="col">Time / latency</th>
+<th scope="col">Offer</th><th scope="col" id="cost-h">Cost</th>
+<th scope="col" id="time-h">Time / latency</th>
 <th scope="col">Bound</th><th scope="col">Pareto</th><th scope="col">Memory</th>
 </tr></thead><tbody></tbody></table></div>
 <h3 id="memory-h">Memory per GPU</h3>

@@ -134,6 +134,9 @@
   function renderTable(result) {
     const tbody = $("#ranked tbody");
     tbody.replaceChildren();
+    const first = result.recommendations.find((c) => costOf(c).v != null) || result.recommendations[0];
+    $("#cost-h").textContent = first ? `Cost [${costOf(first).unit}]` : "Cost";
+    $("#time-h").textContent = first ? `Time [${timeOf(first).unit}]` : "Time / latency";
     result.recommendations.forEach((c, i) => {
       const tr = el("tr", { "data-slug": c.gpu.slug });
       const cost = costOf(c), time = timeOf(c);
@@ -142,8 +145,8 @@
         el("th", { scope: "row" }, c.gpu.name),
         el("td", {}, String(c.gpu_count)),
         el("td", {}, offerOf(c)),
-        el("td", { title: cost.unit }, cost.v == null ? "-" : fmt(cost.v) + " " + (cost.unit.startsWith("USD to") ? "USD" : cost.unit.replace("USD per ", "USD/"))),
-        el("td", { title: time.unit }, time.v == null ? "-" : fmt(time.v) + " " + time.short),
+        el("td", { class: "num" }, cost.v == null ? "-" : fmt(cost.v)),
+        el("td", { class: "num" }, time.v == null ? "-" : fmt(time.v)),
         el("td", {}, c.estimate.bound || "-"),
         el("td", {}, c.pareto_optimal ? "yes" : "no"),
       );
@@ -245,9 +248,17 @@
       g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); selectCandidate(c); } });
       root.append(g);
     });
+    // Label the front, skipping a label that would overlap one already placed.
+    const placed = [];
     front.forEach((p) => {
-      const x = sx(p.x) + 8, y = sy(p.y) - 8;
-      root.append(svg("text", { x, y, class: "point-label", "aria-hidden": "true" }, `${p.c.gpu.slug} x${p.c.gpu_count}`));
+      const text = `${p.c.gpu.slug} x${p.c.gpu_count}`;
+      const w = text.length * 6.2, h = 13;
+      let x = sx(p.x) + 8, y = sy(p.y) - 8;
+      if (x + w > W - m.r) x = sx(p.x) - 8 - w;
+      const box = { x0: x, x1: x + w, y0: y - h, y1: y };
+      if (placed.some((b) => box.x0 < b.x1 && b.x0 < box.x1 && box.y0 < b.y1 && b.y0 < box.y1)) return;
+      placed.push(box);
+      root.append(svg("text", { x, y, class: "point-label", "aria-hidden": "true" }, text));
     });
     box.append(root);
     $("#plot-caption").textContent = `${pts.length} feasible priced candidates (one per GPU type, its best count and offer); ` +
