@@ -189,3 +189,29 @@ def _submit_example_current(driver: Any) -> None:
     WebDriverWait(driver, WAIT_S).until(
         lambda d: d.find_element(By.ID, "status").text not in ("Ranking...", "")
         and not d.find_element(By.ID, "status").text.startswith("Choose"))
+
+
+def test_controls_are_labelled_and_the_plot_works_from_the_keyboard(browser: Any,
+                                                                     live_url: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(f"{live_url}/ui")
+    _submit_example(browser, live_url, "too-big")
+    controls = browser.find_elements(By.CSS_SELECTOR, "main input, main select")
+    assert len(controls) > 30
+    unlabelled = [
+        c.get_attribute("id") for c in controls
+        if not browser.find_elements(By.CSS_SELECTOR, f"label[for='{c.get_attribute('id')}']")
+        and not c.get_attribute("aria-label")
+    ]
+    assert unlabelled == []
+    points = browser.find_elements(By.CSS_SELECTOR, "#plot svg g.point")
+    target = points[-1]
+    slug = target.get_attribute("data-slug")
+    assert target.get_attribute("tabindex") == "0"
+    browser.execute_script("arguments[0].focus()", target)
+    assert browser.switch_to.active_element == target
+    target.send_keys(Keys.ENTER)
+    name = browser.find_element(By.CSS_SELECTOR, f"#ranked tr[data-slug='{slug}'] th").text
+    assert name in browser.find_element(By.CSS_SELECTOR, "#memory svg").get_attribute(
+        "aria-label")
