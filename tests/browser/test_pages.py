@@ -76,6 +76,7 @@ def test_redoc_renders_offline(browser: Any, live_url: str) -> None:
     assert "Rank GPUs for a workload" in text
     urls = _only_local(browser, live_url)
     assert any(u.endswith("/static/redoc/redoc.standalone.js") for u in urls)
+    assert severe_console(browser) == []  # e.g. a Content-Security-Policy violation
 
 
 def _submit_example(driver: Any, base: str, name: str) -> None:
