@@ -10,7 +10,7 @@ UV ?= uv
 # `make run` and `make test` may start together on a fresh clone: one venv install at a time.
 FLOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(VENV).install.lock)
 
-.PHONY: run test lint typecheck ci bench validate openapi lock clean
+.PHONY: run test lint typecheck ci bench validate openapi screenshots lock clean
 
 # Every version comes from the committed lock (pinned by `make lock`); the project itself is
 # installed editable, without dependencies, so the source tree is what runs.
@@ -39,6 +39,11 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The docs and the comparison page for two examples, in headless Chromium (Debian `chromium`
+# and `chromium-driver`), written to docs/screenshots/.
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser.screenshots docs/screenshots
 
 validate: $(STAMP)
 	$(BIN)/python -m tests.validation.report tests/validation/points.csv tests/validation/calibration.csv

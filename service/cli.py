@@ -59,6 +59,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Each worker builds its app from the environment (service.serving.app_factory).
     os.environ["DATABASE_URL"] = settings.database_url
     port = args.port if args.port is not None else int(os.environ.get("PORT", "8000"))
+    base = f"http://{_url_host(args.host)}:{port}"
+    print(f"gpu-advisor serving on {base}/  (comparison page {base}/ui, API docs {base}/docs; "
+          "Ctrl-C stops)", file=sys.stderr, flush=True)
     uvicorn.run("service.serving:app_factory", factory=True, host=args.host, port=port,
                 workers=args.workers, log_level="warning", access_log=False,
                 **uvicorn_options(settings))
@@ -101,6 +104,15 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 state = "revoked" if row.revoked_at else "active"
                 print(f"{row.prefix}\t{row.role}\t{state}\t{row.name}")
     return 0
+
+
+def _url_host(host: str) -> str:
+    """The host as a browser takes it: a wildcard bind is reached on loopback, IPv6 bracketed."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def _redact(url: str) -> str:

@@ -238,7 +238,7 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000, description="Rows to skip")]
 class Page(BaseModel, Generic[T]):
     """One page of a list, with the total matching rows."""
 
-    data: list[T]
+    data: list[T] = Field(description="The rows of this page")
     total: int = Field(description="Rows matching the filters, across all pages")
-    limit: int
-    offset: int
+    limit: int = Field(description="Rows asked for at most [count]")
+    offset: int = Field(description="Rows skipped before this page [count]")

@@ -21,8 +21,11 @@ log = logging.getLogger("gpu_advisor")
 
 class FieldError(BaseModel):
     field: str = Field(description="Dotted path of the bad input: body.memory_gb, query.limit")
-    message: str
-    type: str | None = None
+    message: str = Field(description="What is wrong with it, in plain words")
+    type: str | None = Field(
+        default=None,
+        description="Machine-readable error type, e.g. greater_than, missing",
+    )
 
 
 class Problem(BaseModel):
@@ -40,12 +43,12 @@ class Problem(BaseModel):
         }
     )
 
-    type: str
-    title: str
-    status: int
-    detail: str | None = None
-    instance: str | None = None
-    errors: list[FieldError] = Field(default_factory=list)
+    type: str = Field(description="URI identifying the problem type")
+    title: str = Field(description="Short summary of the problem type")
+    status: int = Field(description="HTTP status code")
+    detail: str | None = Field(default=None, description="What went wrong with this request")
+    instance: str | None = Field(default=None, description="The request path")
+    errors: list[FieldError] = Field(default_factory=list, description="One entry per bad field")
 
 
 class ProblemError(Exception):

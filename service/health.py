@@ -6,7 +6,7 @@ import asyncio
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
@@ -17,7 +17,7 @@ router = APIRouter(tags=["health"])
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok when healthy")
 
 
 def _ping(engine: Engine) -> None:

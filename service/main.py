@@ -31,6 +31,7 @@ from service.observability import (
 )
 from service.quotes.routes import router as quotes_router
 from service.security import install_key
+from service.web.routes import install_pages
 
 DESCRIPTION = """
 **gpu-advisor** answers: *for this workload, which GPU, how many, from which offer, and why?*
@@ -50,6 +51,9 @@ Roles (each operation lists its own in `x-roles`):
 
 Without a key, a caller is a reader while `GPU_ADVISOR_PUBLIC_READS` is true (the default).
 Workloads and runs record the key that created them; another submitter's are 404.
+
+People: [the comparison page](/ui) shows the ranked answer, the cost-time trade-off, memory
+and rejected GPUs for a workload; the request bodies below have named examples per workload kind.
 """
 
 TAGS = [
@@ -106,6 +110,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         openapi_tags=TAGS,
         generate_unique_id_function=_operation_id,
         lifespan=lifespan,
+        # Served offline from packaged assets by service.web (the defaults load from a CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -115,6 +122,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     _document_roles(app)
     for router in _routers():
         app.include_router(router)
+    install_pages(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -95,11 +95,17 @@ class GpuSpecFields(SQLModel):
 
     name: str = Field(min_length=1, max_length=120, description="Marketing name")
     vendor: str = Field(min_length=1, max_length=40, description="NVIDIA, AMD, ...")
-    architecture: str = Field(default="", max_length=80)
+    architecture: str = Field(
+        default="", max_length=80,
+        description="Chip architecture, e.g. Hopper (GH100)",
+    )
     form_factor: FormFactor = Field(sa_type=String(16), description="Module / card class")
-    launch_year: int | None = Field(default=None, ge=1990, le=2100)
+    launch_year: int | None = Field(default=None, ge=1990, le=2100, description="Year of release")
     memory_gb: float = Field(gt=0, le=10_000, description="Device memory [GB]")
-    memory_type: str = Field(default="", max_length=60)
+    memory_type: str = Field(
+        default="", max_length=60,
+        description="Memory technology, e.g. HBM3, GDDR6",
+    )
     memory_bandwidth_gb_s: float = Field(gt=0, le=1_000_000, description="Peak [GB/s]")
     fp64_tflops: float | None = _tflops("FP64 vector peak [TFLOPS]; null = unsupported")
     fp64_tensor_tflops: float | None = _tflops("FP64 tensor-core peak [TFLOPS]; null = none")
@@ -110,13 +116,25 @@ class GpuSpecFields(SQLModel):
     fp8_tflops: float | None = _tflops("FP8 tensor peak, dense [TFLOPS]")
     int8_tops: float | None = _tflops("INT8 tensor peak, dense [TOPS]")
     tdp_w: float = Field(gt=0, le=10_000, description="Board / module power [W]")
-    interconnect: Interconnect = Field(sa_type=String(20))
+    interconnect: Interconnect = Field(
+        sa_type=String(20),
+        description="GPU-to-GPU link inside a server: nvlink, infinity_fabric, pcie, none",
+    )
     interconnect_bandwidth_gb_s: float | None = Field(
         default=None, ge=0, le=100_000, description="Per-GPU GPU-to-GPU bandwidth [GB/s]"
     )
-    max_gpus_per_node: int = Field(default=8, ge=1, le=1024)
-    pcie_gen: int | None = Field(default=None, ge=1, le=8)
-    mig_instances: int = Field(default=0, ge=0, le=64)
+    max_gpus_per_node: int = Field(
+        default=8, ge=1, le=1024,
+        description="Most GPUs of this type in one server [count]",
+    )
+    pcie_gen: int | None = Field(
+        default=None, ge=1, le=8,
+        description="PCIe generation of the host link",
+    )
+    mig_instances: int = Field(
+        default=0, ge=0, le=64,
+        description="Hardware partitions (NVIDIA MIG) it can be split into [count]; 0 = none",
+    )
     sm_count: int | None = _sm_count()
     boost_clock_mhz: float | None = _clock_mhz(BOOST_CLOCK_DESCRIPTION)
     base_clock_mhz: float | None = _clock_mhz(BASE_CLOCK_DESCRIPTION)
@@ -129,7 +147,7 @@ class GpuSpecFields(SQLModel):
     )
     source: str = Field(min_length=1, max_length=2000, description="Where the figures come from")
     source_date: date | None = Field(default=None, description="When the figures were taken")
-    notes: str = Field(default="", max_length=4000)
+    notes: str = Field(default="", max_length=4000, description="Free-text remarks on the figures")
 
     @field_validator("base_clock_mhz")
     @classmethod
@@ -182,14 +200,29 @@ class GpuUpdate(SQLModel):
 
     model_config = _STRICT  # type: ignore[assignment]
 
-    name: str | None = Field(default=None, min_length=1, max_length=120)
-    vendor: str | None = Field(default=None, min_length=1, max_length=40)
-    architecture: str | None = Field(default=None, max_length=80)
-    form_factor: FormFactor | None = None
-    launch_year: int | None = Field(default=None, ge=1990, le=2100)
-    memory_gb: float | None = Field(default=None, gt=0, le=10_000)
-    memory_type: str | None = Field(default=None, max_length=60)
-    memory_bandwidth_gb_s: float | None = Field(default=None, gt=0, le=1_000_000)
+    name: str | None = Field(
+        default=None, min_length=1, max_length=120,
+        description="Marketing name",
+    )
+    vendor: str | None = Field(
+        default=None, min_length=1, max_length=40,
+        description="NVIDIA, AMD, ...",
+    )
+    architecture: str | None = Field(
+        default=None, max_length=80,
+        description="Chip architecture, e.g. Hopper (GH100)",
+    )
+    form_factor: FormFactor | None = Field(default=None, description="Module / card class")
+    launch_year: int | None = Field(default=None, ge=1990, le=2100, description="Year of release")
+    memory_gb: float | None = Field(default=None, gt=0, le=10_000, description="Device memory [GB]")
+    memory_type: str | None = Field(
+        default=None, max_length=60,
+        description="Memory technology, e.g. HBM3, GDDR6",
+    )
+    memory_bandwidth_gb_s: float | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="Peak memory bandwidth [GB/s]",
+    )
     fp64_tflops: float | None = _tflops("FP64 vector peak [TFLOPS]")
     fp64_tensor_tflops: float | None = _tflops("FP64 tensor peak [TFLOPS]")
     fp32_tflops: float | None = _tflops("FP32 non-tensor peak [TFLOPS]")
@@ -198,21 +231,48 @@ class GpuUpdate(SQLModel):
     fp16_tflops: float | None = _tflops("FP16 tensor peak, dense [TFLOPS]")
     fp8_tflops: float | None = _tflops("FP8 tensor peak, dense [TFLOPS]")
     int8_tops: float | None = _tflops("INT8 tensor peak, dense [TOPS]")
-    tdp_w: float | None = Field(default=None, gt=0, le=10_000)
-    interconnect: Interconnect | None = None
-    interconnect_bandwidth_gb_s: float | None = Field(default=None, ge=0, le=100_000)
-    max_gpus_per_node: int | None = Field(default=None, ge=1, le=1024)
-    pcie_gen: int | None = Field(default=None, ge=1, le=8)
-    mig_instances: int | None = Field(default=None, ge=0, le=64)
+    tdp_w: float | None = Field(
+        default=None, gt=0, le=10_000,
+        description="Board / module power [W]",
+    )
+    interconnect: Interconnect | None = Field(
+        default=None,
+        description="GPU-to-GPU link inside a server: nvlink, infinity_fabric, pcie, none",
+    )
+    interconnect_bandwidth_gb_s: float | None = Field(
+        default=None, ge=0, le=100_000,
+        description="GPU-to-GPU bandwidth per GPU, one direction [GB/s]",
+    )
+    max_gpus_per_node: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="Most GPUs of this type in one server [count]",
+    )
+    pcie_gen: int | None = Field(
+        default=None, ge=1, le=8,
+        description="PCIe generation of the host link",
+    )
+    mig_instances: int | None = Field(
+        default=None, ge=0, le=64,
+        description="Hardware partitions (NVIDIA MIG) it can be split into [count]; 0 = none",
+    )
     sm_count: int | None = _sm_count()
     boost_clock_mhz: float | None = _clock_mhz(BOOST_CLOCK_DESCRIPTION)
     base_clock_mhz: float | None = _clock_mhz(BASE_CLOCK_DESCRIPTION)
     l2_cache_mb: float | None = _l2_cache_mb()
     tensor_core_generation: int | None = _tensor_core_generation()
-    aliases: list[str] | None = Field(default=None, max_length=50)
-    source: str | None = Field(default=None, min_length=1, max_length=2000)
-    source_date: date | None = None
-    notes: str | None = Field(default=None, max_length=4000)
+    aliases: list[str] | None = Field(
+        default=None, max_length=50,
+        description="Other names it is matched by (quote imports, search)",
+    )
+    source: str | None = Field(
+        default=None, min_length=1, max_length=2000,
+        description="Where the figures come from",
+    )
+    source_date: date | None = Field(default=None, description="When the figures were taken")
+    notes: str | None = Field(
+        default=None, max_length=4000,
+        description="Free-text remarks on the figures",
+    )
 
     _aliases = field_validator("aliases")(GpuSpecFields._aliases.__func__)  # type: ignore[attr-defined]
     _base_clock = field_validator("base_clock_mhz")(_base_not_above_boost)
@@ -220,10 +280,10 @@ class GpuUpdate(SQLModel):
 
 
 class GpuPublic(GpuSpecFields):
-    slug: str
-    version: int
-    created_at: datetime
-    updated_at: datetime
+    slug: str = Field(description="Stable id, e.g. nvidia-h100-sxm5-80gb")
+    version: int = Field(description="Increases on every change; the ETag")
+    created_at: datetime = Field(description="When it was added (UTC)")
+    updated_at: datetime = Field(description="When it last changed (UTC)")
 
 
 NOT_NULL_FIELDS = frozenset(

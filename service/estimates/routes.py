@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from fastapi import APIRouter, Body, Query
+from pydantic import BaseModel, Field
 
 from service.catalog.service import get_gpu, to_spec
 from service.common import Offset, Page
@@ -18,15 +18,17 @@ from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
 from service.security import ReaderDep
 from service.text import Text
+from service.workloads.examples import estimate_body, openapi_examples
 
 router = APIRouter(tags=["estimates"])
 models_router = APIRouter(prefix="/v1/models", tags=["models"])
+EstimateBody = Annotated[EstimateRequest, Body(openapi_examples=openapi_examples(estimate_body))]
 
 
 @router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",
              response_model=EstimateOut, responses=responses(401, 422))
 @reads_database_only
-def create_estimate(body: EstimateRequest, session: SessionDep, _: ReaderDep) -> EstimateOut:
+def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> EstimateOut:
     """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
     named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""
     workload = to_engine_workload(body.workload, require_amount=False)
@@ -54,13 +56,18 @@ NO_AMOUNT_NOTE = (
 
 
 class PresetOut(BaseModel):
-    id: str
-    name: str
-    family: str
-    model_type: str
-    model: dict[str, Any]
-    source: str
-    notes: str
+    id: str = Field(description="Preset id, as given in {\"model\": {\"preset\": id}}")
+    name: str = Field(description="Model name")
+    family: str = Field(description="Model family, e.g. llama, bert, cnn")
+    model_type: str = Field(description="transformer or generic (CNN, detector)")
+    model: dict[str, Any] = Field(
+        description=(
+            "Its architecture numbers (params [count], layers, hidden_size, ...; GFLOP and MB "
+            "per sample for generic networks)"
+        ),
+    )
+    source: str = Field(description="Where the numbers come from")
+    notes: str = Field(description="How derived figures were computed")
 
 
 @models_router.get("", summary="List model presets", response_model=Page[PresetOut],

@@ -31,85 +31,135 @@ class EstimateRequest(BaseModel):
         },
     )
 
-    workload: WorkloadSpec
-    gpu_slug: str = Field(min_length=1, max_length=64)
-    gpu_count: int = Field(default=1, ge=1, le=4096)
+    workload: WorkloadSpec = Field(
+        description=(
+            "The workload (same shape as in POST /v1/recommendations, without name, objective "
+            "and constraints)"
+        ),
+    )
+    gpu_slug: str = Field(
+        min_length=1, max_length=64,
+        description="The GPU type (catalog slug), e.g. nvidia-h100-sxm5-80gb",
+    )
+    gpu_count: int = Field(
+        default=1, ge=1, le=4096,
+        description="GPUs to split the workload over [count]",
+    )
 
     _text = field_validator("*")(no_control_chars)
 
 
 class MemoryBreakdownOut(BaseModel):
-    weights: float
-    gradients: float
-    optimizer_states: float
-    activations: float
-    kv_cache: float
-    overhead: float
+    weights: float = Field(description="Model weights per GPU [GB]")
+    gradients: float = Field(description="Gradients per GPU (training) [GB]")
+    optimizer_states: float = Field(
+        description="Optimizer states per GPU, incl. fp32 master weights (training) [GB]",
+    )
+    activations: float = Field(
+        description=(
+            "Activations saved for backward (training) or in flight (inference) per GPU [GB]"
+        ),
+    )
+    kv_cache: float = Field(description="Attention KV cache per GPU (LLM inference) [GB]")
+    overhead: float = Field(description="Runtime, CUDA context and fragmentation per GPU [GB]")
 
 
 class MemoryOut(BaseModel):
     per_gpu_gb: float = Field(description="Needed per GPU [GB]")
     available_gb: float = Field(description="Device memory per GPU [GB]")
-    breakdown_gb: MemoryBreakdownOut
+    breakdown_gb: MemoryBreakdownOut = Field(description="What the per-GPU memory is made of [GB]")
 
 
 class ParallelismOut(BaseModel):
-    gpu_count: int
-    nodes: int
-    gpus_per_node: int
-    data_parallel: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    sharding: str
-    link: str
-    link_bandwidth_gb_s: float | None
+    gpu_count: int = Field(description="GPUs in the layout [count]")
+    nodes: int = Field(description="Servers the GPUs span [count]")
+    gpus_per_node: int = Field(description="GPUs used in each server [count]")
+    data_parallel: int = Field(description="Data-parallel degree (model copies) [count]")
+    tensor_parallel: int = Field(
+        description="Tensor-parallel degree (each layer split across GPUs) [count]",
+    )
+    pipeline_parallel: int = Field(description="Pipeline-parallel degree (layer stages) [count]")
+    sharding: str = Field(description="Model-state sharding used: none, zero1, zero2, zero3")
+    link: str = Field(
+        description=(
+            "The link the split communicates over: nvlink, infinity_fabric, pcie, network, none"
+        ),
+    )
+    link_bandwidth_gb_s: float | None = Field(
+        description="Bandwidth of that link per GPU [GB/s]; null for a single GPU",
+    )
 
 
 class ThroughputOut(BaseModel):
-    samples_per_s: float | None
+    samples_per_s: float | None = Field(
+        description="Samples (sequences, images) processed per second [samples/s]",
+    )
     tokens_per_s: float | None = Field(
         description="Training: tokens processed; LLM inference: output tokens generated"
     )
-    requests_per_s: float | None
+    requests_per_s: float | None = Field(
+        description="Inference: requests served per second, all replicas [requests/s]",
+    )
 
 
 class AssumptionOut(BaseModel):
-    name: str
-    value: float | str
-    unit: str
-    source: str
+    name: str = Field(description="The constant's name in the engine")
+    value: float | str = Field(description="Its value")
+    unit: str = Field(description="Its unit")
+    source: str = Field(description="Where it comes from (paper, datasheet, benchmark)")
 
 
 class GpuRef(BaseModel):
-    slug: str
-    name: str
+    slug: str = Field(description="Stable GPU id in the catalog")
+    name: str = Field(description="Marketing name")
 
 
 class EstimateOut(BaseModel):
-    gpu: GpuRef
-    gpu_count: int
-    fits: bool
-    precision_used: str
-    warnings: list[str]
-    infeasible_reasons: list[str]
+    gpu: GpuRef = Field(description="The GPU type estimated")
+    gpu_count: int = Field(description="GPUs estimated [count]")
+    fits: bool = Field(description="The workload fits in memory and meets its SLOs on these GPUs")
+    precision_used: str = Field(
+        description="Precision the compute runs at on this GPU (may fall back, e.g. fp8 -> fp16)",
+    )
+    warnings: list[str] = Field(description="Caveats about the estimate")
+    infeasible_reasons: list[str] = Field(
+        description="Why it does not fit or misses an SLO; empty when it fits",
+    )
     fixes: list[str] = Field(description="Smallest changes that make it fit")
-    min_gpus_to_fit: int | None
-    memory: MemoryOut
-    parallelism: ParallelismOut
-    bound: Literal["compute", "memory_bandwidth", "interconnect"] | None
-    throughput: ThroughputOut
-    step_time_ms: float | None
-    time_to_complete_hours: float | None
-    ttft_ms: float | None
-    tpot_ms: float | None
-    latency_ms: float | None
-    latency_ok: bool | None
-    batch_size: int | None
-    power_w: float | None
+    min_gpus_to_fit: int | None = Field(
+        description=(
+            "Fewest GPUs of this type whose memory holds the workload [count]; null when none "
+            "does"
+        ),
+    )
+    memory: MemoryOut = Field(description="Memory needed per GPU and its breakdown")
+    parallelism: ParallelismOut = Field(description="How the work is split over the GPUs")
+    bound: Literal["compute", "memory_bandwidth", "interconnect"] | None = Field(
+        description="What limits speed: compute, memory_bandwidth or interconnect",
+    )
+    throughput: ThroughputOut = Field(description="Work done per second")
+    step_time_ms: float | None = Field(
+        description="Training: one optimizer step; inference: one serving iteration [ms]",
+    )
+    time_to_complete_hours: float | None = Field(
+        description="Training/compute: time to finish the job [hours]",
+    )
+    ttft_ms: float | None = Field(description="LLM inference: time to first token [ms]")
+    tpot_ms: float | None = Field(
+        description="LLM inference: time per output token after the first [ms]",
+    )
+    latency_ms: float | None = Field(description="Inference: end-to-end time per request [ms]")
+    latency_ok: bool | None = Field(
+        description="Inference: every latency SLO is met; null when none was given",
+    )
+    batch_size: int | None = Field(description="Batch the estimate runs at [requests or samples]")
+    power_w: float | None = Field(description="Power drawn by all GPUs at this load [W]")
     energy_kwh: float | None = Field(
         description="Training/compute: to finish; inference: per hour of serving"
     )
-    assumptions: list[AssumptionOut]
+    assumptions: list[AssumptionOut] = Field(
+        description="Every named constant used, with its value, unit and source",
+    )
 
 
 def _r(value: float | None, digits: int = 6) -> float | None:

@@ -24,10 +24,19 @@ _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=T
 class QuoteFields(SQLModel):
     provider: str = Field(min_length=1, max_length=40, sa_type=String(40),
                           description="Cloud or seller, lower case: aws, lambda, gcp, nvidia-msrp")
-    region: str = Field(default="global", min_length=1, max_length=60, sa_type=String(60))
-    instance_type: str = Field(min_length=1, max_length=100, sa_type=String(100))
+    region: str = Field(
+        default="global", min_length=1, max_length=60, sa_type=String(60),
+        description="Provider region, or global",
+    )
+    instance_type: str = Field(
+        min_length=1, max_length=100, sa_type=String(100),
+        description="The provider's instance (or product) name",
+    )
     gpu_count: int = Field(default=1, ge=1, le=1024, description="GPUs in one instance")
-    pricing: Pricing = Field(sa_type=String(16))
+    pricing: Pricing = Field(
+        sa_type=String(16),
+        description="on_demand, spot, reserved_1y, reserved_3y, or purchase",
+    )
     price_usd_per_hour: float | None = Field(
         default=None, ge=0, le=MAX_HOURLY_USD,
         description="Whole instance [USD/h]; null for purchase",
@@ -35,7 +44,10 @@ class QuoteFields(SQLModel):
     purchase_price_usd: float | None = Field(
         default=None, ge=0, le=MAX_PURCHASE_USD, description="Purchase only: one unit [USD]"
     )
-    source: str = Field(min_length=1, max_length=2000)
+    source: str = Field(
+        min_length=1, max_length=2000,
+        description="Where the price comes from (URL, price list, import)",
+    )
     captured_at: datetime = Field(description="When the price was read")
     valid_until: datetime | None = Field(default=None, description="Expiry; null = no expiry")
 
@@ -77,7 +89,7 @@ class QuoteCreate(QuoteFields):
 
     captured_at: UtcDatetime = Field(description="When the price was read (UTC if no offset)")
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
-    gpu_slug: str = Field(min_length=1, max_length=64)
+    gpu_slug: str = Field(min_length=1, max_length=64, description="The GPU type (catalog slug)")
 
     _text = field_validator("*")(no_control_chars)
 
@@ -91,27 +103,57 @@ class QuoteCreate(QuoteFields):
 class QuoteUpdate(SQLModel):
     model_config = _STRICT  # type: ignore[assignment]
 
-    gpu_slug: str | None = Field(default=None, min_length=1, max_length=64)
-    provider: str | None = Field(default=None, min_length=1, max_length=40)
-    region: str | None = Field(default=None, min_length=1, max_length=60)
-    instance_type: str | None = Field(default=None, min_length=1, max_length=100)
-    gpu_count: int | None = Field(default=None, ge=1, le=1024)
-    pricing: Pricing | None = None
-    price_usd_per_hour: float | None = Field(default=None, ge=0, le=MAX_HOURLY_USD)
-    purchase_price_usd: float | None = Field(default=None, ge=0, le=MAX_PURCHASE_USD)
-    source: str | None = Field(default=None, min_length=1, max_length=2000)
-    captured_at: UtcDatetime | None = None
-    valid_until: UtcDatetime | None = None
+    gpu_slug: str | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="The GPU type (catalog slug)",
+    )
+    provider: str | None = Field(
+        default=None, min_length=1, max_length=40,
+        description="Cloud or seller, e.g. aws, lambda",
+    )
+    region: str | None = Field(
+        default=None, min_length=1, max_length=60,
+        description="Provider region, or global",
+    )
+    instance_type: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="The provider's instance (or product) name",
+    )
+    gpu_count: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="GPUs in one instance [count]",
+    )
+    pricing: Pricing | None = Field(
+        default=None,
+        description="on_demand, spot, reserved_1y, reserved_3y, or purchase",
+    )
+    price_usd_per_hour: float | None = Field(
+        default=None, ge=0, le=MAX_HOURLY_USD,
+        description="Price of one whole instance [USD/hour]",
+    )
+    purchase_price_usd: float | None = Field(
+        default=None, ge=0, le=MAX_PURCHASE_USD,
+        description="Price to buy one instance [USD]",
+    )
+    source: str | None = Field(
+        default=None, min_length=1, max_length=2000,
+        description="Where the price comes from",
+    )
+    captured_at: UtcDatetime | None = Field(
+        default=None,
+        description="When the price was read (UTC if no offset)",
+    )
+    valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
 
     _text = field_validator("*")(no_control_chars)
 
 
 class QuotePublic(QuoteFields):
-    id: int
-    gpu_slug: str
-    version: int
-    created_at: datetime
-    updated_at: datetime
+    id: int = Field(description="Quote id")
+    gpu_slug: str = Field(description="The GPU type (catalog slug)")
+    version: int = Field(description="Increases on every change; the ETag")
+    created_at: datetime = Field(description="When it was added (UTC)")
+    updated_at: datetime = Field(description="When it last changed (UTC)")
     price_usd_per_gpu_hour: float | None = Field(
         default=None, description="price_usd_per_hour / gpu_count"
     )
@@ -184,95 +226,96 @@ class QuotePriceChange(SQLModel, table=True):
 
 
 class QuoteImportPublic(SQLModel):
-    id: int
-    created_at: datetime
-    api_key_name: str
-    source: str
-    format: str
-    provider: str | None
-    captured_at: datetime
-    rows_read: int
-    added: int
-    updated: int
-    unchanged: int
-    skipped: int
-    unmatched: int
-    duration_ms: float
+    id: int = Field(description="Import id")
+    created_at: datetime = Field(description="When the import ran (UTC)")
+    api_key_name: str = Field(description="The caller's API key name (or cli:...)")
+    source: str = Field(description="Where the file came from")
+    format: str = Field(description="File format: csv, json, skypilot")
+    provider: str | None = Field(description="Provider the rows were for, when one was given")
+    captured_at: datetime = Field(description="captured_at given to the imported quotes")
+    rows_read: int = Field(description="Data rows read [count]")
+    added: int = Field(description="Quotes added [count]")
+    updated: int = Field(description="Quotes whose price changed [count]")
+    unchanged: int = Field(description="Quotes with the same price [count]")
+    skipped: int = Field(description="Rows skipped as invalid [count]")
+    unmatched: int = Field(description="Rows naming no catalog GPU [count]")
+    duration_ms: float = Field(description="Time the import took [ms]")
 
 
 class PriceChangePublic(SQLModel):
-    id: int
-    quote_id: int
+    id: int = Field(description="Change id")
+    quote_id: int = Field(description="The quote whose price changed")
     event: HistoryEvent = Field(
         default="price_change",
         description="price_change: old -> new price; deleted: the quote's last price (new: null)",
     )
     gpu_slug: str | None = Field(default=None, description="The quote's GPU at that time")
-    provider: str | None = None
-    region: str | None = None
-    instance_type: str | None = None
-    pricing: str | None = None
+    provider: str | None = Field(default=None, description="The quote's provider at that time")
+    region: str | None = Field(default=None, description="The quote's region at that time")
+    instance_type: str | None = Field(default=None,
+                                      description="The quote's instance type at that time")
+    pricing: str | None = Field(default=None, description="The quote's pricing kind at that time")
     import_id: int | None = Field(description="The import that changed it; null for a PATCH")
-    changed_at: datetime
-    changed_by: str
-    old_price_usd_per_hour: float | None
-    new_price_usd_per_hour: float | None
-    old_purchase_price_usd: float | None
-    new_purchase_price_usd: float | None
+    changed_at: datetime = Field(description="When (UTC)")
+    changed_by: str = Field(description="API key name (or cli:...) that changed it")
+    old_price_usd_per_hour: float | None = Field(description="Previous hourly price [USD/hour]")
+    new_price_usd_per_hour: float | None = Field(description="New hourly price [USD/hour]")
+    old_purchase_price_usd: float | None = Field(description="Previous purchase price [USD]")
+    new_purchase_price_usd: float | None = Field(description="New purchase price [USD]")
     old_captured_at: datetime | None = Field(description="When the old price had been read")
 
 
 class UpdatedQuote(SQLModel):
-    quote_id: int
-    gpu_slug: str
-    region: str
-    instance_type: str
-    pricing: str
-    old_price_usd_per_hour: float | None
-    new_price_usd_per_hour: float | None
+    quote_id: int = Field(description="The quote updated")
+    gpu_slug: str = Field(description="The GPU type (catalog slug)")
+    region: str = Field(description="Provider region")
+    instance_type: str = Field(description="The provider's instance name")
+    pricing: str = Field(description="Pricing kind")
+    old_price_usd_per_hour: float | None = Field(description="Price before [USD/hour]")
+    new_price_usd_per_hour: float | None = Field(description="Price now [USD/hour]")
     old_gpu_slug: str = Field(description="Differs from gpu_slug when the GPU was re-matched")
-    old_gpu_count: int
-    gpu_count: int
+    old_gpu_count: int = Field(description="GPUs per instance before [count]")
+    gpu_count: int = Field(description="GPUs per instance now [count]")
 
 
 class AddedQuote(SQLModel):
     row: int = Field(description="CSV line (header = 1) or JSON position of its first row")
-    gpu_slug: str
-    region: str
-    instance_type: str
-    gpu_count: int
-    pricing: str
-    price_usd_per_hour: float | None
-    purchase_price_usd: float | None
+    gpu_slug: str = Field(description="The GPU type (catalog slug)")
+    region: str = Field(description="Provider region")
+    instance_type: str = Field(description="The provider's instance name")
+    gpu_count: int = Field(description="GPUs in one instance [count]")
+    pricing: str = Field(description="Pricing kind")
+    price_usd_per_hour: float | None = Field(description="Price of one instance [USD/hour]")
+    purchase_price_usd: float | None = Field(description="Price to buy one instance [USD]")
 
 
 class SkippedRow(SQLModel):
     row: int = Field(description="CSV: line of the file (header = 1); JSON: position from 1")
-    reason: str
+    reason: str = Field(description="Why the row was skipped, naming the field")
 
 
 class UnmatchedRow(SQLModel):
-    row: int
-    accelerator_name: str
-    instance_type: str
-    reason: str
+    row: int = Field(description="CSV line (header = 1) or JSON position")
+    accelerator_name: str = Field(description="The GPU name in the row")
+    instance_type: str = Field(description="The instance named in the row")
+    reason: str = Field(description="Why no catalog GPU matched")
 
 
 class ImportResult(SQLModel):
     import_id: int | None = Field(description="The import record; null for a dry run")
-    dry_run: bool
-    provider: str | None
-    format: ImportFormat
-    captured_at: datetime
+    dry_run: bool = Field(description="True: nothing was written")
+    provider: str | None = Field(description="Provider the rows were for, when one was given")
+    format: ImportFormat = Field(description="File format read")
+    captured_at: datetime = Field(description="captured_at given to the imported quotes")
     rows_read: int = Field(description="Data rows in the file (header excluded)")
     quotes_in_file: int = Field(description="Quotes the rows make after merging zones")
-    added: int
+    added: int = Field(description="Quotes added [count]")
     added_quotes: list[AddedQuote] = Field(
         description="The quotes added (or, for a dry run, that would be added)"
     )
-    updated: list[UpdatedQuote]
+    updated: list[UpdatedQuote] = Field(description="Quotes whose price or size changed")
     unchanged: int = Field(description="Same price; captured_at moved forward when newer")
     ignored_rows: int = Field(description="CPU-only and host-machine rows, not quotes")
-    skipped: list[SkippedRow]
-    unmatched: list[UnmatchedRow]
-    duration_ms: float
+    skipped: list[SkippedRow] = Field(description="Rows skipped as invalid, with reasons")
+    unmatched: list[UnmatchedRow] = Field(description="Rows naming no catalog GPU")
+    duration_ms: float = Field(description="Time the import took [ms]")

@@ -16,10 +16,15 @@ from service.errors import ProblemError
 
 
 def add_recommend_parser(sub: Any) -> None:
-    p = sub.add_parser("recommend", help="Rank GPUs for a workload JSON file (local database)")
+    p = sub.add_parser(
+        "recommend", help="Rank GPUs for a workload JSON file (local database)",
+        description="The file holds exactly the body of POST /v1/recommendations (a stored "
+                    "workload's body, without `limit`, works too); options override its "
+                    "`objective` and `limit`.")
     p.add_argument("workload", help="Path to a workload JSON file ('-' for standard input)")
-    p.add_argument("--objective", choices=["cost", "time", "balanced", "energy"])
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--objective", choices=["cost", "time", "balanced", "energy"],
+                   help="Default: the body's objective")
+    p.add_argument("--limit", type=int, default=None, help="Default: the body's limit (10)")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_recommend)
 
@@ -77,12 +82,15 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from service.db import make_engine
     from service.migrate import upgrade
     from service.seeding import seed
-    from service.workloads.models import WorkloadSubmission
+    from service.workloads.models import RecommendationQuery
     from service.workloads.service import recommend_for
 
     text = sys.stdin.read() if args.workload == "-" else Path(args.workload).read_text()
     try:
-        submission = WorkloadSubmission.model_validate_json(text)
+        submission = RecommendationQuery.model_validate_json(text)
+        if args.limit is not None:
+            submission = RecommendationQuery.model_validate(
+                {**submission.model_dump(exclude_unset=True), "limit": args.limit})
     except ValidationError as exc:
         for detail in exc.errors():
             field = ".".join(str(p) for p in detail["loc"])
@@ -96,7 +104,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         try:
             result = recommend_for(
                 session, submission=submission, objective=args.objective or submission.objective,
-                limit=args.limit, settings=settings, now=utcnow(),
+                limit=submission.limit, settings=settings, now=utcnow(),
             )
         except ProblemError as exc:
             for err in exc.errors:

@@ -17,7 +17,6 @@ from service.workloads.schemas import WorkloadSpec
 Objective = Literal["cost", "time", "balanced", "energy"]
 PricingKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)
-_SLUGS = Field(default=None, max_length=200)
 
 
 class ConstraintsIn(BaseModel):
@@ -25,24 +24,60 @@ class ConstraintsIn(BaseModel):
 
     model_config = _STRICT
 
-    max_gpus: int | None = Field(default=None, ge=1, le=100_000)
-    gpu_slugs: list[str] | None = _SLUGS
-    exclude_gpu_slugs: list[str] = Field(default_factory=list, max_length=200)
-    vendors: list[str] | None = Field(default=None, max_length=20)
-    form_factors: list[Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]] | None = (
-        None
+    max_gpus: int | None = Field(
+        default=None, ge=1, le=100_000,
+        description="Most GPUs in one replica [count]",
     )
-    deployment: Literal["cloud", "on_prem", "edge"] | None = None
+    gpu_slugs: list[str] | None = Field(
+        default=None, max_length=200,
+        description="Only these GPUs (catalog slugs); null = every GPU",
+    )
+    exclude_gpu_slugs: list[str] = Field(
+        default_factory=list, max_length=200,
+        description="Never these GPUs (catalog slugs)",
+    )
+    vendors: list[str] | None = Field(
+        default=None, max_length=20,
+        description="Only these vendors, e.g. [\"NVIDIA\", \"AMD\"]; null = any",
+    )
+    form_factors: list[Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]] | None = (
+        Field(default=None, description="Only these form factors; null = any")
+    )
+    deployment: Literal["cloud", "on_prem", "edge"] | None = Field(
+        default=None,
+        description=(
+            "cloud prices from hourly quotes; on_prem and edge from purchase quotes amortised "
+            "over the configured years plus power; null = any"
+        ),
+    )
     max_power_w: float | None = Field(default=None, gt=0, le=100_000, description="Per GPU [W]")
-    providers: list[str] | None = Field(default=None, max_length=50)
-    regions: list[str] | None = Field(default=None, max_length=200)
+    providers: list[str] | None = Field(
+        default=None, max_length=50,
+        description="Only quotes from these providers; null = any",
+    )
+    regions: list[str] | None = Field(
+        default=None, max_length=200,
+        description="Only quotes in these regions; null = any",
+    )
     pricing: list[PricingKind] | None = Field(
         default=None, description="Allowed pricing kinds; default on_demand + reserved"
     )
-    budget_usd: float | None = Field(default=None, gt=0, le=1e12)
-    max_usd_per_hour: float | None = Field(default=None, gt=0, le=1e7)
-    deadline_hours: float | None = Field(default=None, gt=0, le=1e6)
-    require_fast_interconnect: bool = False
+    budget_usd: float | None = Field(
+        default=None, gt=0, le=1e12,
+        description="Most money for the whole job (training/compute) [USD]",
+    )
+    max_usd_per_hour: float | None = Field(
+        default=None, gt=0, le=1e7,
+        description="Most money per hour for all GPUs and replicas [USD/hour]",
+    )
+    deadline_hours: float | None = Field(
+        default=None, gt=0, le=1e6,
+        description="Training/compute must finish within this [hours]",
+    )
+    require_fast_interconnect: bool = Field(
+        default=False,
+        description="Multi-GPU splits only over NVLink / Infinity Fabric, not PCIe",
+    )
 
     _text = field_validator("*")(no_control_chars)
 
@@ -87,15 +122,28 @@ class WorkloadSubmission(WorkloadSpec):
         },
     )
 
-    name: str = Field(default="unnamed", min_length=1, max_length=200)
-    objective: Objective = "balanced"
-    constraints: ConstraintsIn = Field(default_factory=ConstraintsIn)
+    name: str = Field(
+        default="unnamed", min_length=1, max_length=200,
+        description="A label for the workload, shown in lists",
+    )
+    objective: Objective = Field(
+        default="balanced",
+        description=(
+            "What to rank on (lower is better): cost (USD to finish, or per unit of work), time "
+            "(hours to finish, or latency), energy (kWh), balanced (half cost, half time, each "
+            "relative to the best)"
+        ),
+    )
+    constraints: ConstraintsIn = Field(
+        default_factory=ConstraintsIn,
+        description="Limits on the answer; all optional",
+    )
 
 
 class RecommendationQuery(WorkloadSubmission):
     """POST /v1/recommendations: a workload, answered and not stored."""
 
-    limit: int = Field(default=10, ge=1, le=100)
+    limit: int = Field(default=10, ge=1, le=100, description="Ranked candidates to return [count]")
 
 
 class StoredWorkload(SQLModel, table=True):
@@ -153,22 +201,31 @@ class RunRequest(BaseModel):
 
 
 class WorkloadPublic(BaseModel):
-    id: str
-    name: str
-    objective: Objective
-    kind: str
-    created_at: datetime
+    id: str = Field(description="Stable workload id (UUID)")
+    name: str = Field(description="The label given at submission")
+    objective: Objective = Field(description="The objective it is ranked on by default")
+    kind: str = Field(description="training, inference or compute")
+    created_at: datetime = Field(description="When it was stored (UTC)")
     owner_key_id: int | None = Field(default=None,
                                      description="Id of the API key that stored it")
     workload: dict[str, Any] = Field(description="The submission as stored")
 
 
 class RunSummary(BaseModel):
-    id: str
-    workload_id: str
-    objective: Objective
-    limit: int
-    catalog_revision: str
-    created_at: datetime
-    top_gpu_slug: str | None
-    top_gpu_count: int | None
+    id: str = Field(description="Run id (UUID)")
+    workload_id: str = Field(description="The workload ranked")
+    objective: Objective = Field(description="The objective the run ranked on")
+    limit: int = Field(description="Candidates the run returned at most [count]")
+    catalog_revision: str = Field(
+        description=(
+            "Fingerprint of the catalog and quotes the run saw; equal revisions give equal "
+            "answers"
+        ),
+    )
+    created_at: datetime = Field(description="When the run was made (UTC)")
+    top_gpu_slug: str | None = Field(
+        description="The first-ranked GPU; null when nothing was feasible",
+    )
+    top_gpu_count: int | None = Field(
+        description="GPUs per replica of the first-ranked candidate [count]",
+    )

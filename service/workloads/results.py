@@ -13,32 +13,54 @@ from service.workloads.models import ConstraintsIn, Objective
 
 
 class QuoteRef(BaseModel):
-    id: int
-    provider: str
-    region: str
-    instance_type: str
+    id: int = Field(description="Quote id (GET /v1/quotes/{id})")
+    provider: str = Field(description="Cloud or seller, e.g. aws, lambda")
+    region: str = Field(description="Provider region, or global")
+    instance_type: str = Field(description="The provider's instance (or product) name")
     gpu_count: int = Field(description="GPUs in one instance")
-    pricing: str
-    price_usd_per_hour: float | None
-    purchase_price_usd: float | None
-    age_days: float
-    stale: bool
+    pricing: str = Field(description="on_demand, spot, reserved_1y, reserved_3y or purchase")
+    price_usd_per_hour: float | None = Field(
+        description="Price of one whole instance [USD/hour]; null for purchase quotes",
+    )
+    purchase_price_usd: float | None = Field(
+        description="Price to buy one instance [USD]; null for hourly quotes",
+    )
+    age_days: float = Field(description="Days since the price was read [days]")
+    stale: bool = Field(description="Older than the configured stale age: used, with a warning")
 
 
 class CostOut(BaseModel):
     known: bool = Field(description="False: no usable quote; every money figure is null")
-    usd_per_hour: float | None
+    usd_per_hour: float | None = Field(
+        description=(
+            "All instances of all replicas per hour [USD/hour] (owned: amortisation + power)"
+        ),
+    )
     total_usd: float | None = Field(description="Training/compute: to finish")
-    usd_per_million_output_tokens: float | None
-    usd_per_1k_requests: float | None
-    replicas: int
-    instances: int
+    usd_per_million_output_tokens: float | None = Field(
+        description=(
+            "LLM inference: cost per million generated tokens at the achieved throughput [USD]"
+        ),
+    )
+    usd_per_1k_requests: float | None = Field(
+        description="Non-LLM inference: cost per 1,000 requests [USD]",
+    )
+    replicas: int = Field(description="Copies of the model serving in parallel (inference) [count]")
+    instances: int = Field(description="Instances rented or bought, all replicas [count]")
     gpus: int = Field(description="GPUs paid for, all replicas")
-    owned: bool
-    amortized_usd_per_hour: float | None
-    power_usd_per_hour: float | None
-    break_even_months: float | None
-    energy_kwh: float | None
+    owned: bool = Field(description="Priced from a purchase quote (on_prem, edge)")
+    amortized_usd_per_hour: float | None = Field(
+        description="Owned: purchase price spread over the amortisation years [USD/hour]",
+    )
+    power_usd_per_hour: float | None = Field(
+        description="Owned: electricity at the configured price [USD/hour]",
+    )
+    break_even_months: float | None = Field(
+        description="Owned: months after which buying beats the cheapest hourly quote [months]",
+    )
+    energy_kwh: float | None = Field(
+        description="Energy to finish (training/compute) or per hour of serving [kWh]",
+    )
 
 
 class ProvisionOut(BaseModel):
@@ -47,23 +69,37 @@ class ProvisionOut(BaseModel):
 
 
 class CandidateOut(BaseModel):
-    rank: int
-    gpu: GpuRef
+    rank: int = Field(description="Position in the answer, 1 = best")
+    gpu: GpuRef = Field(description="The GPU type")
     gpu_count: int = Field(description="GPUs in one replica")
-    quote: QuoteRef | None
-    estimate: EstimateOut
-    cost: CostOut
+    quote: QuoteRef | None = Field(
+        description="The offer used to price it; null when no usable quote exists",
+    )
+    estimate: EstimateOut = Field(description="The full estimate behind this candidate")
+    cost: CostOut = Field(description="What it costs, per hour and per unit of work")
     score: float = Field(description="The value ranked on; lower is better")
-    pareto_optimal: bool
-    reasons: list[str]
-    warnings: list[str]
-    provision: ProvisionOut
+    pareto_optimal: bool = Field(
+        description=(
+            "No other priced candidate is at least as good on cost, time and energy and better "
+            "on one"
+        ),
+    )
+    reasons: list[str] = Field(description="Why it ranks here, in plain words")
+    warnings: list[str] = Field(
+        description="Caveats: stale quote, spot pricing, estimate near a limit",
+    )
+    provision: ProvisionOut = Field(description="Ready-to-use provisioning snippets")
 
 
 class RejectionOut(BaseModel):
-    gpu: GpuRef
-    code: str
-    reason: str
+    gpu: GpuRef = Field(description="The GPU type ruled out")
+    code: str = Field(
+        description=(
+            "Machine-readable reason: memory, latency, precision, constraint, power, no_quote, "
+            "budget, deadline, outranked, ..."
+        ),
+    )
+    reason: str = Field(description="Why it was ruled out, with the figures")
     fix: str = Field(description="The nearest change that would make it a candidate")
 
 
@@ -71,25 +107,33 @@ _REJECTIONS = TypeAdapter(list[RejectionOut])
 
 
 class RecommendationResult(BaseModel):
-    objective: Objective
-    constraints: ConstraintsIn
-    catalog_revision: str
-    generated_at: datetime
-    recommendations: list[CandidateOut]
-    rejected: list[RejectionOut]
-    warnings: list[str]
+    objective: Objective = Field(description="The objective ranked on")
+    constraints: ConstraintsIn = Field(description="The constraints applied")
+    catalog_revision: str = Field(
+        description=(
+            "Fingerprint of the catalog and quotes used; equal revisions give equal answers"
+        ),
+    )
+    generated_at: datetime = Field(description="When the answer was computed (UTC)")
+    recommendations: list[CandidateOut] = Field(
+        description="Feasible candidates, best first (one per GPU type: its best count and offer)",
+    )
+    rejected: list[RejectionOut] = Field(
+        description="GPUs ruled out, each with the reason and the nearest fix",
+    )
+    warnings: list[str] = Field(description="Caveats about the whole answer")
 
 
 class RunOut(BaseModel):
-    id: str
-    workload_id: str
-    created_at: datetime
-    catalog_revision: str
-    objective: Objective
-    limit: int
+    id: str = Field(description="Run id (UUID)")
+    workload_id: str = Field(description="The workload ranked")
+    created_at: datetime = Field(description="When the run was made (UTC)")
+    catalog_revision: str = Field(description="Fingerprint of the catalog and quotes the run saw")
+    objective: Objective = Field(description="The objective ranked on")
+    limit: int = Field(description="Candidates returned at most [count]")
     created_by_key_id: int | None = Field(default=None,
                                           description="Id of the API key that created the run")
-    result: RecommendationResult
+    result: RecommendationResult = Field(description="The ranked answer exactly as it was returned")
 
 
 def _money(value: float | None) -> float | None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 
 from service.common import NOT_MODIFIED, Offset, Page, as_utc, capped_limit, conditional_get, utcnow
 from service.db import SessionDep, reads_database_only
 from service.errors import responses
 from service.security import ReaderDep, SubmitterDep
-from service.workloads import service
+from service.workloads import examples, service
 from service.workloads.models import (
     Objective,
     RecommendationQuery,
@@ -31,6 +31,15 @@ IdempotencyKey = Annotated[
            description="Same key + same body: the first workload back; other body: 409"),
 ]
 Limit = Annotated[int, Query(ge=1, le=100, description="Recommendations to return")]
+SubmissionBody = Annotated[
+    WorkloadSubmission,
+    Body(openapi_examples=examples.openapi_examples(examples.submission_body)),
+]
+QueryBody = Annotated[
+    RecommendationQuery,
+    Body(openapi_examples=examples.openapi_examples(
+        lambda name: examples.submission_body(name, limit=10))),
+]
 
 
 def _run_out(run: RecommendationRun) -> RunOut:
@@ -49,7 +58,7 @@ def _run_out(run: RecommendationRun) -> RunOut:
                                              "Idempotency-Key"},
                         **responses(401, 403, 409, 422)})
 def create_workload(
-    body: WorkloadSubmission,
+    body: SubmissionBody,
     session: SessionDep,
     caller: SubmitterDep,
     response: Response,
@@ -163,7 +172,7 @@ def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",
                              response_model=RecommendationResult, responses=responses(401, 422))
 @reads_database_only
-def recommend_once(body: RecommendationQuery, request: Request, session: SessionDep,
+def recommend_once(body: QueryBody, request: Request, session: SessionDep,
                    _: ReaderDep) -> RecommendationResult:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""
     return service.recommend_for(

@@ -41,21 +41,72 @@ class _Strict(BaseModel):
 class ModelInput(_Strict):
     """A preset id, or an explicit transformer, or a generic network (CNN, detector)."""
 
-    preset: str | None = Field(default=None, min_length=1, max_length=64)
-    params: float | None = Field(default=None, ge=1, le=MAX_PARAMS)
-    layers: int | None = Field(default=None, gt=0, le=10_000)
-    hidden_size: int | None = Field(default=None, gt=0, le=1_000_000)
-    attention_heads: int | None = Field(default=None, gt=0, le=100_000)
-    kv_heads: int | None = Field(default=None, gt=0, le=100_000)
-    vocab_size: int | None = Field(default=None, gt=0, le=10_000_000)
-    intermediate_size: int | None = Field(default=None, gt=0, le=10_000_000)
-    experts: int = Field(default=1, ge=1, le=100_000)
-    experts_per_token: int = Field(default=1, ge=1, le=100_000)
-    active_params: float | None = Field(default=None, ge=1, le=MAX_PARAMS)
-    encoder_only: bool = False
-    gflops_per_sample: float | None = Field(default=None, ge=1e-6, le=1e9)
-    activation_mb_per_sample: float | None = Field(default=None, ge=0, le=1e7)
-    name: str = Field(default="custom", max_length=128)
+    preset: str | None = Field(
+        default=None, min_length=1, max_length=64,
+        description=(
+            "A known model's id (GET /v1/models), e.g. llama-3.1-8b; when given, the "
+            "architecture fields are ignored"
+        ),
+    )
+    params: float | None = Field(
+        default=None, ge=1, le=MAX_PARAMS,
+        description="Total parameters [count], e.g. 7e9",
+    )
+    layers: int | None = Field(
+        default=None, gt=0, le=10_000,
+        description="Transformer layers (blocks) [count]",
+    )
+    hidden_size: int | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="Model (embedding) width [elements]",
+    )
+    attention_heads: int | None = Field(
+        default=None, gt=0, le=100_000,
+        description="Query attention heads per layer [count]",
+    )
+    kv_heads: int | None = Field(
+        default=None, gt=0, le=100_000,
+        description=(
+            "Key/value heads per layer [count] (grouped-query attention); default = "
+            "attention_heads"
+        ),
+    )
+    vocab_size: int | None = Field(
+        default=None, gt=0, le=10_000_000,
+        description="Vocabulary size [tokens]",
+    )
+    intermediate_size: int | None = Field(
+        default=None, gt=0, le=10_000_000,
+        description="Feed-forward inner width [elements]; default 4 x hidden_size",
+    )
+    experts: int = Field(
+        default=1, ge=1, le=100_000,
+        description="Mixture-of-experts: experts per layer [count]; 1 = dense",
+    )
+    experts_per_token: int = Field(
+        default=1, ge=1, le=100_000,
+        description="Mixture-of-experts: experts each token is routed to [count]",
+    )
+    active_params: float | None = Field(
+        default=None, ge=1, le=MAX_PARAMS,
+        description="Parameters used per token [count] (mixture-of-experts); default = params",
+    )
+    encoder_only: bool = Field(
+        default=False,
+        description="True for encoder-only transformers (BERT): no KV cache, no token generation",
+    )
+    gflops_per_sample: float | None = Field(
+        default=None, ge=1e-6, le=1e9,
+        description="Generic network (CNN, detector): forward work per sample [GFLOP]",
+    )
+    activation_mb_per_sample: float | None = Field(
+        default=None, ge=0, le=1e7,
+        description="Generic network: activation memory per sample [MB]",
+    )
+    name: str = Field(
+        default="custom", max_length=128,
+        description="A label for a custom model, shown in reasons",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> ModelInput:
@@ -111,15 +162,53 @@ class ModelInput(_Strict):
 
 class TrainingInput(_Strict):
     batch_size: int = Field(gt=0, le=MAX_INT, description="Global batch [samples/sequences]")
-    seq_len: int | None = Field(default=None, gt=0, le=10_000_000)
-    tokens: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    samples: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    epochs: float | None = Field(default=None, ge=1e-6, le=100_000)
-    dataset_samples: float | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    optimizer: Literal["adamw", "sgd", "adafactor"] = "adamw"
-    activation_checkpointing: bool = False
-    sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
-    flash_attention: bool = True
+    seq_len: int | None = Field(
+        default=None, gt=0, le=10_000_000,
+        description="Sequence length [tokens] (transformers)",
+    )
+    tokens: float | None = Field(
+        default=None, ge=1, le=MAX_TOKENS,
+        description=(
+            "Tokens to train on in total [tokens]; or give samples, or epochs with "
+            "dataset_samples"
+        ),
+    )
+    samples: float | None = Field(
+        default=None, ge=1, le=MAX_TOKENS,
+        description="Samples (sequences, images) to train on in total [samples]",
+    )
+    epochs: float | None = Field(
+        default=None, ge=1e-6, le=100_000,
+        description="Passes over the dataset [count]; needs dataset_samples",
+    )
+    dataset_samples: float | None = Field(
+        default=None, ge=1, le=MAX_TOKENS,
+        description="Dataset size [samples]; with epochs",
+    )
+    optimizer: Literal["adamw", "sgd", "adafactor"] = Field(
+        default="adamw",
+        description=(
+            "Optimizer: adamw (two fp32 states per parameter), sgd (momentum), adafactor "
+            "(factored)"
+        ),
+    )
+    activation_checkpointing: bool = Field(
+        default=False,
+        description=(
+            "Recompute activations in the backward pass: less memory, about a third more compute"
+        ),
+    )
+    sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = Field(
+        default="auto",
+        description=(
+            "How model states are split over data-parallel GPUs: auto picks the cheapest that "
+            "fits; zero1/2/3 (fsdp = zero3) shard optimizer states, gradients, weights"
+        ),
+    )
+    flash_attention: bool = Field(
+        default=True,
+        description="Fused attention kernels (no materialised attention matrix)",
+    )
 
     def to_engine(self) -> TrainingSpec:
         sharding: Sharding = "zero3" if self.sharding == "fsdp" else self.sharding
@@ -138,13 +227,34 @@ class TrainingInput(_Strict):
 
 
 class InferenceInput(_Strict):
-    prompt_tokens: int = Field(default=0, ge=0, le=10_000_000)
-    output_tokens: int = Field(default=0, ge=0, le=10_000_000)
-    batch_size: int | None = Field(default=None, gt=0, le=1_000_000)
-    max_ttft_ms: float | None = Field(default=None, gt=0, le=1e9)
-    max_tpot_ms: float | None = Field(default=None, gt=0, le=1e9)
-    max_latency_ms: float | None = Field(default=None, gt=0, le=1e10)
-    target_requests_per_s: float | None = Field(default=None, gt=0, le=1e9)
+    prompt_tokens: int = Field(
+        default=0, ge=0, le=10_000_000,
+        description="Input tokens per request [tokens] (memory is sized for these)",
+    )
+    output_tokens: int = Field(
+        default=0, ge=0, le=10_000_000,
+        description="Generated tokens per request [tokens]; 0 for encoders and CNNs",
+    )
+    batch_size: int | None = Field(
+        default=None, gt=0, le=1_000_000,
+        description="Requests served together [requests]; null = the largest that meets the SLOs",
+    )
+    max_ttft_ms: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description="SLO: longest time to first token [ms]",
+    )
+    max_tpot_ms: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description="SLO: longest time per output token after the first [ms]",
+    )
+    max_latency_ms: float | None = Field(
+        default=None, gt=0, le=1e10,
+        description="SLO: longest end-to-end time per request [ms]",
+    )
+    target_requests_per_s: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description="Load to serve [requests/s]; replicas are added to reach it",
+    )
     effective_prompt_tokens: int | None = Field(
         default=None,
         ge=1,
@@ -248,14 +358,37 @@ class WorkloadSpec(_Strict):
         extra="forbid", allow_inf_nan=False, json_schema_extra=cast(Any, {"examples": _EXAMPLES})
     )
 
-    kind: Literal["training", "inference", "compute"]
-    model: ModelInput | None = None
-    precision: Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"] = "bf16"
-    weight_precision: Literal["int8", "int4"] | None = None
-    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] | None = None
-    training: TrainingInput | None = None
-    inference: InferenceInput | None = None
-    compute: ComputeInput | None = None
+    kind: Literal["training", "inference", "compute"] = Field(
+        description=(
+            "What is run: training, inference (serving), or compute (an HPC job given by its "
+            "FLOPs and bytes)"
+        ),
+    )
+    model: ModelInput | None = Field(
+        default=None,
+        description=(
+            "The model: a preset, an explicit transformer, or a generic network; omit for "
+            "compute jobs"
+        ),
+    )
+    precision: Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"] = Field(
+        default="bf16",
+        description="Arithmetic precision of the compute (tensor-core peak used)",
+    )
+    weight_precision: Literal["int8", "int4"] | None = Field(
+        default=None,
+        description="Quantised weights (inference): int8 or int4; null = same as precision",
+    )
+    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] | None = Field(
+        default=None,
+        description="KV-cache element type (inference); null = same as precision",
+    )
+    training: TrainingInput | None = Field(default=None, description="Amounts for kind=training")
+    inference: InferenceInput | None = Field(
+        default=None,
+        description="Amounts and SLOs for kind=inference",
+    )
+    compute: ComputeInput | None = Field(default=None, description="Amounts for kind=compute")
 
     def to_engine(self, *, require_amount: bool = True) -> Workload:
         """Resolve presets and check consistency; raises :class:`WorkloadError`.

@@ -41,3 +41,73 @@ def test_recommend_reports_bad_input_by_field(tmp_path: Path) -> None:
                                     "inference": {"prompt_tokens": 1, "output_tokens": 1}}))
     run = _cli(url, "recommend", str(workload), check=False)
     assert run.returncode == 2 and "model.preset" in run.stderr
+
+
+def test_recommend_takes_exactly_the_api_body(tmp_path: Path) -> None:
+    """The body POST /v1/recommendations accepts (with `limit`) is what the CLI accepts, and
+    both rank the same GPUs, counts and offers on the same database."""
+    from fastapi.testclient import TestClient
+
+    from service.config import Settings
+    from service.main import create_app
+    from service.workloads.examples import submission_body
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    for name in ("llm-serving", "too-big", "fp64-simulation"):
+        body = submission_body(name, limit=4)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(body))
+        cli = json.loads(_cli(url, "recommend", str(path), "--format", "json").stdout)
+        with TestClient(create_app(Settings(database_url=url))) as client:
+            api = client.post("/v1/recommendations", json=body)
+        assert api.status_code == 200, api.text
+
+        def picks(result: dict) -> list[tuple]:  # type: ignore[type-arg]
+            return [(c["gpu"]["slug"], c["gpu_count"], (c["quote"] or {}).get("id"))
+                    for c in result["recommendations"]]
+
+        assert len(picks(cli)) == 4
+        assert picks(cli) == picks(api.json())
+        assert [r["gpu"]["slug"] for r in cli["rejected"]] == [
+            r["gpu"]["slug"] for r in api.json()["rejected"]]
+    # --limit still overrides the body's limit; a bad limit names the field.
+    assert len(json.loads(_cli(url, "recommend", str(path), "--limit", "2", "--format",
+                               "json").stdout)["recommendations"]) == 2
+    path.write_text(json.dumps({**body, "limit": 0}))
+    run = _cli(url, "recommend", str(path), check=False)
+    assert run.returncode == 2 and "limit" in run.stderr
+
+
+def test_serve_prints_the_url_it_listens_on(tmp_path: Path) -> None:
+    import os
+    import time
+
+    import httpx
+
+    from tests.hardening.live import free_port, stop
+
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "--database-url",
+             f"sqlite:///{tmp_path / 'serve.db'}", "serve", "--port", str(port)],
+            cwd=REPO_ROOT, stdout=fh, stderr=subprocess.STDOUT,
+            env={k: v for k, v in os.environ.items() if k != "PORT"})
+    try:
+        deadline = time.monotonic() + 60
+        while "serving on" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        line = next(ln for ln in log.read_text().splitlines() if "serving on" in ln)
+        url = line.split("serving on ", 1)[1].split()[0]
+        assert url == f"http://127.0.0.1:{port}/"
+        while time.monotonic() < deadline:
+            try:
+                page = httpx.get(url, timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert page.status_code == 200 and "/ui" in page.text and "/docs" in page.text
+    finally:
+        stop(proc)

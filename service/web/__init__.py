@@ -1,0 +1,1 @@
+"""Pages for people: the landing page, the comparison page, offline Swagger UI and ReDoc."""

@@ -1,0 +1,234 @@
+"""Server-rendered HTML for `/` and `/ui`. Plain strings, escaped; no template engine needed.
+
+The comparison page's form is built here from the request schema's choices and the named
+examples; `static/ui.js` turns it into a `POST /v1/recommendations` body and draws the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from html import escape
+from typing import Any
+
+from service import __version__
+from service.presets.catalog import PRESETS
+from service.workloads.examples import EXAMPLES, submission_body
+
+_HEAD = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="icon" href="/static/vendor/favicon.png">
+<link rel="stylesheet" href="/static/ui.css">
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+<p class="brand"><a href="/">gpu-advisor</a> <span class="version">v{version}</span></p>
+<nav aria-label="Site">
+<ul>
+<li><a href="/ui">Compare GPUs</a></li>
+<li><a href="/docs">API (Swagger UI)</a></li>
+<li><a href="/redoc">API reference (ReDoc)</a></li>
+<li><a href="/healthz">Health</a></li>
+</ul>
+</nav>
+</header>
+"""
+
+
+def _page(title: str, body: str, script: str | None = None) -> str:
+    tail = f'<script src="{script}"></script>\n' if script else ""
+    return (_HEAD.format(title=escape(title), version=escape(__version__)) + body + tail
+            + "</body>\n</html>\n")
+
+
+@cache
+def landing_page() -> str:
+    items = "".join(
+        f'<li><a href="/ui?example={escape(name)}">{escape(ex["summary"])}</a></li>'
+        for name, ex in EXAMPLES.items()
+    )
+    body = f"""<main id="main">
+<h1>For this workload, which GPU, how many, from which offer, and why?</h1>
+<p>gpu-advisor keeps a GPU catalog with datasheet figures and price quotes, estimates what a
+workload needs and how fast it runs, and returns ranked, explained recommendations.</p>
+<ul class="cards">
+<li><a href="/ui"><strong>Compare GPUs</strong></a>: describe a workload, see the ranked answer,
+the cost&ndash;time trade-off, the memory it needs and why GPUs were ruled out.</li>
+<li><a href="/docs"><strong>Swagger UI</strong></a>: every route, with named examples to try.</li>
+<li><a href="/redoc"><strong>ReDoc</strong></a>: the API reference, every field described.</li>
+<li><a href="/openapi.json"><strong>OpenAPI document</strong></a> (JSON), for generated
+clients.</li>
+<li><a href="/healthz"><strong>Health</strong></a>, <a href="/readyz">readiness</a> and
+<a href="/metrics">metrics</a>.</li>
+</ul>
+<h2>Start from an example</h2>
+<ul>{items}</ul>
+</main>
+"""
+    return _page("gpu-advisor", body)
+
+
+def _select(path: str, label: str, options: list[tuple[str, str]], *, kind: str = "text",
+            help_text: str = "") -> str:
+    ident = "f-" + path.replace(".", "-")
+    opts = "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in options)
+    hint = f'<small id="{ident}-h">{escape(help_text)}</small>' if help_text else ""
+    described = f' aria-describedby="{ident}-h"' if help_text else ""
+    return (f'<div class="field"><label for="{ident}">{escape(label)}</label>'
+            f'<select id="{ident}" name="{escape(path)}" data-path="{escape(path)}" '
+            f'data-type="{kind}"{described}>{opts}</select>{hint}</div>')
+
+
+def _input(path: str, label: str, *, kind: str = "float", step: str = "any",
+           help_text: str = "") -> str:
+    ident = "f-" + path.replace(".", "-")
+    if kind == "bool":
+        return (f'<div class="field check"><input type="checkbox" id="{ident}" '
+                f'name="{escape(path)}" data-path="{escape(path)}" data-type="bool">'
+                f'<label for="{ident}">{escape(label)}</label></div>')
+    typ = "text" if kind in ("list", "text") else "number"
+    extra = f' step="{step}" min="0"' if typ == "number" else ""
+    hint = f'<small id="{ident}-h">{escape(help_text)}</small>' if help_text else ""
+    described = f' aria-describedby="{ident}-h"' if help_text else ""
+    return (f'<div class="field"><label for="{ident}">{escape(label)}</label>'
+            f'<input type="{typ}" id="{ident}" name="{escape(path)}" data-path="{escape(path)}" '
+            f'data-type="{kind}"{extra}{described}>{hint}</div>')
+
+
+_NONE = [("", "(not set)")]
+_PRECISIONS = ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+
+
+def _form() -> str:
+    examples = [(name, ex["summary"]) for name, ex in EXAMPLES.items()]
+    presets = [("", "(custom architecture below)")] + [
+        (p.id, f"{p.name} ({p.family})") for p in PRESETS.values()
+    ]
+    workload = "".join([
+        _select("kind", "Kind", [("inference", "inference"), ("training", "training"),
+                                 ("compute", "compute (HPC, FP64)")]),
+        _select("model.preset", "Model preset", presets),
+        _select("precision", "Precision (compute)", [(p, p) for p in _PRECISIONS]),
+        _select("weight_precision", "Weight precision", _NONE + [("int8", "int8"),
+                                                                 ("int4", "int4")]),
+        _select("objective", "Objective (ranked on)",
+                [("balanced", "balanced cost and time"), ("cost", "cost"), ("time", "time"),
+                 ("energy", "energy")]),
+    ])
+    custom = "".join([
+        _input("model.params", "Parameters [count]"),
+        _input("model.layers", "Layers", kind="int", step="1"),
+        _input("model.hidden_size", "Hidden size", kind="int", step="1"),
+        _input("model.attention_heads", "Attention heads", kind="int", step="1"),
+        _input("model.kv_heads", "KV heads", kind="int", step="1"),
+        _input("model.vocab_size", "Vocabulary size", kind="int", step="1"),
+        _input("model.gflops_per_sample", "Generic network: GFLOP per sample"),
+        _input("model.activation_mb_per_sample", "Generic network: activations [MB/sample]"),
+    ])
+    training = "".join([
+        _input("training.batch_size", "Global batch [sequences]", kind="int", step="1"),
+        _input("training.seq_len", "Sequence length [tokens]", kind="int", step="1"),
+        _input("training.tokens", "Tokens to train on"),
+        _input("training.samples", "Samples to train on (non-LLM)"),
+        _select("training.optimizer", "Optimizer", [("adamw", "AdamW"), ("sgd", "SGD"),
+                                                    ("adafactor", "Adafactor")]),
+        _select("training.sharding", "Sharding", [(s, s) for s in
+                                                  ("auto", "none", "zero1", "zero2", "zero3",
+                                                   "fsdp")]),
+        _input("training.activation_checkpointing", "Activation checkpointing", kind="bool"),
+    ])
+    inference = "".join([
+        _input("inference.prompt_tokens", "Prompt [tokens]", kind="int", step="1"),
+        _input("inference.output_tokens", "Output [tokens]", kind="int", step="1"),
+        _input("inference.batch_size", "Batch [requests]", kind="int", step="1"),
+        _input("inference.max_ttft_ms", "Max time to first token [ms]"),
+        _input("inference.max_tpot_ms", "Max time per output token [ms]"),
+        _input("inference.max_latency_ms", "Max latency per request [ms]"),
+        _input("inference.target_requests_per_s", "Target load [requests/s]"),
+    ])
+    compute = "".join([
+        _input("compute.total_tflop", "Work [TFLOP]"),
+        _input("compute.total_gb_moved", "Memory traffic [GB]"),
+        _input("compute.memory_gb", "Working set [GB]"),
+        _select("compute.fp64_units", "FP64 units", [("vector", "vector (stencils, CFD)"),
+                                                     ("matrix", "matrix (DGEMM, HPL)")]),
+    ])
+    constraints = "".join([
+        _input("constraints.max_gpus", "Max GPUs", kind="int", step="1"),
+        _input("constraints.max_power_w", "Max power per GPU [W]"),
+        _input("constraints.budget_usd", "Budget [USD]"),
+        _input("constraints.max_usd_per_hour", "Max price [USD/hour]"),
+        _input("constraints.deadline_hours", "Deadline [hours]"),
+        _select("constraints.deployment", "Deployment", _NONE + [
+            ("cloud", "cloud"), ("on_prem", "on premises"), ("edge", "edge")]),
+        _input("constraints.vendors", "Vendors (comma-separated)", kind="list",
+               help_text="e.g. NVIDIA, AMD; empty = any"),
+    ])
+    return f"""<form id="workload-form" novalidate>
+<div class="field"><label for="example">Start from an example</label>
+<select id="example" name="example">{''.join(
+        f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in examples)}</select></div>
+<fieldset><legend>Workload</legend>{workload}</fieldset>
+<fieldset data-when-preset=""><legend>Custom architecture</legend>{custom}</fieldset>
+<fieldset data-kind="training"><legend>Training amounts</legend>{training}</fieldset>
+<fieldset data-kind="inference"><legend>Inference amounts and SLOs</legend>{inference}</fieldset>
+<fieldset data-kind="compute"><legend>Compute job</legend>{compute}</fieldset>
+<fieldset><legend>Constraints</legend>{constraints}</fieldset>
+<div class="field"><label for="api-key">API key (only when reads need one)</label>
+<input type="password" id="api-key" autocomplete="off"></div>
+<button type="submit" id="submit">Recommend</button>
+</form>"""
+
+
+@cache
+def comparison_page() -> str:
+    examples: dict[str, Any] = {name: submission_body(name) for name in EXAMPLES}
+    data = json.dumps(examples).replace("<", "\\u003c")
+    body = f"""<main id="main">
+<h1>Compare GPUs for a workload</h1>
+<div class="layout">
+<section aria-labelledby="form-h" class="panel">
+<h2 id="form-h">Workload</h2>
+{_form()}
+<details><summary>Request body (what the API and <code>gpu-advisor recommend</code>
+take)</summary><pre id="body-preview"></pre></details>
+</section>
+<section aria-labelledby="answer-h" class="panel wide">
+<h2 id="answer-h">Answer</h2>
+<p id="status" role="status" aria-live="polite">Choose an example or fill in the form, then
+press Recommend.</p>
+<div id="results" hidden>
+<h3 id="plot-h">Cost vs time of every feasible candidate</h3>
+<figure><div id="plot"></div><figcaption id="plot-caption"></figcaption></figure>
+<h3 id="table-h">Ranked GPUs</h3>
+<div class="scroll"><table id="ranked" aria-labelledby="table-h"><thead><tr>
+<th scope="col">#</th><th scope="col">GPU</th><th scope="col">Count</th>
+<th scope="col">Offer</th><th scope="col" id="cost-h">Cost</th>
+<th scope="col" id="time-h">Time / latency</th>
+<th scope="col">Bound</th><th scope="col">Pareto</th><th scope="col">Memory</th>
+</tr></thead><tbody></tbody></table></div>
+<h3 id="memory-h">Memory per GPU</h3>
+<div id="memory"></div>
+<h3 id="rejected-h">Rejected GPUs</h3>
+<div id="rejected"></div>
+<div id="warnings"></div>
+</div>
+</section>
+</div>
+<section aria-labelledby="compare-h" class="panel">
+<h2 id="compare-h">Compare GPUs side by side</h2>
+<p>Pick 2 to 4 GPUs: their datasheet figures and the estimate for the workload above.</p>
+<fieldset id="gpu-picker"><legend>GPUs</legend><p>Loading the catalog&hellip;</p></fieldset>
+<button type="button" id="compare-btn">Compare</button>
+<p id="compare-status" role="status" aria-live="polite"></p>
+<div class="scroll" id="compare"></div>
+</section>
+</main>
+<script type="application/json" id="examples">{data}</script>
+"""
+    return _page("gpu-advisor - compare GPUs", body, script="/static/ui.js")

@@ -1,0 +1,1 @@
+"""Real headless Chromium against a live server: the pages for people."""
