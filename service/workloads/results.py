@@ -7,8 +7,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from service.engine.recommend_types import Candidate, CostBreakdown, Offer, Recommendation
-from service.estimates.schemas import EstimateOut, GpuRef, estimate_out
+from service.engine.recommend_types import (
+    Candidate,
+    CostBreakdown,
+    Fabric,
+    Offer,
+    Recommendation,
+    RejectionCode,
+    WarningCode,
+)
+from service.estimates.schemas import EstimateOut, FixOut, GpuRef, estimate_out, fix_out
 from service.workloads.models import ConstraintsIn, Objective
 
 
@@ -23,6 +31,11 @@ class QuoteRef(BaseModel):
     purchase_price_usd: float | None
     age_days: float
     stale: bool
+    network_gbps: float | None = Field(default=None,
+                                       description="Network of one instance [Gb/s]")
+    network_fabric: Fabric | None = Field(default=None, description="null = unknown")
+    multi_node: bool = Field(default=False,
+                             description="Clusters of this instance type are offered")
 
 
 class CostOut(BaseModel):
@@ -42,8 +55,23 @@ class CostOut(BaseModel):
 
 
 class ProvisionOut(BaseModel):
-    skypilot_yaml: str = Field(description="A ready SkyPilot `resources:` block")
-    kubernetes: dict[str, Any] = Field(description="Container resources + nodeSelector")
+    skypilot_yaml: str | None = Field(
+        description="A SkyPilot task (`resources:`, `num_nodes:`; serving: a SkyServe "
+        "`service:` block and `resources.ports`); add `run:`. Null for owned hardware, "
+        "providers that are not SkyPilot clouds and GPUs without a SkyPilot name")
+    skypilot_note: str | None = Field(description="Why there is no SkyPilot task")
+    kubernetes: list[dict[str, Any]] = Field(
+        description="Complete manifests: Deployment + Service (serving, one node per "
+        "replica), StatefulSet + headless Service per replica group (multi-node serving), "
+        "Job (training/compute; Indexed, one pod per node, for multi-node); a placeholder "
+        "image to replace, GPU requests/limits, nodeSelector on `nvidia.com/gpu.product` as "
+        "GPU Feature Discovery publishes it")
+    kubernetes_note: str | None = Field(description="What the manifests leave to the caller")
+
+
+class WarningOut(BaseModel):
+    code: WarningCode = Field(description="Stable, machine-readable")
+    message: str
 
 
 class CandidateOut(BaseModel):
@@ -56,15 +84,16 @@ class CandidateOut(BaseModel):
     score: float = Field(description="The value ranked on; lower is better")
     pareto_optimal: bool
     reasons: list[str]
-    warnings: list[str]
+    warnings: list[WarningOut]
     provision: ProvisionOut
 
 
 class RejectionOut(BaseModel):
     gpu: GpuRef
-    code: str
+    code: RejectionCode
     reason: str
-    fix: str = Field(description="The nearest change that would make it a candidate")
+    fix: FixOut = Field(description="The nearest change that would make it a candidate")
+    other_fixes: list[FixOut] = Field(description="Other changes that would also work")
 
 
 class RecommendationResult(BaseModel):
@@ -99,6 +128,8 @@ def _quote(offer: Offer | None) -> QuoteRef | None:
         instance_type=offer.instance_type, gpu_count=offer.gpu_count, pricing=offer.pricing,
         price_usd_per_hour=offer.price_usd_per_hour, purchase_price_usd=offer.purchase_price_usd,
         age_days=round(offer.age_days, 2), stale=offer.stale,
+        network_gbps=offer.network_gbps, network_fabric=offer.fabric,
+        multi_node=offer.multi_node,
     )
 
 
@@ -131,9 +162,11 @@ def _candidate(c: Candidate) -> CandidateOut:
         score=float(f"{c.score:.9g}"),
         pareto_optimal=c.pareto_optimal,
         reasons=list(c.reasons),
-        warnings=list(c.warnings),
+        warnings=[WarningOut(code=w.code, message=w.message) for w in c.warnings],
         provision=ProvisionOut(skypilot_yaml=c.provision.skypilot_yaml,
-                               kubernetes=dict(c.provision.kubernetes)),
+                               skypilot_note=c.provision.skypilot_note,
+                               kubernetes=[dict(m) for m in c.provision.kubernetes],
+                               kubernetes_note=c.provision.kubernetes_note),
     )
 
 
@@ -153,7 +186,8 @@ def result_out(
         recommendations=[_candidate(c) for c in rec.recommendations],
         rejected=[
             RejectionOut(gpu=GpuRef(slug=r.gpu_slug, name=r.gpu_name), code=r.code,
-                         reason=r.reason, fix=r.fix)
+                         reason=r.reason, fix=fix_out(r.fix),
+                         other_fixes=[fix_out(f) for f in r.other_fixes])
             for r in rec.rejected
         ],
         warnings=extra_warnings + list(rec.warnings),
