@@ -51,7 +51,7 @@ ci:
 LOCK_ARGS := --universal --python-version 3.11 --custom-compile-command 'make lock' $(UPGRADE)
 lock:
 	$(UV) pip compile pyproject.toml $(LOCK_ARGS) -o requirements.lock
-	$(UV) pip compile pyproject.toml --extra dev $(LOCK_ARGS) -o requirements-dev.lock
+	$(UV) pip compile pyproject.toml --extra dev --extra validators $(LOCK_ARGS) -o requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) $(VENV).install.lock .pytest_cache .mypy_cache .ruff_cache gpu_advisor.db*
