@@ -163,3 +163,34 @@ def test_every_rejection_fix_is_typed_and_the_memory_fix_uses_the_kind() -> None
         for f in over:
             assert f.field == "constraints.max_gpus" and isinstance(f.value, int)
             assert f.value > 16
+
+
+def test_accelerator_names_and_node_labels_come_from_sourced_tables() -> None:
+    from service.engine.choice.provision import accelerator_name, node_label
+
+    gpus = gpus_by_slug()
+    runpod = replace(_offer(9, 8, 20.0), provider="runpod", instance_type="8x_H100-SXM_SECURE")
+    assert accelerator_name(gpus[H100], runpod, None) == "H100-SXM"  # RunPod's catalog name
+    assert accelerator_name(gpus[H100], _offer(1, 8, 98.0), None) == "H100"
+    assert accelerator_name(gpus["nvidia-a100-pcie-80gb"], None, None) == "A100-80GB"
+    for jetson in ("nvidia-jetson-agx-orin-64gb", "nvidia-jetson-orin-nx-16gb"):
+        assert accelerator_name(gpus[jetson], None, {jetson: "Jetson AGX Orin 64GB"}) is None
+        assert node_label(gpus[jetson]) is None
+    # GPU Feature Discovery's product value (the NVML name), not the catalog's marketing name
+    assert node_label(gpus[H100]) == ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3")
+    assert node_label(gpus["nvidia-a10g"]) == ("nvidia.com/gpu.product", "NVIDIA-A10G")
+    assert node_label(gpus["nvidia-t4"]) == ("nvidia.com/gpu.product", "Tesla-T4")
+
+
+def test_a_jetson_answer_gets_no_cloud_task() -> None:
+    stream = Workload(kind="inference", precision="int8", model=PRESETS["yolov8-l"].model,
+                      inference=InferenceSpec(batch_size=1, max_latency_ms=100))
+    for deployment in (None, "edge"):
+        rec = recommend(stream, load_gpus(), load_offers(), objective="cost", limit=50,
+                        constraints=Constraints(deployment=deployment))  # type: ignore[arg-type]
+        jetsons = [c for c in rec.recommendations if "jetson" in c.gpu_slug]
+        assert jetsons, deployment
+        for c in jetsons:
+            assert c.provision.skypilot_yaml is None
+            why = "owned hardware" if deployment else "no SkyPilot accelerator name"
+            assert why in (c.provision.skypilot_note or ""), c.provision.skypilot_note
