@@ -18,7 +18,9 @@ from service.engine.recommend_types import Fabric
 
 AWS_SPECS = ("AWS EC2 User Guide, 'Accelerated computing instance specifications' (network "
              "bandwidth, EFA support per instance type), docs.aws.amazon.com/ec2/latest/"
-             "instancetypes/ac.html")
+             "instancetypes/ac.html; EFA support cross-checked with eksctl-io/eksctl "
+             "pkg/utils/instance/instance_types.go @1105014 (EFASupported: true for p5, p5e, "
+             "p5en, p4d, p4de, p3dn, g6e.48xlarge, g6.48xlarge, g5.48xlarge, g4dn.12xlarge)")
 GCP_SPECS = ("Google Cloud, 'Network bandwidths and GPUs' (A2 standard: 24 Gbps for 1 GPU, "
              "100 Gbps for 8 GPUs; no GPUDirect-TCPX/RDMA on A2), cloud.google.com/compute/"
              "docs/gpus/gpu-network-bandwidth")
