@@ -87,6 +87,8 @@ the catalog aliases do not give (PCIe parts share the SXM name; aliases come aft
 _RUNPOD_INSTANCE = re.compile(r"^\d+x_([A-Za-z0-9-]+)_(SECURE|COMMUNITY)$")
 """RunPod instance types in SkyPilot's catalog are ``<count>x_<AcceleratorName>_<cloud type>``."""
 _SKYPILOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's safe dumper when built in (4x faster: ~0.25 ms a task), else PyYAML's own."""
 
 GFD_PRODUCT_LABELS: Mapping[str, str] = {
     "nvidia-h100-sxm5-80gb": "NVIDIA-H100-80GB-HBM3",
@@ -212,7 +214,7 @@ def skypilot_task(
         }
     head = ("# SkyPilot task from gpu-advisor: add `run:` (and `setup:`) with your command"
             + ("; launch with `sky serve up`" if workload.kind == "inference" else "") + "\n")
-    return head + yaml.safe_dump(task, sort_keys=False), None
+    return head + yaml.dump(task, Dumper=_DUMPER, sort_keys=False), None
 
 
 def _container(gpu: GpuSpec, gpus: int, serving: bool, env: list[dict[str, Any]]) -> dict[
