@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml requirements-dev.lock
 	$(FLOCK) sh -c 'set -e; \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 	  $(BIN)/python -m pip install -q --upgrade pip; \
-	  $(BIN)/python -m pip install -q -r requirements-dev.lock; \
+	  $(BIN)/python -m pip install -q --no-deps -r requirements-dev.lock; \
 	  $(BIN)/python -m pip install -q --no-deps -e .; \
 	  touch $(STAMP)'
 
@@ -56,7 +56,8 @@ ci:
 LOCK_ARGS := --universal --python-version 3.11 --custom-compile-command 'make lock' $(UPGRADE)
 lock:
 	$(UV) pip compile pyproject.toml $(LOCK_ARGS) -o requirements.lock
-	$(UV) pip compile pyproject.toml --extra dev $(LOCK_ARGS) -o requirements-dev.lock
+	$(UV) pip compile pyproject.toml --extra dev --extra validators --override lock-overrides.txt \
+	  $(LOCK_ARGS) -o requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) $(VENV).install.lock .pytest_cache .mypy_cache .ruff_cache gpu_advisor.db*

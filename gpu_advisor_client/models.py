@@ -179,6 +179,10 @@ class Quote(_Response):
     version: int
     stale: bool = False
     expired: bool = False
+    network_gbps: float | None = None
+    network_fabric: str | None = None
+    multi_node: bool | None = None
+    network_source: str | None = None
 
 
 class PriceChange(_Response):
@@ -222,13 +226,30 @@ class Throughput(_Response):
     requests_per_s: float | None
 
 
+class Fix(_Response):
+    """A change that would make it work: ``kind`` (e.g. gpu_count, weight_precision, budget),
+    ``value`` (in the unit of ``field``), ``detail`` for people."""
+
+    kind: str
+    value: float | str | bool | None
+    detail: str
+    field: str | None
+
+
+class Notice(_Response):
+    """A warning with a stable ``code`` (e.g. tpot_above_reading_speed, stale_quote)."""
+
+    code: str
+    message: str
+
+
 class Estimate(_Response):
     gpu: GpuRef
     gpu_count: int
     fits: bool
     warnings: list[str]
     infeasible_reasons: list[str]
-    fixes: list[str]
+    fixes: list[Fix]
     min_gpus_to_fit: int | None
     memory: Memory
     bound: str | None
@@ -251,6 +272,9 @@ class QuoteRef(_Response):
     pricing: str
     price_usd_per_hour: float | None
     purchase_price_usd: float | None
+    network_gbps: float | None = None
+    network_fabric: str | None = None
+    multi_node: bool = False
 
 
 class Candidate(_Response):
@@ -263,7 +287,7 @@ class Candidate(_Response):
     score: float | None
     pareto_optimal: bool
     reasons: list[str]
-    warnings: list[str]
+    warnings: list[Notice]
     provision: dict[str, Any] | None
 
 
@@ -271,7 +295,8 @@ class Rejection(_Response):
     gpu: GpuRef
     code: str
     reason: str
-    fix: str | None
+    fix: Fix
+    other_fixes: list[Fix] = []
 
 
 class RecommendationResult(_Response):
@@ -323,6 +348,7 @@ SERVER_SCHEMAS: dict[type[BaseModel], str] = {
     Preset: "PresetOut", GpuRef: "GpuRef", Memory: "MemoryOut", Throughput: "ThroughputOut",
     Estimate: "EstimateOut", QuoteRef: "QuoteRef", Candidate: "CandidateOut",
     Rejection: "RejectionOut", RecommendationResult: "RecommendationResult",
+    Fix: "FixOut", Notice: "WarningOut",
     StoredWorkload: "WorkloadPublic", Run: "RunOut", RunSummary: "RunSummary",
 }
 """Each client model and the OpenAPI component it mirrors (checked by a test)."""

@@ -221,12 +221,14 @@ def catalog_fingerprint(session: Session) -> tuple[object, ...]:
 _SKYPILOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
 
-def skypilot_name(gpu: Gpu) -> str:
-    """The SkyPilot accelerator name: the first alias without spaces or an instance prefix."""
+def skypilot_name(gpu: Gpu) -> str | None:
+    """The SkyPilot accelerator name: the first alias without spaces or an instance prefix;
+    None when there is none (never a word of the marketing name: Jetson AGX Orin 64GB is not
+    ``64GB``)."""
     for alias in gpu.aliases:
         if _SKYPILOT_NAME.match(alias) and not alias.startswith("gpu_"):
             return alias
-    return gpu.name.split()[-1]
+    return None
 
 
 @dataclass(frozen=True)
@@ -259,7 +261,8 @@ def catalog_snapshot(session: Session) -> CatalogSnapshot:
             fingerprint=fingerprint,
             specs=tuple(to_spec(g) for g in gpus),
             names={g.slug: g.name for g in gpus},
-            skypilot_names={g.slug: skypilot_name(g) for g in gpus},
+            skypilot_names={g.slug: name for g in gpus
+                            if (name := skypilot_name(g)) is not None},
         )
         # Under READ COMMITTED a commit may land between the two reads: cache only rows known
         # to belong to the fingerprint they are filed under.

@@ -6,10 +6,10 @@ rented (or owned) set of GPUs, including every replica.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from service.engine.types import Estimate
+from service.engine.types import Estimate, Fix
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 Deployment = Literal["cloud", "on_prem", "edge"]
@@ -24,8 +24,25 @@ RejectionCode = Literal[
     "no_quote",
     "power",
     "interconnect",
+    "network",
     "outranked",
 ]
+Fabric = Literal["infiniband", "efa", "roce", "ethernet", "none"]
+"""The network between instances: an RDMA fabric (InfiniBand, AWS EFA, RoCE), plain ethernet,
+or none (instances of this type are not networked together)."""
+RDMA_FABRICS: tuple[Fabric, ...] = ("infiniband", "efa", "roce")
+WarningCode = Literal[
+    "estimate",
+    "stale_quote",
+    "spot_capacity",
+    "no_price",
+    "partial_quote_coverage",
+    "no_rdma_fabric",
+    "tpot_above_reading_speed",
+    "pipeline_deeper_than_node",
+    "edge_latency_high",
+]
+"""Machine-readable candidate warnings (``estimate``: a note from the estimate itself)."""
 
 RENTAL_PRICING: tuple[Pricing, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 DEFAULT_PRICING: tuple[Pricing, ...] = ("on_demand", "reserved_1y", "reserved_3y")
@@ -62,6 +79,21 @@ class Offer:
     """One unit [USD]; purchase quotes only."""
     age_days: float = 0.0
     stale: bool = False
+    network_gbps: float | None = None
+    """Network bandwidth of ONE instance [Gb/s] (purchase quotes: of one node built from the
+    cards); None = unknown."""
+    fabric: Fabric | None = None
+    """None = unknown."""
+    multi_node: bool = False
+    """Clusters of several instances of this type are offered (placement groups, cluster
+    fabrics); False or unknown: no plan spans instances of this offer."""
+    network_source: str | None = None
+
+    def clusters(self) -> bool:
+        """Several instances of this offer may form one job: multi-node clusters are offered
+        over a known fabric at a known rate."""
+        return (self.multi_node and self.fabric not in (None, "none")
+                and (self.network_gbps or 0.0) > 0)
 
 
 @dataclass(frozen=True)
@@ -133,9 +165,24 @@ class CostBreakdown:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A candidate warning: a stable ``code`` for machines, a ``message`` for people."""
+
+    code: WarningCode
+    message: str
+
+
+@dataclass(frozen=True)
 class Provision:
-    skypilot_yaml: str
-    kubernetes: dict[str, Any] = field(default_factory=dict)
+    """Deployable specs for a candidate (see :mod:`service.engine.choice.provision`)."""
+
+    skypilot_yaml: str | None
+    """A SkyPilot task YAML (with a SkyServe ``service:`` block for serving); None when the
+    answer cannot be launched on a SkyPilot cloud (``skypilot_note`` says why)."""
+    kubernetes: tuple[dict[str, Any], ...] = ()
+    """Complete Kubernetes manifests (apiVersion, kind, metadata, spec)."""
+    skypilot_note: str | None = None
+    kubernetes_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +199,7 @@ class Candidate:
     """The value ranked on, lower is better (see service.engine.choice.ranking)."""
     pareto_optimal: bool
     reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
+    warnings: tuple[Notice, ...]
     provision: Provision
 
 
@@ -161,8 +208,10 @@ class Rejection:
     gpu_slug: str
     gpu_name: str
     reason: str
-    fix: str
+    fix: Fix
     code: RejectionCode
+    other_fixes: tuple[Fix, ...] = ()
+    """Further changes that would also work (e.g. int8 weights besides more GPUs)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,26 @@ WorkloadKind = Literal["training", "inference", "compute"]
 Optimizer = Literal["adamw", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
+FixKind = Literal[
+    "gpu_count",
+    "weight_precision",
+    "activation_checkpointing",
+    "sharding",
+    "gpu_memory",
+    "max_gpus",
+    "budget",
+    "max_usd_per_hour",
+    "deadline",
+    "max_power",
+    "latency_limit",
+    "precision",
+    "interconnect",
+    "constraint",
+    "quote",
+    "multi_node_offer",
+    "limit",
+]
+"""What a fix changes (machine-readable; ``Fix.detail`` is the text for people)."""
 
 
 def _cached_hash(obj: Any) -> int:
@@ -67,6 +87,10 @@ class GpuSpec:
     tensor_core_generation: int | None = None
     """Matrix-unit generation (NVIDIA tensor cores: 1 Volta .. 5 Blackwell; AMD CDNA 1-3;
     0 = none)."""
+    network_gb_s_per_gpu: float | None = None
+    """Cross-node bandwidth per GPU [GB/s, one way] of the offer the GPUs are rented or
+    bought with (its fabric's rate / 8 / GPUs per node); None = the class default
+    (:func:`service.engine.physics.parallelism.network_gb_s`)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +198,20 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One change that would make an infeasible option (or a rejected GPU) work.
+
+    ``kind`` says what to change and ``value`` what to change it to (a count, a precision,
+    a limit in the unit of ``field``; None when there is no single value); ``field`` names
+    the request field to change when there is one (``constraints.max_gpus``)."""
+
+    kind: FixKind
+    value: float | str | bool | None
+    detail: str
+    field: str | None = None
+
+
+@dataclass(frozen=True)
 class Assumption:
     """A named constant the estimate used, with its value, unit and source."""
 
@@ -256,8 +294,8 @@ class Estimate:
     """Inference: all requested latency limits hold (None when none were given)."""
     warnings: tuple[str, ...] = ()
     infeasible_reasons: tuple[str, ...] = ()
-    fixes: tuple[str, ...] = ()
-    """The smallest changes that make it fit ("needs 2 GPUs", "fits with int8 weights")."""
+    fixes: tuple[Fix, ...] = ()
+    """The smallest changes that make it fit (kind ``gpu_count`` 2, ``weight_precision`` int8)."""
     min_gpus_to_fit: int | None = None
     assumptions: tuple[Assumption, ...] = field(default=())
     micro_batch_size: int | None = None

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.engine.types import Estimate
+from service.engine.types import Estimate, Fix, FixKind
 from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
@@ -114,6 +114,23 @@ class GpuRef(BaseModel):
     name: str = Field(description="Marketing name")
 
 
+class FixOut(BaseModel):
+    """A change that would make it work, for machines (``kind``, ``value``, ``field``) and
+    people (``detail``)."""
+
+    kind: FixKind = Field(description="What to change")
+    value: float | str | bool | None = Field(
+        description="What to change it to (a count, a precision, a limit in the unit of "
+        "`field`); null when there is no single value")
+    detail: str = Field(description="The same, for people")
+    field: str | None = Field(
+        description="The request field to change (`constraints.max_gpus`), when there is one")
+
+
+def fix_out(fix: Fix) -> FixOut:
+    return FixOut(kind=fix.kind, value=fix.value, detail=fix.detail, field=fix.field)
+
+
 class EstimateOut(BaseModel):
     gpu: GpuRef = Field(description="The GPU type estimated")
     gpu_count: int = Field(description="GPUs estimated [count]")
@@ -125,7 +142,7 @@ class EstimateOut(BaseModel):
     infeasible_reasons: list[str] = Field(
         description="Why it does not fit or misses an SLO; empty when it fits",
     )
-    fixes: list[str] = Field(description="Smallest changes that make it fit")
+    fixes: list[FixOut] = Field(description="Smallest changes that make it fit")
     min_gpus_to_fit: int | None = Field(
         description=(
             "Fewest GPUs of this type whose memory holds the workload [count]; null when none "
@@ -177,7 +194,7 @@ def estimate_out(est: Estimate, *, gpu_name: str) -> EstimateOut:
         precision_used=est.precision_used,
         warnings=list(est.warnings),
         infeasible_reasons=list(est.infeasible_reasons),
-        fixes=list(est.fixes),
+        fixes=[fix_out(f) for f in est.fixes],
         min_gpus_to_fit=est.min_gpus_to_fit,
         memory=MemoryOut(
             per_gpu_gb=_r(est.memory_per_gpu_gb) or 0.0,

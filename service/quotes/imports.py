@@ -44,6 +44,7 @@ from service.quotes.models import (
     UnmatchedRow,
     UpdatedQuote,
 )
+from service.quotes.networks import fill_network
 
 CHUNK = 5_000
 """Rows per executemany batch: large enough to amortize round trips, small enough for memory."""
@@ -150,14 +151,15 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
            captured_at: datetime, source: str) -> None:
     conn = session.connection()
     c = QUOTES.c
-    rows = [{
+    # the file has no network columns: each row gets its instance family's sourced default
+    rows = [fill_network({
         "gpu_slug": q.gpu_slug, "provider": q.provider, "region": q.region,
         "instance_type": q.instance_type, "gpu_count": q.gpu_count, "pricing": q.pricing,
         "price_usd_per_hour": q.price_usd_per_hour, "purchase_price_usd": q.purchase_price_usd,
         "source": q.source if q.captured_at else source,
         "captured_at": q.captured_at or captured_at, "valid_until": q.valid_until,
         "version": 1, "created_at": now, "updated_at": now,
-    } for q in plan.inserts]
+    }) for q in plan.inserts]
     for chunk in _chunks(rows):
         conn.execute(insert(QUOTES), list(chunk))
 

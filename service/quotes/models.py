@@ -10,6 +10,7 @@ from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from service.common import UtcDatetime, utcnow
+from service.quotes.networks import fill_network
 from service.text import no_control_chars
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
@@ -17,6 +18,11 @@ PRICINGS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", 
 MAX_HOURLY_USD = 100_000.0
 """No rentable instance costs more than this per hour (the largest list at ~$100)."""
 MAX_PURCHASE_USD = 100_000_000.0
+
+Fabric = Literal["infiniband", "efa", "roce", "ethernet", "none"]
+MAX_NETWORK_GBPS = 100_000.0
+"""No instance has more than 100 Tb/s of network (the largest list 3.2-6.4 Tb/s)."""
+NETWORK_FIELDS = ("network_gbps", "network_fabric", "multi_node", "network_source")
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)
 
@@ -50,6 +56,21 @@ class QuoteFields(SQLModel):
     )
     captured_at: datetime = Field(description="When the price was read")
     valid_until: datetime | None = Field(default=None, description="Expiry; null = no expiry")
+    network_gbps: float | None = Field(
+        default=None, gt=0, le=MAX_NETWORK_GBPS,
+        description="Network bandwidth of one instance [Gb/s] (purchase: of one node); "
+        "null = unknown")
+    network_fabric: Fabric | None = Field(
+        default=None, sa_type=String(16),
+        description="Network between instances: infiniband, efa, roce (RDMA fabrics), "
+        "ethernet, or none; null = unknown")
+    multi_node: bool = Field(
+        default=False, description="Clusters of several instances of this type are offered "
+        "(multi-node jobs); false = single instances only, or unknown")
+    network_source: str | None = Field(
+        default=None, max_length=2000,
+        description="Where the network figures come from. Omit all four network fields to get "
+        "the sourced default for the provider's instance family")
 
 
 def check_price_shape(pricing: str | None, hourly: float | None, purchase: float | None) -> None:
@@ -97,7 +118,20 @@ class QuoteCreate(QuoteFields):
     def _shape(self) -> QuoteCreate:
         self.provider = self.provider.lower()
         check_price_shape(self.pricing, self.price_usd_per_hour, self.purchase_price_usd)
+        if not (self.model_fields_set & set(NETWORK_FIELDS)):
+            for k, v in fill_network(self.model_dump(include={"provider", "instance_type"}))\
+                    .items():
+                if k in NETWORK_FIELDS:
+                    setattr(self, k, v)
+        check_network_shape(self.multi_node, self.network_fabric, self.network_gbps)
         return self
+
+
+def check_network_shape(multi_node: bool | None, fabric: str | None,
+                        gbps: float | None) -> None:
+    """Multi-node clusters need a known network: a fabric other than none, and its rate."""
+    if multi_node and (fabric in (None, "none") or gbps is None):
+        raise ValueError("multi_node needs network_fabric (not none) and network_gbps")
 
 
 class QuoteUpdate(SQLModel):
@@ -144,6 +178,14 @@ class QuoteUpdate(SQLModel):
         description="When the price was read (UTC if no offset)",
     )
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
+    network_gbps: float | None = Field(default=None, gt=0, le=MAX_NETWORK_GBPS,
+                                       description="Network bandwidth of one instance [Gb/s]")
+    network_fabric: Fabric | None = Field(
+        default=None, description="infiniband, efa, roce, ethernet or none")
+    multi_node: bool | None = Field(
+        default=None, description="Clusters of several instances of this type are offered")
+    network_source: str | None = Field(default=None, max_length=2000,
+                                       description="Where the network figures come from")
 
     _text = field_validator("*")(no_control_chars)
 
@@ -164,7 +206,7 @@ class QuotePublic(QuoteFields):
 
 QUOTE_NOT_NULL = frozenset(
     {"gpu_slug", "provider", "region", "instance_type", "gpu_count", "pricing", "source",
-     "captured_at"}
+     "captured_at", "multi_node"}
 )
 
 

@@ -35,6 +35,7 @@ from service.quotes.models import (
     QuoteCreate,
     QuotePublic,
     QuoteUpdate,
+    check_network_shape,
     check_price_shape,
 )
 
@@ -178,6 +179,8 @@ def patch_quote(
         check_price_shape(
             merged["pricing"], merged["price_usd_per_hour"], merged["purchase_price_usd"]
         )
+        check_network_shape(merged["multi_node"], merged["network_fabric"],
+                            merged["network_gbps"])
     except ValueError as exc:
         raise Unprocessable(str(exc), errors=[field_error("body", str(exc))]) from exc
     if "gpu_slug" in changes:
@@ -258,12 +261,15 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     live = or_(t.c.valid_until.is_(None), t.c.valid_until >= now)
     price = func.coalesce(t.c.price_usd_per_hour, t.c.purchase_price_usd)
     rank = func.row_number().over(
-        partition_by=(t.c.gpu_slug, t.c.gpu_count, t.c.pricing, t.c.provider, t.c.region),
+        # an instance that clusters must survive beside a cheaper one that does not
+        partition_by=(t.c.gpu_slug, t.c.gpu_count, t.c.pricing, t.c.provider, t.c.region,
+                      t.c.multi_node, t.c.network_fabric),
         order_by=(price, t.c.id),
     ).label("rank")
     inner = sa_select(
         t.c.id, t.c.gpu_slug, t.c.provider, t.c.region, t.c.instance_type, t.c.gpu_count,
-        t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd, t.c.captured_at, rank,
+        t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd, t.c.captured_at,
+        t.c.network_gbps, t.c.network_fabric, t.c.multi_node, t.c.network_source, rank,
     ).where(live).subquery()
     stmt = sa_select(*(c for c in inner.c if c.name != "rank")).where(inner.c.rank == 1)
     rows = tuple(session.execute(stmt.order_by(inner.c.id)).all())

@@ -71,7 +71,7 @@ def render_table(result: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"ruled out ({len(result['rejected'])}):")
         for r in result["rejected"][:15]:
-            lines.append(f"  {r['gpu']['slug']:<34} {r['reason'][:70]}  -> {r['fix']}")
+            lines.append(f"  {r['gpu']['slug']:<34} {r['reason'][:70]}  -> {r['fix']['detail']}")
     for w in result["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

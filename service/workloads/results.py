@@ -7,8 +7,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from service.engine.recommend_types import Candidate, CostBreakdown, Offer, Recommendation
-from service.estimates.schemas import EstimateOut, GpuRef, estimate_out
+from service.engine.recommend_types import (
+    Candidate,
+    CostBreakdown,
+    Fabric,
+    Offer,
+    Recommendation,
+    RejectionCode,
+    WarningCode,
+)
+from service.estimates.schemas import EstimateOut, FixOut, GpuRef, estimate_out, fix_out
 from service.workloads.models import ConstraintsIn, Objective
 
 
@@ -27,6 +35,11 @@ class QuoteRef(BaseModel):
     )
     age_days: float = Field(description="Days since the price was read [days]")
     stale: bool = Field(description="Older than the configured stale age: used, with a warning")
+    network_gbps: float | None = Field(default=None,
+                                       description="Network of one instance [Gb/s]")
+    network_fabric: Fabric | None = Field(default=None, description="null = unknown")
+    multi_node: bool = Field(default=False,
+                             description="Clusters of this instance type are offered")
 
 
 class CostOut(BaseModel):
@@ -64,8 +77,23 @@ class CostOut(BaseModel):
 
 
 class ProvisionOut(BaseModel):
-    skypilot_yaml: str = Field(description="A ready SkyPilot `resources:` block")
-    kubernetes: dict[str, Any] = Field(description="Container resources + nodeSelector")
+    skypilot_yaml: str | None = Field(
+        description="A SkyPilot task (`resources:`, `num_nodes:`; serving: a SkyServe "
+        "`service:` block and `resources.ports`); add `run:`. Null for owned hardware, "
+        "providers that are not SkyPilot clouds and GPUs without a SkyPilot name")
+    skypilot_note: str | None = Field(description="Why there is no SkyPilot task")
+    kubernetes: list[dict[str, Any]] = Field(
+        description="Complete manifests: Deployment + Service (serving, one node per "
+        "replica), StatefulSet + headless Service per replica group (multi-node serving), "
+        "Job (training/compute; Indexed, one pod per node, for multi-node); a placeholder "
+        "image to replace, GPU requests/limits, nodeSelector on `nvidia.com/gpu.product` as "
+        "GPU Feature Discovery publishes it")
+    kubernetes_note: str | None = Field(description="What the manifests leave to the caller")
+
+
+class WarningOut(BaseModel):
+    code: WarningCode = Field(description="Stable, machine-readable")
+    message: str = Field(description="The warning, for people")
 
 
 class CandidateOut(BaseModel):
@@ -85,22 +113,18 @@ class CandidateOut(BaseModel):
         ),
     )
     reasons: list[str] = Field(description="Why it ranks here, in plain words")
-    warnings: list[str] = Field(
-        description="Caveats: stale quote, spot pricing, estimate near a limit",
+    warnings: list[WarningOut] = Field(
+        description="Caveats with stable codes: stale quote, spot pricing, estimate near a limit",
     )
     provision: ProvisionOut = Field(description="Ready-to-use provisioning snippets")
 
 
 class RejectionOut(BaseModel):
     gpu: GpuRef = Field(description="The GPU type ruled out")
-    code: str = Field(
-        description=(
-            "Machine-readable reason: memory, latency, precision, constraint, power, no_quote, "
-            "budget, deadline, outranked, ..."
-        ),
-    )
+    code: RejectionCode = Field(description="Machine-readable reason")
     reason: str = Field(description="Why it was ruled out, with the figures")
-    fix: str = Field(description="The nearest change that would make it a candidate")
+    fix: FixOut = Field(description="The nearest change that would make it a candidate")
+    other_fixes: list[FixOut] = Field(description="Other changes that would also work")
 
 
 _REJECTIONS = TypeAdapter(list[RejectionOut])
@@ -148,6 +172,8 @@ def _quote(offer: Offer | None) -> QuoteRef | None:
         instance_type=offer.instance_type, gpu_count=offer.gpu_count, pricing=offer.pricing,
         price_usd_per_hour=offer.price_usd_per_hour, purchase_price_usd=offer.purchase_price_usd,
         age_days=round(offer.age_days, 2), stale=offer.stale,
+        network_gbps=offer.network_gbps, network_fabric=offer.fabric,
+        multi_node=offer.multi_node,
     )
 
 
@@ -180,9 +206,11 @@ def _candidate(c: Candidate) -> CandidateOut:
         score=float(f"{c.score:.9g}"),
         pareto_optimal=c.pareto_optimal,
         reasons=list(c.reasons),
-        warnings=list(c.warnings),
+        warnings=[WarningOut(code=w.code, message=w.message) for w in c.warnings],
         provision=ProvisionOut(skypilot_yaml=c.provision.skypilot_yaml,
-                               kubernetes=dict(c.provision.kubernetes)),
+                               skypilot_note=c.provision.skypilot_note,
+                               kubernetes=[dict(m) for m in c.provision.kubernetes],
+                               kubernetes_note=c.provision.kubernetes_note),
     )
 
 
@@ -204,7 +232,8 @@ def result_out(
         # validation call for the list (~2 us a row; a model per row costs ~5x that)
         rejected=_REJECTIONS.validate_python([
             {"gpu": {"slug": r.gpu_slug, "name": r.gpu_name}, "code": r.code,
-             "reason": r.reason, "fix": r.fix}
+             "reason": r.reason, "fix": fix_out(r.fix),
+             "other_fixes": [fix_out(f) for f in r.other_fixes]}
             for r in rec.rejected
         ]),
         warnings=extra_warnings + list(rec.warnings),

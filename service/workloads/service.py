@@ -173,7 +173,9 @@ def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> l
             quote_id=q.id, gpu_slug=q.gpu_slug, provider=q.provider, region=q.region,
             instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
             price_usd_per_hour=q.price_usd_per_hour, purchase_price_usd=q.purchase_price_usd,
-            age_days=max(0.0, age), stale=age > stale_days,
+            age_days=max(0.0, age), stale=age > stale_days, network_gbps=q.network_gbps,
+            fabric=q.network_fabric, multi_node=bool(q.multi_node),
+            network_source=q.network_source,
         ))
     _OFFER_LISTS.put(key, offers)
     return offers

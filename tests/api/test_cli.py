@@ -66,7 +66,7 @@ def test_recommend_takes_exactly_the_api_body(tmp_path: Path) -> None:
             return [(c["gpu"]["slug"], c["gpu_count"], (c["quote"] or {}).get("id"))
                     for c in result["recommendations"]]
 
-        assert len(picks(cli)) == 4
+        assert 0 < len(picks(cli)) <= 4  # at most the limit the body asks for
         assert picks(cli) == picks(api.json())
         assert [r["gpu"]["slug"] for r in cli["rejected"]] == [
             r["gpu"]["slug"] for r in api.json()["rejected"]]

@@ -115,7 +115,11 @@ def test_lock_files_pin_every_dependency() -> None:
         req = Requirement(spec)
         assert canonicalize_name(req.name) in dev, req.name
     for name, pin in runtime.items():
-        assert dev.get(name) == pin, f"{name}: {pin} in requirements.lock, {dev.get(name)} in dev"
+        got = dev.get(name)
+        # the same version; the dev lock may need it on more platforms (no marker) when a
+        # dev-only dependency does (tzdata: pandas, under skypilot in the validators extra)
+        same = got == pin or (got is not None and got[0] == pin[0] and got[1] is None)
+        assert same, f"{name}: {pin} in requirements.lock, {got} in dev"
 
 
 def test_make_ci_and_the_image_install_from_the_locks() -> None:

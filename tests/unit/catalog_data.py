@@ -7,12 +7,14 @@ quotes.csv (the seed file has no id column), so they are stable for a given file
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
 from service.engine.recommend_types import Offer
 from service.engine.types import GpuSpec
+from service.quotes.networks import network_default
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "service" / "data"
 
@@ -95,7 +97,7 @@ def _offers() -> tuple[Offer, ...]:
     with (DATA_DIR / "quotes.csv").open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return tuple(
-        Offer(
+        _with_network(Offer(
             quote_id=i,
             gpu_slug=row["gpu_slug"],
             provider=row["provider"],
@@ -107,9 +109,18 @@ def _offers() -> tuple[Offer, ...]:
             purchase_price_usd=_float_or_none(row["purchase_price_usd"]),
             age_days=0.0,
             stale=False,
-        )
+        ))
         for i, row in enumerate(rows, start=1)
     )
+
+
+def _with_network(offer: Offer) -> Offer:
+    """The offer with its instance family's sourced network default, as seeding stores it."""
+    d = network_default(offer.provider, offer.instance_type)
+    if d is None:
+        return offer
+    return replace(offer, network_gbps=d.network_gbps, fabric=d.network_fabric,
+                   multi_node=d.multi_node, network_source=d.network_source)
 
 
 def load_offers() -> list[Offer]:

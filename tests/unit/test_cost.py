@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from service.engine import min_gpus_to_fit
@@ -55,8 +57,10 @@ def test_eight_gpu_only_offer_for_two_gpus_rents_one_whole_instance() -> None:
     assert top.gpu_count == 8  # estimated on the 8 GPUs actually rented
     assert top.cost.instances == 1
     assert top.cost.usd_per_hour == pytest.approx(98.32)
-    assert "accelerators: H100-SXM5-80GB:8" in top.provision.skypilot_yaml
-    assert "instance_type: x8" in top.provision.skypilot_yaml
+    sky = top.provision.skypilot_yaml
+    assert sky is not None
+    assert "accelerators: H100:8" in sky  # SkyPilot's name, per 8-GPU node
+    assert "instance_type: x8" in sky
 
 
 def test_partial_node_instances_are_not_combined() -> None:
@@ -64,8 +68,15 @@ def test_partial_node_instances_are_not_combined() -> None:
     assert co.instances_for(gpu, _offer(1, H100, 1, 3.0), 1) == (1, 1)
     assert co.instances_for(gpu, _offer(1, H100, 1, 3.0), 2) is None
     assert co.instances_for(gpu, _offer(1, H100, 4, 9.0), 3) == (1, 4)
-    assert co.instances_for(gpu, _offer(1, H100, 8, 20.0), 16) == (2, 16)
-    assert co.instances_for(gpu, _offer(1, H100, 8, 20.0), 12) == (2, 16)
+    # whole nodes are combined only when the offer's quote says they form clusters
+    assert co.instances_for(gpu, _offer(1, H100, 8, 20.0), 16) is None
+    ib = replace(_offer(1, H100, 8, 20.0), network_gbps=3200.0, fabric="infiniband",
+                 multi_node=True)
+    assert co.instances_for(gpu, ib, 16) == (2, 16)
+    assert co.instances_for(gpu, ib, 12) == (2, 16)
+    assert co.instances_for(gpu, replace(ib, fabric=None), 16) is None
+    assert co.instances_for(gpu, replace(ib, network_gbps=None), 16) is None
+    assert co.instances_for(gpu, replace(ib, multi_node=False), 16) is None
 
 
 def test_spot_only_when_allowed() -> None:
@@ -89,8 +100,8 @@ def test_spot_only_when_allowed() -> None:
     top = spot.recommendations[0]
     assert top.offer is not None and top.offer.pricing == "spot"
     assert top.offer.price_usd_per_hour == pytest.approx(0.062699)  # azure eastus spot
-    assert any("spot" in w for w in top.warnings)
-    assert "use_spot: true" in top.provision.skypilot_yaml
+    assert any(w.code == "spot_capacity" for w in top.warnings)
+    assert "use_spot: true" in (top.provision.skypilot_yaml or "")
 
 
 def test_purchase_quotes_ignored_in_the_cloud_and_used_on_prem() -> None:
@@ -124,7 +135,9 @@ def test_owned_cost_and_break_even_hand_computed() -> None:
     assert c.break_even_months == pytest.approx(1599 / (0.60 - 0.050625) / 730)
     assert c.break_even_months == pytest.approx(3.987, abs=1e-3)
     assert any("breaks even" in r for r in top.reasons)
-    assert "cloud: kubernetes" in top.provision.skypilot_yaml
+    # owned hardware: no cloud task; Kubernetes manifests for the owner's cluster
+    assert top.provision.skypilot_yaml is None and top.provision.skypilot_note
+    assert [m["kind"] for m in top.provision.kubernetes] == ["Deployment", "Service"]
 
 
 def test_break_even_never_when_rent_below_power() -> None:

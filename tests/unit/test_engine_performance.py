@@ -195,8 +195,9 @@ def test_needs_n_gpus_fix() -> None:
     w = _decode("llama-2-70b")
     est = estimate(w, H100_SXM, 1)
     assert not est.fits
-    assert "needs 2 GPUs" in est.fixes
-    assert "fits with int8 weights" in est.fixes
+    kinds = {f.kind: f.value for f in est.fixes}
+    assert kinds == {"gpu_count": 2, "weight_precision": "int8"}
+    assert [f.detail for f in est.fixes] == ["fits with int8 weights", "needs 2 GPUs"]
     assert min_gpus_to_fit(w, H100_SXM) == 2
 
 

@@ -128,7 +128,7 @@ def _check_same_top(pruned: Recommendation, full: Recommendation) -> None:
     for r in pruned.rejected:
         if r.code == "outranked":
             assert r.gpu_slug not in returned
-            assert r.fix.startswith("ask for more results")
+            assert r.fix.kind == "limit" and r.fix.field == "limit"
         else:
             assert full_rejected[r.gpu_slug] == r
     skipped = [w for w in pruned.warnings if "not evaluated in full" in w]
@@ -183,12 +183,15 @@ def test_pruned_top_equals_exhaustive_with_constraints(
         _check_same_top(pruned, full)
 
 
+def _req(workload: Workload, objective: Objective) -> rk.Request:
+    return rk.Request(workload, Constraints(), CostSettings(), objective, Memo(), False)
+
+
 def _screened(workload: Workload, objective: Objective) -> list[Pending]:
     index = OfferIndex(load_offers())
     out = []
     for gpu in load_gpus():
-        got = rk._screen(workload, gpu, index, Constraints(),
-                         CostSettings(), False, objective, Memo())
+        got = rk._screen(_req(workload, objective), gpu, index)
         if isinstance(got, Pending):
             out.append(got)
     return out
@@ -200,9 +203,7 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
     workload = WORKLOADS[name]
     checked = 0
     for p in _screened(workload, objective):
-        options, _, _ = rk._evaluate_gpu(
-            workload, p, Constraints(), CostSettings(), objective, Memo()
-        )
+        options, _, _ = rk._evaluate_gpu(_req(workload, objective), p)
         if not options:
             continue
         checked += 1
@@ -272,7 +273,7 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
     workload, settings = WORKLOADS[name], CostSettings()
     checked = 0
     for p in _screened(workload, "balanced"):
-        options, _, _ = rk._evaluate_gpu(workload, p, Constraints(), settings, "balanced", Memo())
+        options, _, _ = rk._evaluate_gpu(_req(workload, "balanced"), p)
         for o in options:
             if o.money is None or o.offer is None:
                 continue

@@ -5,8 +5,13 @@ Rules (all pure arithmetic on the quote and the estimate):
 * An offer is bought as whole instances. ``n`` GPUs from an offer of ``g`` GPUs per instance
   take ``ceil(n / g)`` instances, and the job is estimated on the ``ceil(n / g) * g`` GPUs
   actually rented. Several instances are combined only when each is a whole node
-  (``g >= max_gpus_per_node``): the estimate assumes full nodes joined by the network, which
-  partial-node instances (e.g. eight 1-GPU VMs) would not give.
+  (``g >= max_gpus_per_node``) and the offer says clusters of it are offered over a known
+  fabric at a known rate (:meth:`Offer.clusters`): eight 1-GPU VMs, or VMs with no (or an
+  unknown) network between them, never form one job. Owned hardware (purchase quotes) spans
+  nodes of ``max_gpus_per_node`` cards only when its quote names the network the same way.
+  A multi-node option is estimated at the offer's own rate per GPU
+  (``network_gbps / 8 / GPUs per node``, :func:`network_gpu`), never a rate assumed from
+  the GPU's form factor.
 * Rented hourly cost = instances x ``price_usd_per_hour`` (the quote is for the whole instance).
 * Owned hourly cost (deployment on_prem/edge, ``purchase`` quotes)::
 
@@ -35,9 +40,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from service.engine.cache import Memo
 from service.engine.constants import POWER_UTILIZATION
+from service.engine.physics.parallelism import network_gb_s
 from service.engine.recommend_types import (
     RENTAL_PRICING,
     Constraints,
@@ -51,6 +58,7 @@ HOURS_PER_YEAR = 8760.0
 """[h] 365 x 24."""
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6
+BITS_PER_BYTE = 8.0
 REQUESTS_PER_UNIT = 1000.0
 """Non-LLM inference is priced per 1000 requests."""
 
@@ -172,12 +180,36 @@ def instances_for(gpu: GpuSpec, offer: Offer, count: int) -> tuple[int, int] | N
     """(instances, GPUs rented) to get at least ``count`` GPUs from ``offer``, or None when
     it would take several partial-node instances (see the module docstring)."""
     if offer.pricing == "purchase":
+        if count > max(1, gpu.max_gpus_per_node) and not offer.clusters():
+            return None
         return count, count
     per_instance = offer.gpu_count
     instances = -(-count // per_instance)
-    if instances > 1 and per_instance < max(1, gpu.max_gpus_per_node):
+    if instances > 1 and (per_instance < max(1, gpu.max_gpus_per_node) or not offer.clusters()):
         return None
     return instances, instances * per_instance
+
+
+def network_gpu(gpu: GpuSpec, offer: Offer | None, count: int) -> GpuSpec:
+    """``gpu`` as estimated on ``count`` GPUs of ``offer``: when they span nodes, carrying the
+    offer's network rate per GPU [GB/s] (Gb/s / 8 over the GPUs of one node); otherwise
+    unchanged (the network is unused, and the shared estimate cache keeps one entry)."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    if offer is None or count <= per_node or not offer.network_gbps:
+        return gpu
+    gpus_in_node = offer.gpu_count if offer.pricing != "purchase" else per_node
+    rate = offer.network_gbps / BITS_PER_BYTE / max(1, min(gpus_in_node, per_node))
+    return replace(gpu, network_gb_s_per_gpu=rate)
+
+
+def fastest_network_gpu(gpu: GpuSpec, offers: Sequence[Offer]) -> GpuSpec:
+    """``gpu`` carrying the fastest per-GPU network of its clustering offers when that beats
+    the class default: lower bounds must hold for every offer's network."""
+    best = max((network_gpu(gpu, o, 2 * max(1, gpu.max_gpus_per_node)).network_gb_s_per_gpu
+                or 0.0 for o in offers if o.clusters()), default=0.0)
+    if best <= network_gb_s(gpu):
+        return gpu
+    return replace(gpu, network_gb_s_per_gpu=best)
 
 
 def group_usd_per_hour(offer: Offer, instances: int) -> float:
@@ -202,12 +234,15 @@ def cheapest_offers(
         # partial-node instances means every larger one does too, so each stops a scan
         purchase = offer.pricing == "purchase"
         per_instance = offer.gpu_count
+        clusters = offer.clusters()
         for count in wanted:
             if purchase:
+                if count > per_node and not clusters:
+                    break
                 instances = rented = count
             else:
                 instances = -(-count // per_instance)
-                if instances > 1 and per_instance < per_node:
+                if instances > 1 and (per_instance < per_node or not clusters):
                     break
                 rented = instances * per_instance
             if rented > max_count:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
+from service.engine.choice import guardrails
 from service.engine.choice.provision import provision
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
@@ -17,11 +18,13 @@ from service.engine.recommend_types import (
     Constraints,
     CostBreakdown,
     CostSettings,
+    Notice,
     Objective,
     Offer,
+    Rejection,
     RejectionCode,
 )
-from service.engine.types import Estimate, GpuSpec, MemoryBreakdown, Workload
+from service.engine.types import Estimate, Fix, GpuSpec, MemoryBreakdown, Workload
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,12 @@ class Failure:
     stage: int
     code: RejectionCode
     reason: str
-    fix: str
+    fix: Fix
     overage: float = 0.0
+    other_fixes: tuple[Fix, ...] = ()
+
+    def rejection(self, gpu: GpuSpec) -> Rejection:
+        return Rejection(gpu.slug, gpu.name, self.reason, self.fix, self.code, self.other_fixes)
 
 
 def closest(a: Failure | None, b: Failure) -> Failure:
@@ -45,7 +52,9 @@ def closest(a: Failure | None, b: Failure) -> Failure:
 
 def precision_failure(precision: str) -> Failure:
     return Failure(
-        0, "precision", f"no {precision} support listed", f"use a GPU with {precision} support"
+        0, "precision", f"no {precision} support listed",
+        Fix("precision", precision, f"use a GPU with {precision} support, or another "
+            "precision", "precision"),
     )
 
 
@@ -55,7 +64,8 @@ def no_quote_failure(first: int | None = None) -> Failure:
         reason = "no usable price quote under the given providers/regions/pricing"
     else:
         reason = f"no usable quote holds {first}+ GPUs in whole nodes"
-    return Failure(0, "no_quote", reason, "add a quote or relax the filter")
+    return Failure(0, "no_quote", reason, Fix(
+        "quote", first, "add a quote or relax the providers/regions/pricing filter"))
 
 
 @dataclass(frozen=True)
@@ -194,24 +204,28 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
     return text
 
 
-def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float]:
-    """Which latency limit fails, by how much (relative)."""
+def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
+    """Which latency limit fails, by how much (relative), and the limit that would hold."""
     spec = workload.inference
     assert spec is not None
     checks = (
-        ("time to first token", est.ttft_ms, spec.max_ttft_ms),
-        ("time per output token", est.tpot_ms, spec.max_tpot_ms),
-        ("latency", est.latency_ms, spec.max_latency_ms),
+        ("time to first token", est.ttft_ms, spec.max_ttft_ms, "inference.max_ttft_ms"),
+        ("time per output token", est.tpot_ms, spec.max_tpot_ms, "inference.max_tpot_ms"),
+        ("latency", est.latency_ms, spec.max_latency_ms, "inference.max_latency_ms"),
     )
     misses = [
-        (name, got, lim)
-        for name, got, lim in checks
+        (name, got, lim, fld)
+        for name, got, lim, fld in checks
         if got is not None and lim is not None and got > lim
     ]
     if not misses:
-        return "misses the latency limits", 0.0
-    name, got, lim = max(misses, key=lambda m: m[1] / m[2])
-    return f"{name} {got:,.1f} ms > max {lim:g} ms even at batch 1", got / lim - 1
+        return "misses the latency limits", 0.0, Fix(
+            "latency_limit", None, "a faster GPU or looser latency limits")
+    name, got, lim, fld = max(misses, key=lambda m: m[1] / m[2])
+    fix = Fix("latency_limit", math.ceil(got * 10) / 10,
+              f"a faster GPU, more tensor parallelism, or {fld.split('.')[-1]} >= "
+              f"{got:,.1f} ms", fld)
+    return f"{name} {got:,.1f} ms > max {lim:g} ms even at batch 1", got / lim - 1, fix
 
 
 def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> Failure:
@@ -220,12 +234,22 @@ def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> 
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU at {est.gpu_count} GPU(s) "
         f"({memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
     )
-    fixes = [f for f in est.fixes if not f.startswith("needs ")]
+    fixes = [f for f in est.fixes if f.kind != "gpu_count"]
     if first is not None:
-        fixes.append(f"needs {first} GPUs (over the limit of {cap})")
-    if not fixes and est.memory_per_gpu_gb > 0:
-        fixes.append(f"use a GPU with >= {math.ceil(est.memory_per_gpu_gb)} GB")
-    return Failure(0, "memory", reason, "; or ".join(fixes) or "does not fit")
+        fixes.append(Fix("max_gpus", first, f"needs {first} GPUs (over the limit of {cap})",
+                         "constraints.max_gpus"))
+    if est.memory_per_gpu_gb > 0:
+        need = math.ceil(est.memory_per_gpu_gb)
+        fixes.append(Fix("gpu_memory", need, f"use a GPU with >= {need} GB"))
+    return _failure(0, "memory", reason, fixes)
+
+
+def _failure(stage: int, code: RejectionCode, reason: str, fixes: list[Fix],
+             overage: float = 0.0) -> Failure:
+    """A failure whose fix is the first of ``fixes``, the rest listed as alternatives."""
+    if not fixes:
+        fixes = [Fix("constraint", None, "no change to this workload makes it fit")]
+    return Failure(stage, code, reason, fixes[0], overage, tuple(fixes[1:]))
 
 
 def score_reason(
@@ -272,14 +296,19 @@ def _llm(workload: Workload) -> bool:
 
 def constraint_failure(gpu: GpuSpec, c: Constraints) -> Failure | None:
     if c.gpu_slugs is not None and gpu.slug not in c.gpu_slugs:
-        return Failure(0, "constraint", "not in the requested gpu_slugs", "add it to gpu_slugs")
+        return Failure(0, "constraint", "not in the requested gpu_slugs", Fix(
+            "constraint", gpu.slug, "add it to gpu_slugs", "constraints.gpu_slugs"))
     if gpu.slug in c.exclude_gpu_slugs:
-        return Failure(0, "constraint", "excluded by exclude_gpu_slugs", "remove the exclusion")
+        return Failure(0, "constraint", "excluded by exclude_gpu_slugs", Fix(
+            "constraint", gpu.slug, "remove the exclusion", "constraints.exclude_gpu_slugs"))
     if c.vendors is not None and gpu.vendor.lower() not in {v.lower() for v in c.vendors}:
-        return Failure(0, "constraint", f"vendor {gpu.vendor} not allowed", "allow the vendor")
+        return Failure(0, "constraint", f"vendor {gpu.vendor} not allowed", Fix(
+            "constraint", gpu.vendor, "allow the vendor", "constraints.vendors"))
     if c.form_factors is not None and gpu.form_factor not in c.form_factors:
         return Failure(
-            0, "constraint", f"form factor {gpu.form_factor} not allowed", "allow the form factor"
+            0, "constraint", f"form factor {gpu.form_factor} not allowed", Fix(
+                "constraint", gpu.form_factor, "allow the form factor",
+                "constraints.form_factors")
         )
     if c.max_power_w is not None and gpu.tdp_w > c.max_power_w:
         over = gpu.tdp_w - c.max_power_w
@@ -287,14 +316,18 @@ def constraint_failure(gpu: GpuSpec, c: Constraints) -> Failure | None:
             0,
             "power",
             f"TDP {gpu.tdp_w:g} W per GPU",
-            f"exceeds max_power_w {c.max_power_w:g} W by {over:g} W",
+            Fix("max_power", gpu.tdp_w,
+                f"exceeds max_power_w {c.max_power_w:g} W by {over:g} W; allow {gpu.tdp_w:g} W",
+                "constraints.max_power_w"),
         )
     if c.require_fast_interconnect and gpu.interconnect not in ("nvlink", "infinity_fabric"):
         return Failure(
             0,
             "interconnect",
             f"{gpu.interconnect} only, no NVLink or Infinity Fabric",
-            "use an NVLink/Infinity Fabric GPU or drop require_fast_interconnect",
+            Fix("interconnect", False,
+                "use an NVLink/Infinity Fabric GPU or drop require_fast_interconnect",
+                "constraints.require_fast_interconnect"),
         )
     return None
 
@@ -304,23 +337,19 @@ def limit_failure(
 ) -> Failure | None:
     """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
     if not est.fits:
-        return Failure(0, "memory", "; ".join(est.infeasible_reasons), "; or ".join(est.fixes))
+        return _failure(0, "memory", "; ".join(est.infeasible_reasons), list(est.fixes))
     if est.latency_ok is False:
-        reason, over = latency_miss(workload, est)
-        return Failure(
-            1,
-            "latency",
-            reason,
-            "a faster GPU, more tensor parallelism, or a looser latency limit",
-            over,
-        )
+        reason, over, fix = latency_miss(workload, est)
+        return Failure(1, "latency", reason, fix, over)
     if c.max_gpus is not None and cost.gpus > c.max_gpus:
         over = cost.gpus / c.max_gpus - 1
         return Failure(
             2,
             "constraint",
             f"needs {cost.gpus} GPUs in total ({cost.replicas} replicas)",
-            f"over max_gpus {c.max_gpus} by {over:.0%}; raise max_gpus or use a faster GPU",
+            Fix("max_gpus", cost.gpus,
+                f"over max_gpus {c.max_gpus} by {over:.0%}; raise max_gpus or use a faster GPU",
+                "constraints.max_gpus"),
             over,
         )
     hours = est.time_to_complete_hours
@@ -330,7 +359,9 @@ def limit_failure(
             3,
             "deadline",
             f"needs {hours:,.1f} h at best",
-            f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs",
+            Fix("deadline", math.ceil(hours * 10) / 10,
+                f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs or "
+                "more time", "constraints.deadline_hours"),
             over,
         )
     if c.budget_usd is not None and cost.total_usd is not None and cost.total_usd > c.budget_usd:
@@ -339,7 +370,9 @@ def limit_failure(
             4,
             "budget",
             f"costs ${cost.total_usd:,.0f} at best",
-            f"over budget by {over:.0%} (budget ${c.budget_usd:,.0f})",
+            Fix("budget", math.ceil(cost.total_usd),
+                f"over budget by {over:.0%} (budget ${c.budget_usd:,.0f})",
+                "constraints.budget_usd"),
             over,
         )
     usd_h = cost.usd_per_hour
@@ -349,10 +382,22 @@ def limit_failure(
             5,
             "budget",
             f"costs ${usd_h:,.2f}/h at best",
-            f"over max_usd_per_hour by {over:.0%}",
+            Fix("max_usd_per_hour", math.ceil(usd_h * 100) / 100,
+                f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
             over,
         )
     return None
+
+
+def network_reason(offer: Offer, est: Estimate) -> str:
+    """How the nodes of a multi-node option are joined, from the offer."""
+    p = est.parallelism
+    return (
+        f"{p.nodes} nodes of {p.gpus_per_node} GPUs joined by the offer's "
+        f"{offer.fabric} network, {offer.network_gbps or 0:g} Gb/s per instance "
+        f"({p.link_bandwidth_gb_s or 0:g} GB/s per GPU on the slowest link; source: "
+        f"{offer.network_source or 'quote'})"
+    )
 
 
 def candidate(
@@ -360,16 +405,18 @@ def candidate(
     rank: int,
     opt: Option,
     score: float,
+    *,
     pareto: bool,
-    extra_warnings: list[str],
+    extra_warnings: list[Notice],
     objective: Objective,
     mins: Mapping[str, float],
     settings: CostSettings,
+    constraints: Constraints,
     skypilot_names: Mapping[str, str] | None,
     node_labels: Mapping[str, str] | None,
     memo: Memo | None = None,
 ) -> Candidate:
-    """The returned candidate for ``opt``: reasons, warnings and provisioning snippets."""
+    """The returned candidate for ``opt``: reasons, warnings and provisioning specs."""
     gpu, est, offer = opt.gpu, opt.est, opt.offer
     reasons = [
         score_reason(objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload),
@@ -377,15 +424,20 @@ def candidate(
         bound_reason(workload, gpu, est),
         performance_reason(workload, est, opt.cost.replicas),
     ]
-    warnings = [*est.warnings, *extra_warnings]
+    warnings = [Notice("estimate", w) for w in est.warnings] + extra_warnings
     if offer is not None:
         reasons.append(co.describe_offer(offer, opt.instances, settings))
+        if est.parallelism.nodes > 1:
+            reasons.append(network_reason(offer, est))
         if offer.stale:
-            warnings.append(f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)")
+            warnings.append(Notice(
+                "stale_quote", f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)"))
         if offer.pricing == "spot":
-            warnings.append("spot capacity can be reclaimed at any time; checkpoint often")
+            warnings.append(Notice(
+                "spot_capacity", "spot capacity can be reclaimed at any time; checkpoint often"))
     else:
-        warnings.append("no usable price quote; cost unknown")
+        warnings.append(Notice("no_price", "no usable price quote; cost unknown"))
+    warnings += guardrails.notices(workload, est, offer, constraints)
     reasons.append(co.describe_cost(workload, opt.cost, est))
     if opt.cost.break_even_months is not None:
         reasons.append(
@@ -405,11 +457,13 @@ def candidate(
         reasons=tuple(r for r in reasons if r),
         warnings=tuple(dict.fromkeys(warnings)),
         provision=provision(
+            workload,
             gpu,
+            est,
             offer,
-            est.gpu_count,
-            opt.instances,
-            opt.cost.replicas,
+            instances_per_replica=opt.instances,
+            replicas=opt.cost.replicas,
+            owned=co.owns(constraints),
             skypilot_names=skypilot_names,
             node_labels=node_labels,
         ),

@@ -7,6 +7,13 @@ usable offer (see :mod:`service.engine.choice.cost`) and estimated once. Options
 (latency, max_gpus, deadline, budget, max_usd_per_hour) are dropped; the best remaining option
 per GPU becomes its candidate, else the GPU is rejected with the limit it came closest to.
 
+Networks: a count that spans several instances (nodes) is only planned on an offer whose
+quote says clusters of it are offered over a known fabric (:meth:`Offer.clusters`), and is
+estimated at that offer's network rate (:func:`cost.network_gpu`); a GPU with no such offer
+gets single-node plans only, and is rejected (code ``network``) when one node cannot hold it.
+The search state of one call (its fixed inputs, the rejected GPUs, the evaluated options and
+the balanced probes) is one :class:`Search` object.
+
 Objectives and ``score`` (the value ranked on, lower is better):
 
 * ``cost``: training/compute: ``total_usd`` to finish; inference: USD per million output
@@ -41,8 +48,9 @@ evaluated in full in ascending bound order (ties by slug) and the search stops o
 bound is worse than the ``limit``-th best real score by more than :data:`PRUNE_MARGIN`
 (balanced: see :func:`search.search`). The top ``limit`` are then exactly those of the
 exhaustive search (``exhaustive=True``): a skipped GPU scores worse than every returned one.
-Skipped GPUs are not listed in ``rejected`` (they might also have failed a limit); a warning
-counts them. They cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
+Skipped GPUs are listed in ``rejected`` with code ``outranked`` and the bound that proves it
+(they might also have failed a limit, which is not checked); a warning counts them. They
+cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
 dominated it would score no worse than it under every objective (balanced included), yet the
 skipped GPU scores strictly worse than the ``limit``-th.
 """
@@ -52,6 +60,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
@@ -67,20 +76,22 @@ from service.engine.recommend_types import (
     Constraints,
     CostBreakdown,
     CostSettings,
+    Notice,
     Objective,
     Offer,
     Recommendation,
     Rejection,
 )
-from service.engine.types import Estimate, GpuSpec, Workload
+from service.engine.types import Estimate, Fix, GpuSpec, Workload
 from service.engine.validate import validate_workload
 
 CAP_TRAINING_GPUS = 1024
 """Largest count searched for training/compute without max_gpus (128 nodes of 8)."""
 CAP_INFERENCE_GPUS = 64
 """Largest GPU group per inference replica searched; more throughput comes from replicas."""
-BALANCED_COST_WEIGHT = 0.5
-"""Weight of normalized cost in the balanced score; time gets the rest."""
+BALANCED_COST_WEIGHT = bd.BALANCED_WEIGHT
+"""Weight of normalized cost in the balanced score; time gets the rest (one definition, in
+:mod:`bounds`, so scores and their bounds agree)."""
 REL_TIE = 1e-9
 """Relative rounding of scores before tie-breaking, so float noise never reorders results."""
 OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "balanced", "energy")
@@ -90,6 +101,7 @@ option's cost and time for its minima; time has no cheap bound), so counts whose
 (:func:`cost.unit_rate_lower_bound`) is already worse than the best option found can be skipped."""
 PRUNE_MARGIN = bd.PRUNE_MARGIN
 INF = math.inf
+_Evaluated = tuple[GpuSpec, list[_Option], list[Notice]]
 
 
 def _round_rel(x: float) -> float:
@@ -120,24 +132,29 @@ def _metrics(
     )
 
 
-def _screen(
-    workload: Workload,
-    gpu: GpuSpec,
-    index: co.OfferIndex,
-    c: Constraints,
-    settings: CostSettings,
-    needs_price: bool,
-    objective: Objective,
-    memo: Memo,
-) -> bd.Pending | Failure:
+@dataclass(frozen=True)
+class Request:
+    """The fixed inputs of one :func:`recommend` call."""
+
+    workload: Workload
+    constraints: Constraints
+    settings: CostSettings
+    objective: Objective
+    memo: Memo
+    needs_price: bool
+    """A money limit or a place filter was given: a GPU without a usable quote is rejected."""
+
+
+def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Failure:
     """The cheap checks (no estimate unless memory rules the GPU out), then its bounds."""
+    workload, c, settings, memo = req.workload, req.constraints, req.settings, req.memo
     failure = ex.constraint_failure(gpu, c)
     if failure is not None:
         return failure
     if peak_rate(gpu, workload.precision) is None:
         return ex.precision_failure(workload.precision)
     usable = index.usable(gpu.slug, c)
-    if not usable and needs_price:
+    if not usable and req.needs_price:
         return ex.no_quote_failure()
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
     cap = c.max_gpus or default_cap
@@ -149,38 +166,63 @@ def _screen(
         return ex.memory_failure(gpu, est, first, cap)
     fitting = counts[bisect.bisect_left(counts, first):]
     rate = index.cheapest_gpu_hour(gpu, c, fitting[0], cap, settings)
-    if rate is None and needs_price:
+    if rate is None and req.needs_price:
         return ex.no_quote_failure(first)
-    floor = bd.floors(workload, gpu, first, cap, objective == "balanced", memo)
+    if rate is None and first > max(1, gpu.max_gpus_per_node):
+        return _network_failure(gpu, first)
+    # bounds hold for every offer: at the fastest network any of them has
+    floor = bd.floors(workload, co.fastest_network_gpu(gpu, usable), first, cap,
+                      req.objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
     bound = {"cost": lb_cost, "time": floor.time, "energy": bd.energy_floor(floor, gpu)}
-    tier = 1 if rate is None and objective in ("cost", "balanced") else 0
-    if tier and objective == "balanced":
+    tier = 1 if rate is None and req.objective in ("cost", "balanced") else 0
+    if tier and req.objective == "balanced":
         lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned within tier 1
     rent = (co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), c) if co.owns(c)
             else None)
     return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, floor.time,
-                      bound.get(objective, 0.0), floor)
+                      bound.get(req.objective, 0.0), floor)
+
+
+def _network_failure(gpu: GpuSpec, first: int) -> Failure:
+    """Memory needs more GPUs than one node holds, and no offer joins nodes."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    return Failure(
+        0, "network",
+        f"needs {first} GPUs, more than one node holds ({per_node}); no usable quote of it "
+        "offers multi-node clusters over a known network (fabric and rate), so no plan "
+        "spans nodes",
+        Fix("multi_node_offer", first,
+            f"add a quote for an instance of whole nodes whose clusters are offered over a "
+            f"known fabric (InfiniBand, EFA, RoCE, or ethernet with its rate) for {first}+ "
+            "GPUs", "quotes"),
+    )
+
+
+def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, int]], str | None]:
+    """Counts to estimate, each with its offer and instances; a warning when the offers
+    cover none. Without an offer only single-node counts are planned (no network known)."""
+    plan: dict[int, tuple[Offer | None, int]] = dict(
+        co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
+    )
+    if plan:
+        return plan, None
+    per_node = max(1, p.gpu.max_gpus_per_node)
+    single = [n for n in p.counts if n <= per_node]
+    warning = None
+    if p.usable:
+        warning = f"no usable quote holds {p.first}+ GPUs in whole nodes; cost unknown"
+    return dict.fromkeys(single, (None, 1)), warning
 
 
 def _evaluate_gpu(
-    workload: Workload,
-    p: bd.Pending,
-    c: Constraints,
-    settings: CostSettings,
-    objective: Objective,
-    memo: Memo,
-) -> tuple[list[_Option], Failure | None, str | None]:
+    req: Request, p: bd.Pending
+) -> tuple[list[_Option], Failure | None, Notice | None]:
     """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
-    gpu, offers, first = p.gpu, p.usable, p.first
-    plan: dict[int, tuple[Offer | None, int]] = dict(
-        co.cheapest_offers(gpu, offers, p.counts, p.cap)
-    )
-    warning = None
-    if not plan:  # needs_price with no plan was rejected by _screen
-        if offers:
-            warning = f"no usable quote holds {first}+ GPUs in whole nodes; cost unknown"
-        plan = dict.fromkeys(p.counts, (None, 1))
+    workload, objective = req.workload, req.objective
+    plan, warning = _plan(req, p)
+    if not plan:
+        return [], _network_failure(p.gpu, p.first), None
     options: list[_Option] = []
     failure: Failure | None = None
     spec = workload.inference
@@ -189,32 +231,26 @@ def _evaluate_gpu(
     for n in sorted(plan):
         offer, instances = plan[n]
         if options and best < INF:
-            bound = co.unit_rate_lower_bound(workload, objective, gpu, n, offer, instances)
+            bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances)
             if bound is not None and bound > best * (1.0 + PRUNE_MARGIN):
                 continue
-        args = (workload, gpu, n, offer, instances, c, settings, p.rent, first, memo)
-        opt, miss = _option(*args, latency_mode)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode)
         if latency_mode and miss is not None:
             # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
             # the throughput-optimal batch, the lowest latency those limits leave
-            opt, miss = _option(*args, False)
+            opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
         if miss is None:
             options.append(opt)
             if objective in PRUNED_OBJECTIVES:
                 best = min(best, _value(opt, objective, {}))
         else:
             failure = ex.closest(failure, miss)
-    return options, failure, warning
+    notice = Notice("partial_quote_coverage", warning) if warning else None
+    return options, failure, notice
 
 
 def _probe(
-    workload: Workload,
-    p: bd.Pending,
-    c: Constraints,
-    settings: CostSettings,
-    c_min: float,
-    t_min: float,
-    memo: Memo,
+    req: Request, p: bd.Pending, c_min: float, t_min: float
 ) -> tuple[list[_Option], list[tuple[float, float]]]:
     """Balanced (see :func:`search._search_balanced`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
@@ -224,13 +260,12 @@ def _probe(
     rest: list[tuple[float, float]] = []
     for n in sorted(plan):
         offer, instances = plan[n]
-        lbc, lbt = bd.count_floors(workload.kind, p, n, co.usd_per_gpu_hour(
-            offer, p.gpu, settings) if offer is not None else None)
+        lbc, lbt = bd.count_floors(req.workload.kind, p, n, co.usd_per_gpu_hour(
+            offer, p.gpu, req.settings) if offer is not None else None)
         if lbc >= c_min and lbt >= t_min:
             rest.append((lbc, lbt))
             continue
-        opt, miss = _option(workload, p.gpu, n, offer, instances, c, settings, p.rent, p.first,
-                            memo, False)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
         if miss is None and opt.money is not None:
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
@@ -238,24 +273,61 @@ def _probe(
 
 
 def _option(
-    workload: Workload,
-    gpu: GpuSpec,
+    req: Request,
+    p: bd.Pending,
     n: int,
     offer: Offer | None,
     instances: int,
-    c: Constraints,
-    settings: CostSettings,
-    rent_rate: float | None,
-    first: int,
-    memo: Memo,
+    *,
     latency_mode: bool,
 ) -> tuple[_Option, Failure | None]:
-    """The option of ``n`` GPUs on ``instances`` of ``offer``, and the first limit it misses."""
-    est = estimate(workload, gpu, n, latency_mode=latency_mode, memo=memo)
-    cost = co.cost_breakdown(workload, est, offer, instances, settings, rent_rate)
+    """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
+    offer's network when they span nodes), and the first limit it misses."""
+    workload = req.workload
+    est = estimate(workload, co.network_gpu(p.gpu, offer, n), n, latency_mode=latency_mode,
+                   memo=req.memo)
+    cost = co.cost_breakdown(workload, est, offer, instances, req.settings, p.rent)
     money, time, energy, proxy = _metrics(workload, est, cost)
-    opt = _Option(gpu, est, offer, instances, cost, money, time, energy, proxy, first)
-    return opt, ex.limit_failure(workload, est, cost, c)
+    opt = _Option(p.gpu, est, offer, instances, cost, money, time, energy, proxy, p.first)
+    return opt, ex.limit_failure(workload, est, cost, req.constraints)
+
+
+@dataclass
+class Search:
+    """What one :func:`recommend` call has found so far; its methods are the callbacks the
+    branch and bound (:func:`search.search`) drives."""
+
+    req: Request
+    rejected: dict[str, Rejection] = field(default_factory=dict)
+    """GPU slug -> why it is not a candidate."""
+    evaluated: list[_Evaluated] = field(default_factory=list)
+    """GPUs evaluated in full: their feasible options and warnings."""
+    probed: list[_Option] = field(default_factory=list)
+    """Balanced: priced options of probed GPUs (they count in the minima)."""
+
+    def reject(self, gpu: GpuSpec, failure: Failure) -> None:
+        self.rejected[gpu.slug] = failure.rejection(gpu)
+
+    def evaluate(self, p: bd.Pending) -> list[_Option] | None:
+        options, failure, warning = _evaluate_gpu(self.req, p)
+        if not options:
+            assert failure is not None
+            self.reject(p.gpu, failure)
+            return None
+        self.evaluated.append((p.gpu, options, [warning] if warning else []))
+        return options
+
+    def value(self, o: _Option, mins: Mapping[str, float]) -> float:
+        return _value(o, self.req.objective, mins)
+
+    def probe(self, p: bd.Pending, c_min: float, t_min: float) -> tuple[
+            list[_Option], list[tuple[float, float]]]:
+        opts, rest = _probe(self.req, p, c_min, t_min)
+        self.probed.extend(opts)
+        return opts, rest
+
+    def minima(self) -> dict[str, float]:
+        return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
 
 
 def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> float:
@@ -325,7 +397,6 @@ def _pareto(chosen: list[_Option], top: int) -> set[int]:
     return front
 
 
-_Evaluated = tuple[GpuSpec, list[_Option], list[str]]
 
 
 def recommend(
@@ -356,55 +427,33 @@ def recommend(
     if errors:
         raise ValueError("; ".join(f"{f}: {m}" for f, m in errors))
     c = constraints or Constraints()
-    settings = settings or CostSettings()
-    memo = Memo(cache)
-    index = co.offer_index(offers, memo)
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
     )
-    rejected: dict[str, Rejection] = {}
+    req = Request(workload, c, settings or CostSettings(), objective, Memo(cache), needs_price)
+    state = Search(req)
+    index = co.offer_index(offers, req.memo)
     pending: list[bd.Pending] = []
     for gpu in co.by_slug(gpus).values():
-        got = _screen(workload, gpu, index, c, settings, needs_price, objective, memo)
+        got = _screen(req, gpu, index)
         if isinstance(got, Failure):
-            rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, got.reason, got.fix, got.code)
+            state.reject(gpu, got)
         else:
             pending.append(got)
 
-    per_gpu: list[_Evaluated] = []
-
-    def evaluate(p: bd.Pending) -> list[_Option] | None:
-        options, failure, warning = _evaluate_gpu(workload, p, c, settings, objective, memo)
-        if not options:
-            assert failure is not None
-            f, gpu = failure, p.gpu
-            rejected[gpu.slug] = Rejection(gpu.slug, gpu.name, f.reason, f.fix, f.code)
-            return None
-        per_gpu.append((p.gpu, options, [warning] if warning else []))
-        return options
-
-    def value(o: _Option, mins: Mapping[str, float]) -> float:
-        return _value(o, objective, mins)
-
-    probed: list[_Option] = []  # priced options of probed GPUs: they count in the minima
-
-    def probe(p: bd.Pending, c_min: float, t_min: float) -> tuple[
-            list[_Option], list[tuple[float, float]]]:
-        opts, rest = _probe(workload, p, c, settings, c_min, t_min, memo)
-        probed.extend(opts)
-        return opts, rest
-
-    skipped = se.search(pending, objective, 0 if exhaustive else limit, evaluate, value, probe)
-    mins = _minima([o for _, opts, _ in per_gpu for o in opts] + probed)
-    chosen: list[tuple[_Option, float, list[str]]] = []
-    for _, opts, warns in per_gpu:
+    skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
+                        state.value, state.probe)
+    mins = state.minima()
+    chosen: list[tuple[_Option, float, list[Notice]]] = []
+    for _, opts, warns in state.evaluated:
         best = min(opts, key=lambda o: _key(o, _value(o, objective, mins), objective))
         chosen.append((best, _value(best, objective, mins), warns))
     chosen.sort(key=lambda t: _key(t[0], t[1], objective))
     front = _pareto([o for o, _, _ in chosen], limit)
     candidates = [
-        ex.candidate(workload, rank, opt, score, rank - 1 in front, warns, objective, mins,
-                     settings, skypilot_names, node_labels, memo)
+        ex.candidate(workload, rank, opt, score, pareto=rank - 1 in front, extra_warnings=warns,
+                     objective=objective, mins=mins, settings=req.settings, constraints=c,
+                     skypilot_names=skypilot_names, node_labels=node_labels, memo=req.memo)
         for rank, (opt, score, warns) in enumerate(chosen[:limit], start=1)
     ]
     warnings: list[str] = []
@@ -415,6 +464,7 @@ def recommend(
             f"{len(skipped)} GPU types not evaluated in full: their best case cannot reach the "
             f"top {limit} under {objective} (listed in rejected with code 'outranked')"
         )
+    rejected = state.rejected
     for s in skipped:
         rejected[s.gpu.slug] = se.outranked(s, limit, objective)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))

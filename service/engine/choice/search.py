@@ -17,7 +17,7 @@ from service.engine.choice.bounds import (
 )
 from service.engine.choice.explain import Option
 from service.engine.recommend_types import Rejection
-from service.engine.types import GpuSpec
+from service.engine.types import Fix, GpuSpec
 
 Evaluate = Callable[[Pending], list[Option] | None]
 """Evaluates one GPU in full: its feasible options (None: rejected)."""
@@ -48,7 +48,8 @@ def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
                   f">= {s.best_case:.4g}, worse than #{limit}'s {s.threshold:.4g} "
                   "(lower is better), so it was not evaluated in full")
     return Rejection(s.gpu.slug, s.gpu.name, reason,
-                     f"ask for more results (limit > {limit}) to see it ranked", "outranked")
+                     Fix("limit", None, f"ask for more results (limit > {limit}) to see it "
+                         "ranked", "limit"), "outranked")
 
 
 def search(

@@ -17,6 +17,7 @@ from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_ra
 from service.engine.types import (
     Assumption,
     Estimate,
+    Fix,
     GpuSpec,
     MemoryBreakdown,
     Parallelism,
@@ -190,12 +191,16 @@ def _estimate_compute(
         power_w=power,
         energy_kwh=power * hours / 1000.0,
         infeasible_reasons=() if fits else (f"needs {per_gpu_gb:.1f} GB per GPU",),
-        fixes=() if fits or needed is None else (f"needs {needed} GPUs",),
+        fixes=() if fits or needed is None else (_gpu_count_fix(needed),),
         min_gpus_to_fit=needed,
         assumptions=_assumptions(c.COMPUTE_KEYS),
         warnings=_warnings(workload, gpu, rate),
         compute_tflops_used=rate.tflops,
     )
+
+
+def _gpu_count_fix(needed: int) -> Fix:
+    return Fix("gpu_count", needed, f"needs {needed} GPUs", "gpu_count")
 
 
 def _min_compute_gpus(memory_gb: float, usable_gb: float) -> int | None:
@@ -277,7 +282,7 @@ def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | N
 
 def _training_fixes(
     workload: Workload, gpu: GpuSpec, n: int, prec: Precision, plan: tr.TrainPlan, memo: Memo
-) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
+) -> tuple[tuple[Fix, ...], tuple[str, ...], int | None]:
     if plan.fits:
         return (), (), n
     spec = workload.training
@@ -286,17 +291,19 @@ def _training_fixes(
         f"needs {plan.memory.total:.1f} GB per GPU at micro-batch 1; "
         f"{gpu.memory_gb:g} GB available",
     )
-    fixes: list[str] = []
+    fixes: list[Fix] = []
     if not spec.activation_checkpointing and tr.fits(
         workload, gpu, n, prec, checkpointing=True, memo=memo
     ):
-        fixes.append("fits with activation checkpointing")
+        fixes.append(Fix("activation_checkpointing", True, "fits with activation checkpointing",
+                         "training.activation_checkpointing"))
     if spec.sharding not in ("auto", "zero3") and n > 1:
         if tr.fits(workload, gpu, n, prec, sharding="zero3", memo=memo):
-            fixes.append("fits with sharding zero3 (FSDP)")
+            fixes.append(Fix("sharding", "zero3", "fits with sharding zero3 (FSDP)",
+                             "training.sharding"))
     needed = min_gpus_to_fit(workload, gpu, memo)
     if needed is not None and needed > n:
-        fixes.append(f"needs {needed} GPUs")
+        fixes.append(_gpu_count_fix(needed))
     return tuple(fixes), reasons, needed
 
 
@@ -412,13 +419,13 @@ def _inference_fixes(
     fits: bool,
     breakdown: MemoryBreakdown,
     memo: Memo,
-) -> tuple[tuple[str, ...], tuple[str, ...], int | None]:
+) -> tuple[tuple[Fix, ...], tuple[str, ...], int | None]:
     if fits:
         return (), (), n
     reasons = (
         f"needs {breakdown.total:.1f} GB per GPU; {gpu.memory_gb:g} GB available",
     )
-    fixes: list[str] = []
+    fixes: list[Fix] = []
     spec = workload.inference
     assert spec is not None
     wps: tuple[Precision, ...] = ("int8", "int4")
@@ -428,11 +435,12 @@ def _inference_fixes(
             continue
         quantized = replace(workload, weight_precision=wp)
         if inf.place(quantized, gpu, n, prec, spec.batch_size or 1, memo)[2]:
-            fixes.append(f"fits with {wp} weights")
+            fixes.append(Fix("weight_precision", wp, f"fits with {wp} weights",
+                             "weight_precision"))
             break
     needed = min_gpus_to_fit(workload, gpu, memo)
     if needed is not None and needed > n:
-        fixes.append(f"needs {needed} GPUs")
+        fixes.append(_gpu_count_fix(needed))
     return tuple(fixes), reasons, needed
 
 

@@ -49,8 +49,11 @@ def network_gb_s(gpu: GpuSpec) -> float:
     """Cross-node bandwidth per GPU [GB/s, one way] for the class of node this GPU ships in.
 
     HGX/OAM nodes of the H100/MI300X generation carry one 400 Gb/s port per GPU; older and
-    PCIe nodes far less, which is what makes multi-node training on them slow.
+    PCIe nodes far less, which is what makes multi-node training on them slow. A GPU rented or
+    bought with an offer whose network is known carries that offer's rate instead.
     """
+    if gpu.network_gb_s_per_gpu is not None:
+        return gpu.network_gb_s_per_gpu
     if gpu.form_factor in ("sxm", "oam"):
         link = gpu.interconnect_bandwidth_gb_s or 0.0
         if link >= 800:
