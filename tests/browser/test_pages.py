@@ -124,8 +124,13 @@ def test_comparison_page_answers_each_named_example(browser: Any, live_url: str,
     if name in ("too-big", "cnn-edge"):
         assert len(rejected_rows) >= 5
         assert all(r.find_elements(By.CSS_SELECTOR, "td")[1].text for r in rejected_rows)
+        # the typed fix is shown by its detail, never as a serialized object
+        assert all(r.find_elements(By.CSS_SELECTOR, "td")[1].text
+                   and "[object" not in r.text for r in rejected_rows)
     else:
         assert rejected_rows or "No GPU was rejected" in rejected.text
+    # typed fields (fixes, coded warnings) are shown by their text, never as "[object Object]"
+    assert "[object" not in browser.find_element(By.TAG_NAME, "body").text
     _only_local(browser, live_url)
     assert severe_console(browser) == []
 

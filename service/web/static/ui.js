@@ -323,7 +323,8 @@
     const tb = el("tbody");
     result.rejected.forEach((r) => {
       const tr = el("tr");
-      tr.append(el("th", { scope: "row" }, r.gpu.name), el("td", {}, r.reason), el("td", {}, r.fix));
+      tr.append(el("th", { scope: "row" }, r.gpu.name), el("td", {}, r.reason),
+        el("td", {}, [r.fix, ...(r.other_fixes || [])].map((f) => f.detail).join("; ")));
       tb.append(tr);
     });
     table.append(tb);
@@ -386,7 +387,7 @@
     ["tok", "Tokens/s", (e) => fmt(e.throughput.tokens_per_s)],
     ["rps", "Requests/s", (e) => fmt(e.throughput.requests_per_s)],
     ["power", "Power [W]", (e) => fmt(e.power_w)],
-    ["why", "Why not / fixes", (e) => [...e.infeasible_reasons, ...e.fixes].join("; ") || "-"]];
+    ["why", "Why not / fixes", (e) => [...e.infeasible_reasons, ...e.fixes.map((f) => f.detail)].join("; ") || "-"]];
 
   async function loadCatalog() {
     const picker = $("#gpu-picker");
