@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from gpu_advisor_client import AdvisorClient, Retry
 from service.common import utcnow
 from service.config import Settings
 from service.workloads.models import RecommendationRun
 from tests.api.test_access import _key, _workload
+from tests.api.test_client_models import GPU, _busy, _Server
 
 
 def test_a_stored_run_is_never_pruned_by_its_own_retention(
@@ -39,3 +42,15 @@ def test_a_stored_run_is_never_pruned_by_its_own_retention(
     listed = client.get(f"/v1/workloads/{wid}/runs", headers=headers).json()
     assert listed["total"] == 1
     assert [r["id"] for r in listed["data"]] == [second.json()["id"]]
+
+
+def test_client_survives_a_retry_after_too_large_for_a_float() -> None:
+    """A proxy's (or hostile server's) `Retry-After: 999...9` (400 digits) parses as an int too
+    large for a float: the client must wait its capped maximum and retry, not raise
+    OverflowError out of an idempotent GET."""
+    server = _Server(_busy("9" * 400), httpx.Response(200, json=GPU))
+    waits: list[float] = []
+    with AdvisorClient("http://x", transport=httpx.MockTransport(server), sleep=waits.append,
+                       retry=Retry(attempts=2, max_wait_s=7)) as api:
+        assert api.get_gpu("g").version == 3
+    assert waits == [7] and len(server.requests) == 2
