@@ -16,6 +16,7 @@ from service.config import Settings
 from service.workloads.models import RecommendationRun
 from tests.api.test_access import _key, _workload
 from tests.api.test_client_models import GPU, _busy, _Server
+from tests.api.test_gpus import assert_problem, new_gpu
 
 
 def test_a_stored_run_is_never_pruned_by_its_own_retention(
@@ -54,3 +55,31 @@ def test_client_survives_a_retry_after_too_large_for_a_float() -> None:
                        retry=Retry(attempts=2, max_wait_s=7)) as api:
         assert api.get_gpu("g").version == 3
     assert waits == [7] and len(server.requests) == 2
+
+
+def test_if_match_and_if_none_match_sent_as_several_field_lines_are_one_list(
+        client: TestClient, admin_headers: dict[str, str]) -> None:
+    """RFC 9110 5.3: several field lines of one name are one comma-separated list. Reading
+    only the first line made `If-Match: *` + `If-Match: "999"` a wildcard (the combined value
+    is no `*`), a stale tag first a 412 although a later line matched, and echoed only part of
+    what was sent."""
+    slug = client.post("/v1/gpus", json=new_gpu(slug="review-11-gpu"),
+                       headers=admin_headers).json()["slug"]
+    etag = client.get(f"/v1/gpus/{slug}").headers["etag"]
+    auth = list(admin_headers.items())
+
+    star_then_stale = client.patch(f"/v1/gpus/{slug}", json={"notes": "a"}, headers=[
+        *auth, ("If-Match", "*"), ("If-Match", '"999"')])
+    body = assert_problem(star_then_stale, 412)
+    assert '*, "999"' in body["detail"]
+    assert client.get(f"/v1/gpus/{slug}").headers["etag"] == etag  # nothing written
+
+    stale_then_current = client.patch(f"/v1/gpus/{slug}", json={"notes": "b"}, headers=[
+        *auth, ("If-Match", '"999"'), ("If-Match", etag)])
+    assert stale_then_current.status_code == 200, stale_then_current.text
+    assert stale_then_current.json()["notes"] == "b"
+
+    etag = client.get(f"/v1/gpus/{slug}").headers["etag"]
+    cached = client.get(f"/v1/gpus/{slug}", headers=[
+        ("If-None-Match", '"999"'), ("If-None-Match", etag)])
+    assert cached.status_code == 304 and cached.content == b""
