@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from sqlmodel import Session
 
 from gpu_advisor_client import AdvisorClient, Retry
@@ -83,3 +85,25 @@ def test_if_match_and_if_none_match_sent_as_several_field_lines_are_one_list(
     cached = client.get(f"/v1/gpus/{slug}", headers=[
         ("If-None-Match", '"999"'), ("If-None-Match", etag)])
     assert cached.status_code == 304 and cached.content == b""
+
+
+@pytest.mark.parametrize("days", ["1e6", "inf", "1e400"])
+def test_run_retention_days_beyond_a_date_is_refused_at_start(days: str,
+                                                               database_url: str) -> None:
+    """GPU_ADVISOR_RUN_RETENTION_DAYS=1000000 ("keep for ever") was accepted, and then every
+    POST .../runs was a 500 (the cutoff date overflowed). It is refused when the settings are
+    read, naming the variable."""
+    with pytest.raises(ValidationError, match="run_retention_days"):
+        Settings(database_url=database_url, run_retention_days=days)  # type: ignore[arg-type]
+
+
+def test_the_longest_run_retention_accepted_stores_runs(
+        app: FastAPI, client: TestClient, session: Session, settings: Settings) -> None:
+    longest = Settings.model_fields["run_retention_days"].metadata
+    days = next(m.le for m in longest if hasattr(m, "le"))
+    app.state.settings = Settings(database_url=settings.database_url, run_retention_days=days)
+    headers, _ = _key(session, "submitter")
+    wid = _workload(client, headers)
+    resp = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 1}, headers=headers)
+    assert resp.status_code == 201, resp.text
+    assert client.get(resp.headers["location"], headers=headers).status_code == 200
