@@ -107,3 +107,13 @@ def test_the_longest_run_retention_accepted_stores_runs(
     resp = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 1}, headers=headers)
     assert resp.status_code == 201, resp.text
     assert client.get(resp.headers["location"], headers=headers).status_code == 200
+
+
+def test_admin_only_reads_do_not_say_writes(client: TestClient, session: Session) -> None:
+    """GET /v1/quotes/history (admin only since issue 11) answered 'Writes need an admin API
+    key' to a read: the error named the wrong reason."""
+    anonymous = assert_problem(client.get("/v1/quotes/history"), 401)
+    headers, _ = _key(session, "submitter")
+    submitter = assert_problem(client.get("/v1/quotes/history", headers=headers), 403)
+    for body in (anonymous, submitter):
+        assert "write" not in body["detail"].lower() and "admin" in body["detail"]
