@@ -66,6 +66,8 @@ def _retry_after_s(value: str, *, default: float) -> float:
     """Retry-After is delay-seconds or an HTTP-date (RFC 9110 10.2.3)."""
     try:
         return float(int(value.strip()))
+    except OverflowError:  # more seconds than a float holds: as long as allowed
+        return float("inf")
     except ValueError:
         pass
     try:

@@ -55,9 +55,10 @@ class Settings(BaseSettings):
     """`serve`: idle keep-alive connections are closed after this."""
     max_runs_per_workload: int = Field(default=20, ge=1, le=10_000)
     """Stored runs kept per workload: storing one more deletes the oldest beyond this."""
-    run_retention_days: float | None = Field(default=None, gt=0)
+    run_retention_days: float | None = Field(default=None, gt=0, le=36_500)
     """Runs older than this are deleted when the workload's next run is stored; unset = no
-    age limit (only the count)."""
+    age limit (only the count). At most 100 years: a larger value (or inf) put the cutoff
+    before year 1, and every run stored was a 500."""
     log_json: bool = True
 
 

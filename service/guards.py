@@ -129,6 +129,34 @@ class HeaderLimitMiddleware:
         await self.app(scope, receive, send)
 
 
+_LIST_HEADERS = (b"if-match", b"if-none-match")
+
+
+class MergeConditionalHeadersMiddleware:
+    """Several If-Match / If-None-Match field lines become one comma-separated line, as RFC
+    9110 5.3 says they mean. FastAPI's ``Header()`` reads only the first line, which made
+    `If-Match: *` + `If-Match: "999"` a wildcard (the combined value is no `*`), hid a later
+    line that matched, and echoed only part of what was sent in a 412."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = [name for name, _ in scope["headers"] if name in _LIST_HEADERS]
+            if len(names) > len(set(names)):
+                merged: dict[bytes, list[bytes]] = {}
+                rest = []
+                for name, value in scope["headers"]:
+                    if name in _LIST_HEADERS:
+                        merged.setdefault(name, []).append(value)
+                    else:
+                        rest.append((name, value))
+                scope = {**scope, "headers": rest + [(name, b", ".join(values))
+                                                     for name, values in merged.items()]}
+        await self.app(scope, receive, send)
+
+
 class BodyTimeoutMiddleware:
     """408 problem+json when the whole body has not arrived ``timeout_s`` after the first read."""
 

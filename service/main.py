@@ -21,7 +21,12 @@ from service.config import Settings, get_settings
 from service.db import SQLITE_BEGIN, make_engine
 from service.db_deadline import install_db_deadline
 from service.errors import PROBLEM_JSON, Problem, install_error_handlers
-from service.guards import AdmissionMiddleware, BodyTimeoutMiddleware, HeaderLimitMiddleware
+from service.guards import (
+    AdmissionMiddleware,
+    BodyTimeoutMiddleware,
+    HeaderLimitMiddleware,
+    MergeConditionalHeadersMiddleware,
+)
 from service.health import router as health_router
 from service.observability import (
     BodySizeLimitMiddleware,
@@ -131,6 +136,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             allow_headers=["*"],
             expose_headers=["ETag", "Location", "X-Request-ID"],
         )
+    app.add_middleware(MergeConditionalHeadersMiddleware)
     app.add_middleware(AdmissionMiddleware, limit=settings.max_concurrent_requests,
                        max_queued=settings.max_queued_requests,
                        queue_timeout_s=settings.queue_timeout_s)

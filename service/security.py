@@ -142,9 +142,11 @@ def require_metrics_reader(request: Request, session: SessionDep,
 def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
     caller = _caller(session, creds)
     if caller is None:
-        raise Unauthorized("Writes need an admin API key", headers={"WWW-Authenticate": "Bearer"})
+        raise Unauthorized("This route needs an admin API key",
+                           headers={"WWW-Authenticate": "Bearer"})
     if caller.role != "admin":
-        raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; writes need 'admin'")
+        raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; this route needs "
+                        "'admin'")
     return caller
 
 

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func
+from sqlalchemy import and_, delete, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
@@ -331,15 +331,22 @@ def create_run(
     session.add(run)
     session.flush()
     prune_runs(session, workload_id=row.id, keep=settings.max_runs_per_workload,
-               max_age_days=settings.run_retention_days, now=now)
+               max_age_days=settings.run_retention_days, now=now, stored=run.id)
     return run
 
 
 def prune_runs(session: Session, *, workload_id: str, keep: int, max_age_days: float | None,
-               now: datetime) -> int:
+               now: datetime, stored: str | None = None) -> int:
     """Delete the workload's runs beyond the newest ``keep`` and those older than
-    ``max_age_days``; return how many went."""
-    where = RecommendationRun.workload_id == workload_id
+    ``max_age_days``; return how many went.
+
+    ``stored``, the run just stored, is always kept and counts as the newest: another run may
+    carry a later ``created_at`` (a replica whose clock runs ahead, or a request that began
+    ranking later and committed first), and the run just answered 201 must not be gone."""
+    where = and_(col(RecommendationRun.workload_id) == workload_id,
+                 col(RecommendationRun.id) != (stored or ""))
+    if stored is not None:
+        keep -= 1
     order = (col(RecommendationRun.created_at).desc(), col(RecommendationRun.id).desc())
     doomed = set(session.exec(
         select(RecommendationRun.id).where(where).order_by(*order).offset(keep)).all())
