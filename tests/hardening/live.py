@@ -41,6 +41,7 @@ def serve(url: str, *, admin_key: str, extra_args: Sequence[str] = (),
          "--port", str(port), *extra_args],
         cwd=REPO_ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=log,
     )
+    proc.server_log = log  # type: ignore[attr-defined]  # read by server_errors()
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -55,6 +56,18 @@ def serve(url: str, *, admin_key: str, extra_args: Sequence[str] = (),
         time.sleep(0.1)
     stop(proc)
     raise RuntimeError("server did not become ready in 60 s")
+
+
+def server_errors(proc: subprocess.Popen[bytes], limit: int = 20_000) -> str:
+    """The server's error log lines (tracebacks included) so far, for a failure report."""
+    log = getattr(proc, "server_log", None)
+    if log is None:
+        return ""
+    log.seek(0)
+    lines = log.read().decode(errors="replace").splitlines()
+    keep = [ln for ln in lines if '"level": "error"' in ln or "Traceback" in ln
+            or ln.startswith(("  ", "sqlalchemy", "ValueError", "TypeError", "KeyError"))]
+    return "\n".join(keep)[-limit:]
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

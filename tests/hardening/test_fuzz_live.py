@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.hardening.live import serve, stop
+from tests.hardening.live import serve, server_errors, stop
 
 ADMIN_KEY = "gpa_livefuzz001_" + "e" * 43
 SERVER_WORKERS = 2
@@ -43,19 +43,20 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def live(fresh_url: str) -> Iterator[str]:
+def live_proc(fresh_url: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     # Slow requests queue instead of being shed: this run looks for wrong answers, not for
     # overload behaviour (503 + Retry-After, tested in test_overload.py and `make bench`).
     proc, base = serve(fresh_url, admin_key=ADMIN_KEY,
                        extra_args=("--workers", str(SERVER_WORKERS)),
                        env={"GPU_ADVISOR_QUEUE_TIMEOUT_S": "60"})
-    yield base
+    yield proc, base
     stop(proc)
 
 
 def test_live_server_has_no_server_errors_under_concurrent_fuzzing(
-    live: str, tmp_path: Path,
+    live_proc: tuple[subprocess.Popen[bytes], str], tmp_path: Path,
 ) -> None:
+    proc, live = live_proc
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
     cmd = [
@@ -73,7 +74,7 @@ def test_live_server_has_no_server_errors_under_concurrent_fuzzing(
     if out.returncode != 0 and _only_fuzzer_crash(out.stdout):
         pytest.skip("the fuzzer itself crashed (CPython 3.11 concurrent-compile bug); no server "
                     "failure was reported")
-    assert out.returncode == 0, report
+    assert out.returncode == 0, report + "\nserver errors:\n" + server_errors(proc)
 
 
 FUZZER_CRASH = "SystemError: AST constructor recursion depth mismatch"
