@@ -32,8 +32,18 @@ MAX_TFLOPS = 1_000_000.0
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)
 
 
+MIN_TFLOPS = 0.001
+"""Smallest peak accepted [TFLOPS] (1 GFLOPS; the smallest catalog figure is 0.25). Below it the
+engine's times overflow to infinity: a fuzzed 5e-324 TFLOPS GPU made a ranking divide by zero
+(issue 10, live fuzz). Null means the precision is not supported."""
+MIN_BANDWIDTH_GB_S = 1.0
+"""Smallest memory or GPU-to-GPU bandwidth accepted [GB/s] (catalog minimum: 32), same reason;
+a GPU without a fast link has interconnect_bandwidth_gb_s null."""
+
+
 def _tflops(description: str) -> float | None:
-    field: float | None = Field(default=None, ge=0, le=MAX_TFLOPS, description=description)
+    field: float | None = Field(default=None, ge=MIN_TFLOPS, le=MAX_TFLOPS,
+                                description=description)
     return field
 
 
@@ -106,7 +116,8 @@ class GpuSpecFields(SQLModel):
         default="", max_length=60,
         description="Memory technology, e.g. HBM3, GDDR6",
     )
-    memory_bandwidth_gb_s: float = Field(gt=0, le=1_000_000, description="Peak [GB/s]")
+    memory_bandwidth_gb_s: float = Field(ge=MIN_BANDWIDTH_GB_S, le=1_000_000,
+                                         description="Peak [GB/s]")
     fp64_tflops: float | None = _tflops("FP64 vector peak [TFLOPS]; null = unsupported")
     fp64_tensor_tflops: float | None = _tflops("FP64 tensor-core peak [TFLOPS]; null = none")
     fp32_tflops: float | None = _tflops("FP32 non-tensor peak [TFLOPS]")
@@ -121,7 +132,8 @@ class GpuSpecFields(SQLModel):
         description="GPU-to-GPU link inside a server: nvlink, infinity_fabric, pcie, none",
     )
     interconnect_bandwidth_gb_s: float | None = Field(
-        default=None, ge=0, le=100_000, description="Per-GPU GPU-to-GPU bandwidth [GB/s]"
+        default=None, ge=MIN_BANDWIDTH_GB_S, le=100_000,
+        description="Per-GPU GPU-to-GPU bandwidth [GB/s]",
     )
     max_gpus_per_node: int = Field(
         default=8, ge=1, le=1024,
@@ -220,7 +232,7 @@ class GpuUpdate(SQLModel):
         description="Memory technology, e.g. HBM3, GDDR6",
     )
     memory_bandwidth_gb_s: float | None = Field(
-        default=None, gt=0, le=1_000_000,
+        default=None, ge=MIN_BANDWIDTH_GB_S, le=1_000_000,
         description="Peak memory bandwidth [GB/s]",
     )
     fp64_tflops: float | None = _tflops("FP64 vector peak [TFLOPS]")
@@ -240,7 +252,7 @@ class GpuUpdate(SQLModel):
         description="GPU-to-GPU link inside a server: nvlink, infinity_fabric, pcie, none",
     )
     interconnect_bandwidth_gb_s: float | None = Field(
-        default=None, ge=0, le=100_000,
+        default=None, ge=MIN_BANDWIDTH_GB_S, le=100_000,
         description="GPU-to-GPU bandwidth per GPU, one direction [GB/s]",
     )
     max_gpus_per_node: int | None = Field(

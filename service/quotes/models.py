@@ -20,6 +20,8 @@ MAX_HOURLY_USD = 100_000.0
 MAX_PURCHASE_USD = 100_000_000.0
 
 Fabric = Literal["infiniband", "efa", "roce", "ethernet", "none"]
+MIN_NETWORK_GBPS = 1.0
+"""Slowest instance network accepted [Gb/s]: below it multi-node times overflow to infinity."""
 MAX_NETWORK_GBPS = 100_000.0
 """No instance has more than 100 Tb/s of network (the largest list 3.2-6.4 Tb/s)."""
 NETWORK_FIELDS = ("network_gbps", "network_fabric", "multi_node", "network_source")
@@ -57,7 +59,7 @@ class QuoteFields(SQLModel):
     captured_at: datetime = Field(description="When the price was read")
     valid_until: datetime | None = Field(default=None, description="Expiry; null = no expiry")
     network_gbps: float | None = Field(
-        default=None, gt=0, le=MAX_NETWORK_GBPS,
+        default=None, ge=MIN_NETWORK_GBPS, le=MAX_NETWORK_GBPS,
         description="Network bandwidth of one instance [Gb/s] (purchase: of one node); "
         "null = unknown")
     network_fabric: Fabric | None = Field(
@@ -178,7 +180,7 @@ class QuoteUpdate(SQLModel):
         description="When the price was read (UTC if no offset)",
     )
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
-    network_gbps: float | None = Field(default=None, gt=0, le=MAX_NETWORK_GBPS,
+    network_gbps: float | None = Field(default=None, ge=MIN_NETWORK_GBPS, le=MAX_NETWORK_GBPS,
                                        description="Network bandwidth of one instance [Gb/s]")
     network_fabric: Fabric | None = Field(
         default=None, description="infiniband, efa, roce, ethernet or none")

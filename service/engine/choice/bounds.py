@@ -128,8 +128,8 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
     one_gpu_step_s = tr.training_floor_flops(workload) / tr.training_floor_rate(
         workload, gpu, rate)
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
-    if one_gpu_step_s <= 0:
-        return NO_FLOORS
+    if not 0 < one_gpu_step_s < math.inf:
+        return NO_FLOORS  # no finite floor: never prune on it
     hours = _training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
     if hours is None:
         # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
