@@ -68,3 +68,24 @@ def test_gpu_at_the_smallest_figures_gets_an_answer(
         assert "tiny-gpu" in set(ranked) | rejected  # judged, not crashed on
     est = client.post("/v1/estimates", json={**TRAIN_70B, "gpu": "tiny-gpu", "gpu_count": 1024})
     assert est.status_code in (200, 422), est.text
+
+
+VANISHING = {
+    "compute": {"kind": "compute", "precision": "fp64", "compute": {"total_tflop": 5e-324}},
+    "training": {"kind": "training", "model": {"preset": "llama-3.1-8b"}, "precision": "bf16",
+                 "training": {"batch_size": 8, "seq_len": 1024, "tokens": 1}},
+    "inference": {"kind": "inference", "model": {"preset": "llama-3.1-8b"},
+                  "precision": "bf16", "inference": {"prompt_tokens": 1, "output_tokens": 1,
+                                                     "target_requests_per_s": 5e-324}},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(VANISHING))
+@pytest.mark.parametrize("objective", ["balanced", "cost", "time", "energy"])
+def test_vanishing_job_gets_an_answer(client: TestClient, objective: str, kind: str) -> None:
+    """The live fuzz's second 500: a 5e-324 TFLOP job's cost and time underflow to zero, and
+    the balanced search (then its explanation) divided by those minima."""
+    body = {**VANISHING[kind], "objective": objective}
+    resp = client.post("/v1/recommendations", json=body)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["recommendations"]

@@ -264,15 +264,19 @@ def score_reason(
 ) -> str:
     inference = workload.kind == "inference"
     t_unit = "ms latency" if inference else "h"
+
+    def per(x: float, key: str) -> float:  # x / its minimum; 1 when the minimum underflowed
+        return x / mins[key] if mins[key] > 0 else 1.0
+
     if objective == "balanced":
         if money is None:
             return (
-                f"score {score:.3f} = 0.5 x GPU-hours/min ({proxy / mins['proxy']:.2f}) + 0.5 x "
-                f"time/min ({time / mins['time_unpriced']:.2f}) among unpriced GPUs"
+                f"score {score:.3f} = 0.5 x GPU-hours/min ({per(proxy, 'proxy'):.2f}) + 0.5 x "
+                f"time/min ({per(time, 'time_unpriced'):.2f}) among unpriced GPUs"
             )
         return (
-            f"score {score:.3f} = 0.5 x cost/min cost ({money / mins['money']:.2f}) + "
-            f"0.5 x time/min time ({time / mins['time']:.2f}); lower is better"
+            f"score {score:.3f} = 0.5 x cost/min cost ({per(money, 'money'):.2f}) + "
+            f"0.5 x time/min time ({per(time, 'time'):.2f}); lower is better"
         )
     if objective == "time":
         return f"score {score:,.4g} = {t_unit} to {'serve' if inference else 'finish'}"

@@ -135,6 +135,8 @@ def _search_balanced(
     def bound(j: int, q: Pending, mins: Mapping[str, float]) -> float:
         if q.tier:
             return INF
+        if not (c_min > 0 and t_min > 0):
+            return 0.0  # a minimum underflowed to zero: no finite bound, never passed over
         floors = [(q.lb_cost, q.lb_time)]
         best = INF
         if j in probed:
