@@ -11,7 +11,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Header, Query, Request, Response
 from pydantic import AfterValidator, BaseModel, Field
-from sqlmodel import Session, SQLModel, func, select
+from sqlmodel import Session, SQLModel
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -82,11 +82,21 @@ def table_fingerprint(session: Session, table: Any) -> tuple[object, ...]:
     """Changes whenever a row of ``table`` (a model with id, version, updated_at) is added,
     removed or updated (every update bumps version): (count, max id, sum of versions, latest
     update); a collision needs all four to match."""
-    count, max_id, versions, latest = session.exec(
-        select(func.count(), func.max(table.id), func.sum(table.version),
-               func.max(table.updated_at))
-    ).one()
+    # Every recommendation reads two of these: plain SQL on the session's connection skips
+    # the ORM's statement compilation and result processing (~0.2 ms each on SQLite). The
+    # latest update comes back as the driver gives it (text on SQLite, a datetime on
+    # PostgreSQL); it is only ever compared with another fingerprint read the same way.
+    sql = _FINGERPRINT_SQL.get(table.__tablename__)
+    if sql is None:
+        sql = _FINGERPRINT_SQL[table.__tablename__] = (
+            "SELECT count(*), max(id), sum(version), max(updated_at) FROM "
+            + table.__table__.name)
+    count, max_id, versions, latest = session.connection().exec_driver_sql(sql).one()
     return int(count), max_id, int(versions or 0), str(latest) if latest else None
+
+
+_FINGERPRINT_SQL: dict[str, str] = {}
+"""Fingerprint query per table name (built from the model's own table name, no input)."""
 
 
 def lock_row(session: Session, model: type[M], key: object, *, shared: bool = False) -> M | None:

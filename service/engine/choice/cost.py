@@ -190,23 +190,39 @@ def instances_for(gpu: GpuSpec, offer: Offer, count: int) -> tuple[int, int] | N
     return instances, instances * per_instance
 
 
-def network_gpu(gpu: GpuSpec, offer: Offer | None, count: int) -> GpuSpec:
-    """``gpu`` as estimated on ``count`` GPUs of ``offer``: when they span nodes, carrying the
-    offer's network rate per GPU [GB/s] (Gb/s / 8 over the GPUs of one node); otherwise
-    unchanged (the network is unused, and the shared estimate cache keeps one entry)."""
+def network_rate(gpu: GpuSpec, offer: Offer | None, count: int) -> float | None:
+    """The per-GPU network rate [GB/s] ``count`` GPUs of ``offer`` run at when they span
+    nodes (the offer's Gb/s / 8 over the GPUs of one node); None when they do not, or the
+    offer states no rate."""
     per_node = max(1, gpu.max_gpus_per_node)
     if offer is None or count <= per_node or not offer.network_gbps:
-        return gpu
+        return None
     gpus_in_node = offer.gpu_count if offer.pricing != "purchase" else per_node
-    rate = offer.network_gbps / BITS_PER_BYTE / max(1, min(gpus_in_node, per_node))
-    return replace(gpu, network_gb_s_per_gpu=rate)
+    return offer.network_gbps / BITS_PER_BYTE / max(1, min(gpus_in_node, per_node))
+
+
+def network_gpu(gpu: GpuSpec, offer: Offer | None, count: int,
+                memo: Memo | None = None) -> GpuSpec:
+    """``gpu`` as estimated on ``count`` GPUs of ``offer``: when they span nodes, carrying the
+    offer's network rate per GPU (:func:`network_rate`); otherwise unchanged (the network is
+    unused, and the shared estimate cache keeps one entry). With a ``memo`` the same rate
+    gives the same object (its hash, a key of every estimate, is then computed once)."""
+    rate = network_rate(gpu, offer, count)
+    if rate is None:
+        return gpu
+    if memo is None:
+        return replace(gpu, network_gb_s_per_gpu=rate)
+    return memo.get("network_gpu", (gpu, rate),
+                    lambda: replace(gpu, network_gb_s_per_gpu=rate))
 
 
 def fastest_network_gpu(gpu: GpuSpec, offers: Sequence[Offer]) -> GpuSpec:
     """``gpu`` carrying the fastest per-GPU network of its clustering offers when that beats
     the class default: lower bounds must hold for every offer's network."""
-    best = max((network_gpu(gpu, o, 2 * max(1, gpu.max_gpus_per_node)).network_gb_s_per_gpu
-                or 0.0 for o in offers if o.clusters()), default=0.0)
+    span = 2 * max(1, gpu.max_gpus_per_node)
+    rates = (network_rate(gpu, o, span) for o in offers if o.clusters())
+    best = max(((gpu.network_gb_s_per_gpu if r is None else r) or 0.0 for r in rates),
+               default=0.0)
     if best <= network_gb_s(gpu):
         return gpu
     return replace(gpu, network_gb_s_per_gpu=best)

@@ -284,8 +284,8 @@ def _option(
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
     offer's network when they span nodes), and the first limit it misses."""
     workload = req.workload
-    est = estimate(workload, co.network_gpu(p.gpu, offer, n), n, latency_mode=latency_mode,
-                   memo=req.memo)
+    est = estimate(workload, co.network_gpu(p.gpu, offer, n, req.memo), n,
+                   latency_mode=latency_mode, memo=req.memo)
     cost = co.cost_breakdown(workload, est, offer, instances, req.settings, p.rent)
     money, time, energy, proxy = _metrics(workload, est, cost)
     opt = _Option(p.gpu, est, offer, instances, cost, money, time, energy, proxy, p.first)

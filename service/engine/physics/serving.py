@@ -13,7 +13,6 @@ from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
 from service.engine.physics.performance import PeakRate, PhaseTime
-from service.engine.physics.transformer_ops import LayerOps
 from service.engine.types import (
     GenericModel,
     GpuSpec,
@@ -211,6 +210,7 @@ class ServingModel:
         link_gb_s: float,
         pp: int = 1,
         pp_link_gb_s: float | None = None,
+        memo: Memo | None = None,
     ) -> None:
         model, spec = workload.model, workload.inference
         assert model is not None and spec is not None
@@ -232,7 +232,7 @@ class ServingModel:
             self._init_generic(model)
             return
         self.h, self.layers = model.hidden_size, model.layers
-        self.ops = LayerOps(model, dev, tp, self.act_b, self.wbpp)
+        self.ops = tops.layer_ops(model, dev, tp, self.act_b, self.wbpp, memo)
         self.s = max(1, spec.prompt_tokens)
         if spec.output_tokens <= 0 or model.encoder_only:
             self.tokens = float(max(1, spec.effective_prompt_tokens or self.s))
@@ -555,7 +555,8 @@ class Context:
         if found is None:
             assert self.rate is not None
             found = self._models[key] = ServingModel(
-                self.workload, self.gpu, self.rate, tp, pp=pp, **links(self.gpu, tp, pp)
+                self.workload, self.gpu, self.rate, tp, pp=pp, memo=self.memo,
+                **links(self.gpu, tp, pp)
             )
         return found
 
