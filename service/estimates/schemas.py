@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -185,51 +185,57 @@ def _r(value: float | None, digits: int = 6) -> float | None:
 
 
 def estimate_out(est: Estimate, *, gpu_name: str) -> EstimateOut:
+    return EstimateOut.model_validate(estimate_data(est, gpu_name=gpu_name))
+
+
+def estimate_data(est: Estimate, *, gpu_name: str) -> dict[str, Any]:
+    """:class:`EstimateOut`'s fields as plain data: a recommendation validates all of its
+    candidates' in one call (a model built per nested object costs ~3x more)."""
     m = est.memory
     p = est.parallelism
-    return EstimateOut(
-        gpu=GpuRef(slug=est.gpu_slug, name=gpu_name),
-        gpu_count=est.gpu_count,
-        fits=est.fits,
-        precision_used=est.precision_used,
-        warnings=list(est.warnings),
-        infeasible_reasons=list(est.infeasible_reasons),
-        fixes=[fix_out(f) for f in est.fixes],
-        min_gpus_to_fit=est.min_gpus_to_fit,
-        memory=MemoryOut(
-            per_gpu_gb=_r(est.memory_per_gpu_gb) or 0.0,
-            available_gb=est.memory_available_gb,
-            breakdown_gb=MemoryBreakdownOut(
-                weights=_r(m.weights) or 0.0,
-                gradients=_r(m.gradients) or 0.0,
-                optimizer_states=_r(m.optimizer_states) or 0.0,
-                activations=_r(m.activations) or 0.0,
-                kv_cache=_r(m.kv_cache) or 0.0,
-                overhead=_r(m.overhead) or 0.0,
-            ),
-        ),
-        parallelism=ParallelismOut(
-            gpu_count=p.gpu_count, nodes=p.nodes, gpus_per_node=p.gpus_per_node,
-            data_parallel=p.data_parallel, tensor_parallel=p.tensor_parallel,
-            pipeline_parallel=p.pipeline_parallel, sharding=p.sharding, link=p.link,
-            link_bandwidth_gb_s=p.link_bandwidth_gb_s,
-        ),
-        bound=est.bound,
-        throughput=ThroughputOut(
-            samples_per_s=_r(est.samples_per_s), tokens_per_s=_r(est.tokens_per_s),
-            requests_per_s=_r(est.requests_per_s),
-        ),
-        step_time_ms=_r(est.step_time_ms),
-        time_to_complete_hours=_r(est.time_to_complete_hours),
-        ttft_ms=_r(est.ttft_ms),
-        tpot_ms=_r(est.tpot_ms),
-        latency_ms=_r(est.latency_ms),
-        latency_ok=est.latency_ok,
-        batch_size=est.batch_size,
-        power_w=_r(est.power_w),
-        energy_kwh=_r(est.energy_kwh),
-        assumptions=[
-            AssumptionOut(name=a.name, value=a.value, unit=a.unit, source=a.source)
+    return {
+        "gpu": {"slug": est.gpu_slug, "name": gpu_name},
+        "gpu_count": est.gpu_count,
+        "fits": est.fits,
+        "precision_used": est.precision_used,
+        "warnings": list(est.warnings),
+        "infeasible_reasons": list(est.infeasible_reasons),
+        "fixes": [fix_out(f) for f in est.fixes],
+        "min_gpus_to_fit": est.min_gpus_to_fit,
+        "memory": {
+            "per_gpu_gb": _r(est.memory_per_gpu_gb) or 0.0,
+            "available_gb": est.memory_available_gb,
+            "breakdown_gb": {
+                "weights": _r(m.weights) or 0.0,
+                "gradients": _r(m.gradients) or 0.0,
+                "optimizer_states": _r(m.optimizer_states) or 0.0,
+                "activations": _r(m.activations) or 0.0,
+                "kv_cache": _r(m.kv_cache) or 0.0,
+                "overhead": _r(m.overhead) or 0.0,
+            },
+        },
+        "parallelism": {
+            "gpu_count": p.gpu_count, "nodes": p.nodes, "gpus_per_node": p.gpus_per_node,
+            "data_parallel": p.data_parallel, "tensor_parallel": p.tensor_parallel,
+            "pipeline_parallel": p.pipeline_parallel, "sharding": p.sharding, "link": p.link,
+            "link_bandwidth_gb_s": p.link_bandwidth_gb_s,
+        },
+        "bound": est.bound,
+        "throughput": {
+            "samples_per_s": _r(est.samples_per_s), "tokens_per_s": _r(est.tokens_per_s),
+            "requests_per_s": _r(est.requests_per_s),
+        },
+        "step_time_ms": _r(est.step_time_ms),
+        "time_to_complete_hours": _r(est.time_to_complete_hours),
+        "ttft_ms": _r(est.ttft_ms),
+        "tpot_ms": _r(est.tpot_ms),
+        "latency_ms": _r(est.latency_ms),
+        "latency_ok": est.latency_ok,
+        "batch_size": est.batch_size,
+        "power_w": _r(est.power_w),
+        "energy_kwh": _r(est.energy_kwh),
+        "assumptions": [
+            {"name": a.name, "value": a.value, "unit": a.unit, "source": a.source}
             for a in est.assumptions
         ],
-    )
+    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 
 from service.engine.recommend_types import (
     Candidate,
@@ -16,7 +16,7 @@ from service.engine.recommend_types import (
     RejectionCode,
     WarningCode,
 )
-from service.estimates.schemas import EstimateOut, FixOut, GpuRef, estimate_out, fix_out
+from service.estimates.schemas import EstimateOut, FixOut, GpuRef, estimate_data, fix_out
 from service.workloads.models import ConstraintsIn, Objective
 
 
@@ -127,8 +127,6 @@ class RejectionOut(BaseModel):
     other_fixes: list[FixOut] = Field(description="Other changes that would also work")
 
 
-_REJECTIONS = TypeAdapter(list[RejectionOut])
-
 
 class RecommendationResult(BaseModel):
     objective: Objective = Field(description="The objective ranked on")
@@ -164,54 +162,56 @@ def _money(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def _quote(offer: Offer | None) -> QuoteRef | None:
+def _quote(offer: Offer | None) -> dict[str, Any] | None:
     if offer is None:
         return None
-    return QuoteRef(
-        id=offer.quote_id, provider=offer.provider, region=offer.region,
-        instance_type=offer.instance_type, gpu_count=offer.gpu_count, pricing=offer.pricing,
-        price_usd_per_hour=offer.price_usd_per_hour, purchase_price_usd=offer.purchase_price_usd,
-        age_days=round(offer.age_days, 2), stale=offer.stale,
-        network_gbps=offer.network_gbps, network_fabric=offer.fabric,
-        multi_node=offer.multi_node,
-    )
+    return {
+        "id": offer.quote_id, "provider": offer.provider, "region": offer.region,
+        "instance_type": offer.instance_type, "gpu_count": offer.gpu_count,
+        "pricing": offer.pricing, "price_usd_per_hour": offer.price_usd_per_hour,
+        "purchase_price_usd": offer.purchase_price_usd,
+        "age_days": round(offer.age_days, 2), "stale": offer.stale,
+        "network_gbps": offer.network_gbps, "network_fabric": offer.fabric,
+        "multi_node": offer.multi_node,
+    }
 
 
-def _cost(cost: CostBreakdown) -> CostOut:
-    return CostOut(
-        known=cost.known,
-        usd_per_hour=_money(cost.usd_per_hour),
-        total_usd=_money(cost.total_usd),
-        usd_per_million_output_tokens=_money(cost.usd_per_million_output_tokens),
-        usd_per_1k_requests=_money(cost.usd_per_1k_requests),
-        replicas=cost.replicas,
-        instances=cost.instances,
-        gpus=cost.gpus,
-        owned=cost.owned,
-        amortized_usd_per_hour=_money(cost.amortized_usd_per_hour),
-        power_usd_per_hour=_money(cost.power_usd_per_hour),
-        break_even_months=_money(cost.break_even_months),
-        energy_kwh=_money(cost.energy_kwh),
-    )
+def _cost(cost: CostBreakdown) -> dict[str, Any]:
+    return {
+        "known": cost.known,
+        "usd_per_hour": _money(cost.usd_per_hour),
+        "total_usd": _money(cost.total_usd),
+        "usd_per_million_output_tokens": _money(cost.usd_per_million_output_tokens),
+        "usd_per_1k_requests": _money(cost.usd_per_1k_requests),
+        "replicas": cost.replicas,
+        "instances": cost.instances,
+        "gpus": cost.gpus,
+        "owned": cost.owned,
+        "amortized_usd_per_hour": _money(cost.amortized_usd_per_hour),
+        "power_usd_per_hour": _money(cost.power_usd_per_hour),
+        "break_even_months": _money(cost.break_even_months),
+        "energy_kwh": _money(cost.energy_kwh),
+    }
 
 
-def _candidate(c: Candidate) -> CandidateOut:
-    return CandidateOut(
-        rank=c.rank,
-        gpu=GpuRef(slug=c.gpu_slug, name=c.gpu_name),
-        gpu_count=c.gpu_count,
-        quote=_quote(c.offer),
-        estimate=estimate_out(c.estimate, gpu_name=c.gpu_name),
-        cost=_cost(c.cost),
-        score=float(f"{c.score:.9g}"),
-        pareto_optimal=c.pareto_optimal,
-        reasons=list(c.reasons),
-        warnings=[WarningOut(code=w.code, message=w.message) for w in c.warnings],
-        provision=ProvisionOut(skypilot_yaml=c.provision.skypilot_yaml,
-                               skypilot_note=c.provision.skypilot_note,
-                               kubernetes=[dict(m) for m in c.provision.kubernetes],
-                               kubernetes_note=c.provision.kubernetes_note),
-    )
+def _candidate(c: Candidate) -> dict[str, Any]:
+    """:class:`CandidateOut`'s fields as plain data (validated with the whole result)."""
+    return {
+        "rank": c.rank,
+        "gpu": {"slug": c.gpu_slug, "name": c.gpu_name},
+        "gpu_count": c.gpu_count,
+        "quote": _quote(c.offer),
+        "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name),
+        "cost": _cost(c.cost),
+        "score": float(f"{c.score:.9g}"),
+        "pareto_optimal": c.pareto_optimal,
+        "reasons": list(c.reasons),
+        "warnings": [{"code": w.code, "message": w.message} for w in c.warnings],
+        "provision": {"skypilot_yaml": c.provision.skypilot_yaml,
+                      "skypilot_note": c.provision.skypilot_note,
+                      "kubernetes": [dict(m) for m in c.provision.kubernetes],
+                      "kubernetes_note": c.provision.kubernetes_note},
+    }
 
 
 def result_out(
@@ -222,19 +222,20 @@ def result_out(
     generated_at: datetime,
     extra_warnings: list[str],
 ) -> RecommendationResult:
-    return RecommendationResult(
-        objective=rec.objective,
-        constraints=constraints,
-        catalog_revision=catalog_revision,
-        generated_at=generated_at,
-        recommendations=[_candidate(c) for c in rec.recommendations],
-        # One per GPU type that is not a candidate (5,000 at the large-catalog scale): one
-        # validation call for the list (~2 us a row; a model per row costs ~5x that)
-        rejected=_REJECTIONS.validate_python([
+    """The answer, validated in one call from plain data: one rejection per GPU type that is
+    not a candidate (5,000 at the large-catalog scale) and every candidate's nested estimate,
+    cost and provisioning cost ~2 us a row that way, ~5x that as a model per object."""
+    return RecommendationResult.model_validate({
+        "objective": rec.objective,
+        "constraints": constraints,
+        "catalog_revision": catalog_revision,
+        "generated_at": generated_at,
+        "recommendations": [_candidate(c) for c in rec.recommendations],
+        "rejected": [
             {"gpu": {"slug": r.gpu_slug, "name": r.gpu_name}, "code": r.code,
              "reason": r.reason, "fix": fix_out(r.fix),
              "other_fixes": [fix_out(f) for f in r.other_fixes]}
             for r in rec.rejected
-        ]),
-        warnings=extra_warnings + list(rec.warnings),
-    )
+        ],
+        "warnings": extra_warnings + list(rec.warnings),
+    })
