@@ -313,16 +313,24 @@ class ServingModel:
             return self._iteration(
                 rows, batch * self.prompt_attn, batch * self.prompt_attn_bytes, 0.0
             ), None
+        decode = self._decode(batch)
+        return self._prefill(batch), decode
+
+    def _decode(self, batch: int) -> _Phase:
+        """A decoder's steady-state iteration at ``batch`` (TPOT)."""
         b = float(batch)
         share = b / self.out
         kv = b * self.ctx * self.kv_layer
-        decode = self._iteration(
+        return self._iteration(
             b + share * self.s,
             b * self.decode_attn + share * self.prompt_attn,
             kv + share * self.prompt_attn_bytes,
             b,
         )
-        # TTFT: the prompt in ceil(prompt / budget) iterations beside batch - 1 decoders
+
+    def _prefill(self, batch: int) -> _Phase:
+        """TTFT: the prompt in ceil(prompt / budget) iterations beside batch - 1 decoders."""
+        b = float(batch)
         k = self.chunks
         rest = b - 1.0
         chunk = self._iteration(
@@ -331,8 +339,7 @@ class ServingModel:
             self.prompt_attn_bytes / k + rest * self.ctx * self.kv_layer,
             1.0 + rest,
         )
-        prefill = (chunk[0] * k, chunk[1] * k, chunk[2] * k, chunk[3] * k)
-        return prefill, decode
+        return chunk[0] * k, chunk[1] * k, chunk[2] * k, chunk[3] * k
 
     # ------------------------------------------------------------------ results
     def timing(self, batch: int) -> Timing:
@@ -352,8 +359,22 @@ class ServingModel:
 
     def check(self, batch: int) -> tuple[bool, float, float]:
         """(meets the limits, the largest ratio of a latency figure to its limit, the latency
-        [ms]); the ratio only guides :func:`boundary`."""
-        return _check(self.spec, *self.latency_ms(batch))
+        [ms]); the ratio only guides :func:`boundary`.
+
+        A decoder with a TPOT limit is timed decode first: when TPOT alone misses its limit the
+        batch fails whatever its TTFT, so the prefill is not timed, and the ratio returned is
+        TPOT's (at most the largest; only the probe positions depend on it, never the
+        boundary, since the predicate is monotone) and the latency is inf (a failing batch's
+        latency is never used)."""
+        spec = self.spec
+        limit = spec.max_tpot_ms
+        if self.decoder and limit is not None:
+            decode = self._decode(batch)
+            tpot = _total(decode) * 1e3
+            if tpot > limit:
+                return False, (tpot / limit if limit > 0 else math.inf), math.inf
+            return _check(spec, *_latencies(spec, _total(self._prefill(batch)), _total(decode)))
+        return _check(spec, *self.latency_ms(batch))
 
     def meets(self, batch: int) -> bool:
         return self.check(batch)[0]
