@@ -124,3 +124,26 @@ def test_network_gpu_memoized_by_rate() -> None:
     assert co.network_gpu(gpu, offer, 8, memo) is gpu  # one node: no network
     slower = dataclasses.replace(offer, quote_id=2, network_gbps=400.0)
     assert co.network_gpu(gpu, slower, 16, memo).network_gb_s_per_gpu == 400.0 / 8 / 8
+
+
+def test_skypilot_text_kept_per_task_content() -> None:
+    from service.engine.choice import provision as pv
+    from service.engine.types import InferenceSpec, Workload
+
+    gpu = next(g for g in load_gpus() if g.max_gpus_per_node == 8)
+    offer = Offer(quote_id=1, gpu_slug=gpu.slug, provider="aws", region="us-east-1",
+                  instance_type="p5.48xlarge", gpu_count=8, pricing="on_demand",
+                  price_usd_per_hour=98.0, network_gbps=3200.0, fabric="efa", multi_node=True)
+    serve = Workload(kind="inference", precision="bf16", model=MODEL,
+                     inference=InferenceSpec(prompt_tokens=512, output_tokens=128))
+    memo = Memo(EngineCache())
+    names = {gpu.slug: "H100"}
+    for replicas in (1, 2, 1):
+        for spot in (False, True):
+            o = dataclasses.replace(offer, pricing="spot" if spot else "on_demand")
+            plain = pv.skypilot_task(serve, gpu, o, 1, replicas, False, names)
+            kept = pv.skypilot_task(serve, gpu, o, 1, replicas, False, names, memo)
+            assert kept == plain
+            assert plain[0] is not None and f"replicas: {replicas}" in plain[0]
+            assert ("use_spot: true" in plain[0]) is spot
+    assert memo.shared is not None and memo.shared.sizes()["skypilot_yaml"] == 4

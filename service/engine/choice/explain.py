@@ -470,5 +470,6 @@ def candidate(
             owned=co.owns(constraints),
             skypilot_names=skypilot_names,
             node_labels=node_labels,
+            memo=memo,
         ),
     )

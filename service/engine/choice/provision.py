@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from service.engine.cache import Memo
 from service.engine.recommend_types import Offer, Provision
 from service.engine.types import Estimate, GpuSpec, Workload
 
@@ -177,7 +178,7 @@ def _name(gpu: GpuSpec) -> str:
 
 def skypilot_task(
     workload: Workload, gpu: GpuSpec, offer: Offer | None, instances: int, replicas: int,
-    owned: bool, names: Mapping[str, str] | None,
+    owned: bool, names: Mapping[str, str] | None, memo: Memo | None = None,
 ) -> tuple[str | None, str | None]:
     """(task YAML, None) or (None, why there is none)."""
     if owned:
@@ -214,7 +215,22 @@ def skypilot_task(
         }
     head = ("# SkyPilot task from gpu-advisor: add `run:` (and `setup:`) with your command"
             + ("; launch with `sky serve up`" if workload.kind == "inference" else "") + "\n")
-    return head + yaml.dump(task, Dumper=_DUMPER, sort_keys=False), None
+    if memo is None:
+        return head + _yaml(task), None
+    # PyYAML's representer is Python (~0.1 ms a task): the text is kept per task content
+    return head + memo.get("skypilot_yaml", _frozen(task), lambda: _yaml(task)), None
+
+
+def _yaml(task: dict[str, Any]) -> str:
+    return yaml.dump(task, Dumper=_DUMPER, sort_keys=False)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for a task (nested dicts as item tuples, in order: key order is
+    part of the text)."""
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    return type(value), value
 
 
 def _container(gpu: GpuSpec, gpus: int, serving: bool, env: list[dict[str, Any]]) -> dict[
@@ -327,12 +343,13 @@ def provision(
     owned: bool = False,
     skypilot_names: Mapping[str, str] | None = None,
     node_labels: Mapping[str, str] | None = None,
+    memo: Memo | None = None,
 ) -> Provision:
     """Specs for ``replicas`` groups of ``est.gpu_count`` GPUs on ``instances_per_replica``
     instances of ``offer`` (rented) or on owned nodes."""
     instances = instances_per_replica if offer is not None else est.gpu_count
     sky, sky_note = skypilot_task(workload, gpu, offer, instances, replicas, owned,
-                                  skypilot_names)
+                                  skypilot_names, memo)
     manifests = kubernetes_manifests(workload, gpu, est, replicas, node_labels)
     k8s_note = None
     if node_label(gpu, node_labels) is None:
