@@ -113,7 +113,7 @@ class GemmShape:
     GEMM grows: a minimum of non-decreasing functions). Bytes = inputs + weights + outputs
     once."""
 
-    __slots__ = ("k", "sms", "per_flop", "shapes", "weight_s", "row_s", "_ratios", "_works")
+    __slots__ = ("k", "sms", "per_flop", "shapes", "weight_s", "row_s")
 
     def __init__(
         self,
@@ -134,42 +134,16 @@ class GemmShape:
         )
         self.weight_s = k * n * weight_bytes / dev.bytes_s
         self.row_s = (k * in_bytes + n * out_bytes) / dev.bytes_s
-        self._ratios = _tile_ratios()
-        self._works: dict[tuple[int, float], tuple[float, ...]] = {}
 
     def time(self, m: float, groups: float = 1.0) -> Kernel:
         """(compute_s, memory_s) of ``groups`` problems of ``m`` rows each. Once a tile shape
         makes the GEMM memory-bound the others are not tried: the kernel's time is its memory
-        time either way (its compute figure is then an upper bound of the best tile's).
-
-        The tile arithmetic depends on ``m`` only through ceil(m / tile_m), i.e. through
-        j = ceil(m / smallest tile_m) when every tile_m is that one times a power of two
-        (ceil(x / n) = ceil(ceil(x) / n), and halving a float is exact): its running minima
-        are kept per (j, groups), so a repeated row block costs a lookup. The figures are the
-        same floats the loop gives (tests/unit/test_kernel_table.py)."""
+        time either way (its compute figure is then an upper bound of the best tile's)."""
         if m <= 0 or self.k <= 0 or not self.shapes[0][1]:
             return 0.0, 0.0
+        sms, k = self.sms, self.k
         memory = (self.weight_s + m * self.row_s) * groups
         enough = memory / self.per_flop  # work below this cannot change max(compute, memory)
-        ratios = self._ratios
-        if ratios is None or m < 1.0:
-            return self._scan(m, groups, enough) * self.per_flop, memory
-        j = math.ceil(m / ratios[0])
-        key = (j, groups)
-        works = self._works.get(key)
-        if works is None:
-            works = self._minima(j, groups)
-            if len(self._works) < TILE_TABLE_MAX_ENTRIES:
-                self._works[key] = works
-        for best in works:
-            if best <= enough:
-                return best * self.per_flop, memory  # memory-bound whichever tile is picked
-        return works[-1] * self.per_flop, memory
-
-    def _scan(self, m: float, groups: float, enough: float) -> float:
-        """The best tile's work [FLOP-equivalent per SM], trying tiles in order and stopping at
-        the first that makes the GEMM memory-bound."""
-        sms, k = self.sms, self.k
         best = math.inf
         for tile_m, n_tiles, split_cap, tile_flops in self.shapes:
             tiles = math.ceil(m / tile_m) * n_tiles * groups
@@ -184,44 +158,7 @@ class GemmShape:
                 best = work
                 if best <= enough:
                     break  # memory-bound whichever tile the library picks
-        return best
-
-    def _minima(self, j: int, groups: float) -> tuple[float, ...]:
-        """The running minima of :meth:`_scan`'s loop for rows with ceil(m / base) = j: the
-        values ``best`` takes, in order (the scan returns the first that is <= its bound, else
-        the last)."""
-        assert self._ratios is not None
-        sms, k = self.sms, self.k
-        best = math.inf
-        out: list[float] = []
-        for (_, n_tiles, split_cap, tile_flops), ratio in zip(
-                self.shapes, self._ratios[1], strict=True):
-            tiles = -(-j // ratio) * n_tiles * groups
-            depth = k
-            if tiles < sms:
-                split = min(sms // tiles, split_cap)
-                if split > 1:
-                    tiles *= split
-                    depth = k / split
-            work = math.ceil(tiles / sms) * tile_flops * depth
-            if work < best:
-                best = work
-                out.append(best)
-        return tuple(out)
-
-
-TILE_TABLE_MAX_ENTRIES = 4096
-"""Row blocks kept per GEMM shape (a decode batch of 1,024 sequences with 32 prompt tokens per
-output token is ~530 blocks of 64 rows); beyond it a shape scans its tiles each time."""
-
-
-def _tile_ratios() -> tuple[int, tuple[int, ...]] | None:
-    """(smallest tile_m, each tile_m over it) when every ratio is a power of two, else None
-    (the lookup in :meth:`GemmShape.time` is exact only then)."""
-    base = min(t for t, _ in c.GEMM_TILES)
-    if base < 1 or any(t % base or (t // base) & (t // base - 1) for t, _ in c.GEMM_TILES):
-        return None
-    return base, tuple(t // base for t, _ in c.GEMM_TILES)
+        return best * self.per_flop, memory
 
 
 def gemm(
