@@ -37,7 +37,11 @@ typecheck: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/gpu-advisor export-openapi -o openapi/openapi.json
 
+# HTTP load comes from wrk (installed here when missing and apt-get may); without it,
+# bench/loadgen.py stands in. `BENCH_ONLY=seeded,http make bench` runs a part (bench/__main__.py).
 bench: $(STAMP)
+	@command -v wrk >/dev/null 2>&1 || (apt-get update && apt-get install -y wrk) \
+	  || echo "note: wrk not installed; the HTTP benchmark falls back to bench/loadgen.py"
 	$(BIN)/python -m bench
 
 # The docs and the comparison page for two examples, in headless Chromium (Debian `chromium`
