@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.engine.types import Estimate, Fix, FixKind
+from service.engine.types import Assumption, Estimate, Fix, FixKind
 from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
@@ -234,8 +234,20 @@ def estimate_data(est: Estimate, *, gpu_name: str) -> dict[str, Any]:
         "batch_size": est.batch_size,
         "power_w": _r(est.power_w),
         "energy_kwh": _r(est.energy_kwh),
-        "assumptions": [
-            {"name": a.name, "value": a.value, "unit": a.unit, "source": a.source}
-            for a in est.assumptions
-        ],
+        "assumptions": [_assumption_out(a) for a in est.assumptions],
     }
+
+
+_ASSUMPTIONS_OUT: dict[Assumption, AssumptionOut] = {}
+_ASSUMPTIONS_OUT_MAX = 1024
+"""Validated :class:`AssumptionOut` per engine constant: every estimate lists the same few
+dozen (a 10-candidate answer ~300), and a validated instance is not validated again."""
+
+
+def _assumption_out(a: Assumption) -> AssumptionOut:
+    found = _ASSUMPTIONS_OUT.get(a)
+    if found is None:
+        found = AssumptionOut(name=a.name, value=a.value, unit=a.unit, source=a.source)
+        if len(_ASSUMPTIONS_OUT) < _ASSUMPTIONS_OUT_MAX:
+            _ASSUMPTIONS_OUT[a] = found
+    return found
