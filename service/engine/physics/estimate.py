@@ -102,9 +102,9 @@ def estimate(
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
     memo = memo_of(memo)
-    if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
-        return _estimate(workload, gpu, gpu_count, latency_mode, memo)
-    # an Estimate is immutable (frozen, tuples inside): safe to share across requests
+    # an Estimate is immutable (frozen, tuples inside): safe to share across requests. Compute
+    # jobs too: theirs is a few divisions, but building the Estimate (layout, warnings) costs
+    # ~10x a lookup, and a balanced ranking estimates ~200 of them on the seeded catalog.
     key = (workload, gpu, gpu_count, latency_mode)
     return memo.get("estimate", key,
                     lambda: _estimate(workload, gpu, gpu_count, latency_mode, memo))
