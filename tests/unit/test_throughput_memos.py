@@ -76,3 +76,27 @@ def test_skypilot_text_kept_per_task_content() -> None:
             assert plain[0] is not None and f"replicas: {replicas}" in plain[0]
             assert ("use_spot: true" in plain[0]) is spot
     assert memo.shared is not None and memo.shared.sizes()["skypilot_yaml"] == 4
+
+
+def test_replica_groups_beyond_the_cap_get_a_note_not_manifests() -> None:
+    """A multi-node serving answer writes a StatefulSet + headless Service per replica group,
+    up to MAX_REPLICA_GROUPS; beyond it none (an unbounded answer was 393 MB)."""
+    from service.engine.choice import provision as pv
+    from service.engine.physics.estimate import estimate
+    from service.engine.types import InferenceSpec, Workload
+    from service.presets.catalog import PRESETS
+
+    gpu = next(g for g in load_gpus() if g.max_gpus_per_node == 8 and g.memory_gb <= 80)
+    big = PRESETS["llama-3.1-405b"].model
+    serve = Workload(kind="inference", precision="bf16", model=big,
+                     inference=InferenceSpec(prompt_tokens=512, output_tokens=128))
+    est = estimate(serve, gpu, 16)
+    assert est.parallelism.nodes == 2
+    at_cap = pv.provision(serve, gpu, est, None, instances_per_replica=2,
+                          replicas=pv.MAX_REPLICA_GROUPS)
+    assert len(at_cap.kubernetes) == 2 * pv.MAX_REPLICA_GROUPS
+    over = pv.provision(serve, gpu, est, None, instances_per_replica=2,
+                        replicas=pv.MAX_REPLICA_GROUPS + 1)
+    assert over.kubernetes == ()
+    assert over.kubernetes_note is not None
+    assert f"{pv.MAX_REPLICA_GROUPS + 1} replica groups of 2 nodes" in over.kubernetes_note

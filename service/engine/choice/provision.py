@@ -144,6 +144,11 @@ K8S_NAME_MAX = 52
 controller-revision suffixes StatefulSets and Jobs add to pod names and labels."""
 RENDEZVOUS_PORT = 29500
 """torch.distributed default MASTER_PORT."""
+MAX_REPLICA_GROUPS = 16
+"""Multi-node serving replicas written out as manifests at most: each is a StatefulSet and a
+headless Service, so nothing else bounded the answer (GPT-3 175B at 1,860 requests/s needed
+~10^5 groups: a 393 MB answer, ~1 min and 5 GB of server memory, found by the differential
+test's generator). Beyond it the answer carries no manifests and says why."""
 
 
 def accelerator_name(
@@ -299,6 +304,8 @@ def kubernetes_manifests(
         ]
     if serving:
         out: list[dict[str, Any]] = []
+        if replicas > MAX_REPLICA_GROUPS:
+            return out
         for g in range(replicas):
             group = f"{name}-g{g}"
             gsel = {"app.kubernetes.io/name": group}
@@ -352,7 +359,12 @@ def provision(
                                   skypilot_names, memo)
     manifests = kubernetes_manifests(workload, gpu, est, replicas, node_labels)
     k8s_note = None
-    if node_label(gpu, node_labels) is None:
+    if not manifests:
+        k8s_note = (f"{replicas} replica groups of {est.parallelism.nodes} nodes each: more "
+                    f"than {MAX_REPLICA_GROUPS} StatefulSets, so none are written; deploy "
+                    "with a multi-node serving controller (e.g. LeaderWorkerSet, "
+                    f"replicas: {replicas}, size: {est.parallelism.nodes})")
+    elif node_label(gpu, node_labels) is None:
         k8s_note = (f"no known node label value for {gpu.name}: add a nodeSelector for "
                     "your cluster's label of this GPU")
     return Provision(skypilot_yaml=sky, kubernetes=tuple(manifests), skypilot_note=sky_note,
