@@ -144,11 +144,13 @@ K8S_NAME_MAX = 52
 controller-revision suffixes StatefulSets and Jobs add to pod names and labels."""
 RENDEZVOUS_PORT = 29500
 """torch.distributed default MASTER_PORT."""
-MAX_REPLICA_GROUPS = 16
+MAX_REPLICA_GROUPS = 128
 """Multi-node serving replicas written out as manifests at most: each is a StatefulSet and a
-headless Service, so nothing else bounded the answer (GPT-3 175B at 1,860 requests/s needed
-~10^5 groups: a 393 MB answer, ~1 min and 5 GB of server memory, found by the differential
-test's generator). Beyond it the answer carries no manifests and says why."""
+headless Service (~1.4 KB), so nothing else bounded the answer (GPT-3 175B at 1,860
+requests/s needed ~10^5 groups: a 393 MB answer, ~1 min and 5 GB of server memory, found by
+the differential test's generator). 128 keeps real fleets (Llama-70B at ~100 requests/s needs
+30-70 two-node groups) and bounds a 10-candidate answer's manifests to ~2 MB. Beyond it the
+answer carries no manifests and says why."""
 
 
 def accelerator_name(

@@ -216,7 +216,8 @@ class ServingModel:
         assert model is not None and spec is not None
         self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
         self._timings: dict[int, Timing] = {}
-        self.dev = dev = kernels.device(gpu, rate)
+        self.dev = dev = (kernels.device(gpu, rate) if memo is None else
+                          memo.get("device", (gpu, rate), lambda: kernels.device(gpu, rate)))
         self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
         if rate.precision_used in ("fp8", "int8"):
@@ -527,6 +528,7 @@ class Context:
         self._limits: dict[tuple[int, int], int] = {}
         self._timings: dict[tuple[int, int, int], Timing] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
+        self._splits: dict[int, list[tuple[int, int]]] = {}
 
     def sizing(self, tp: int, pp: int) -> Sizing:
         key = (tp, pp)
@@ -542,6 +544,13 @@ class Context:
         return ok
 
     def splits(self, gpu_count: int) -> list[tuple[int, int]]:
+        """:meth:`_splits` of ``gpu_count``, once per count (callers do not mutate it)."""
+        found = self._splits.get(gpu_count)
+        if found is None:
+            found = self._splits[gpu_count] = self._split_list(gpu_count)
+        return found
+
+    def _split_list(self, gpu_count: int) -> list[tuple[int, int]]:
         """Every model split, smallest first: TP degrees (powers of 2 dividing the heads) inside
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
