@@ -4,6 +4,7 @@ from sqlmodel import SQLModel
 
 import service.catalog.models
 import service.quotes.models
+import service.revisions
 import service.security
 import service.workloads.models  # noqa: F401
 

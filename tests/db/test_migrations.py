@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -180,5 +181,64 @@ def test_0005_keeps_history_and_owners(empty_url: str) -> None:
         upgrade(empty_url)
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM quotes")).scalar_one() == 1
+    finally:
+        engine.dispose()
+
+
+def _revisions(engine: Any) -> dict[str, int]:
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT table_name, revision FROM table_revisions"))
+        return {str(name): int(rev) for name, rev in rows}
+
+
+def test_table_revisions_move_with_every_write(empty_url: str) -> None:
+    """Migration 0007's triggers: every INSERT, UPDATE and DELETE of gpus or quotes gives that
+    table's counter a new value in the same transaction (a rolled-back write leaves it, and
+    the next write does not reach the rolled-back value again), and the snapshot fingerprint
+    is that counter."""
+    from sqlmodel import Session
+
+    from service.common import table_fingerprint
+    from service.quotes.models import Quote
+    from service.seeding import seed
+
+    upgrade(empty_url)
+    engine = create_engine(empty_url)
+    try:
+        assert _revisions(engine) == {"gpus": 0, "quotes": 0}
+        seed(engine)
+        seeded = _revisions(engine)
+        assert seeded["gpus"] != 0 and seeded["quotes"] != 0
+        with Session(engine) as session:
+            assert table_fingerprint(session, Quote) == ("revision", seeded["quotes"])
+        bump = "UPDATE {0} SET version = version + 1 WHERE id = (SELECT min(id) FROM {0})"
+        steps = [
+            ("quotes", bump.format("quotes")),
+            ("quotes", "DELETE FROM quotes WHERE id = (SELECT max(id) FROM quotes)"),
+            ("gpus", bump.format("gpus")),
+        ]
+        for table, sql in steps:
+            before = _revisions(engine)
+            with engine.begin() as conn:
+                conn.execute(text(sql))
+            after = _revisions(engine)
+            assert after[table] != before[table], sql
+            other = "gpus" if table == "quotes" else "quotes"
+            assert after[other] == before[other], sql
+        before = _revisions(engine)
+        with engine.connect() as conn:
+            trans = conn.begin()
+            conn.execute(text("DELETE FROM quotes"))
+            inside = conn.execute(text(
+                "SELECT revision FROM table_revisions WHERE table_name = 'quotes'")).scalar()
+            trans.rollback()
+        assert _revisions(engine) == before != {**before, "quotes": inside}
+        with engine.begin() as conn:
+            conn.execute(text(steps[0][1]))
+        assert _revisions(engine)["quotes"] not in {before["quotes"], inside}
+        downgrade(empty_url, "0006")
+        assert "table_revisions" not in _tables(empty_url)
+        with engine.begin() as conn:  # no trigger left behind that writes a missing table
+            conn.execute(text("UPDATE quotes SET version = version + 1"))
     finally:
         engine.dispose()
