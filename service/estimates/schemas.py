@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -174,8 +175,10 @@ class EstimateOut(BaseModel):
     energy_kwh: float | None = Field(
         description="Training/compute: to finish; inference: per hour of serving"
     )
-    assumptions: list[AssumptionOut] = Field(
-        description="Every named constant used, with its value, unit and source",
+    assumptions: list[AssumptionOut] | None = Field(
+        description=("Every named constant used, with its value, unit and source; null in a "
+                     "recommendation's compact view, whose top-level `assumptions` lists them "
+                     "once for all candidates"),
     )
 
 
@@ -188,9 +191,10 @@ def estimate_out(est: Estimate, *, gpu_name: str) -> EstimateOut:
     return EstimateOut.model_validate(estimate_data(est, gpu_name=gpu_name))
 
 
-def estimate_data(est: Estimate, *, gpu_name: str) -> dict[str, Any]:
+def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> dict[str, Any]:
     """:class:`EstimateOut`'s fields as plain data: a recommendation validates all of its
-    candidates' in one call (a model built per nested object costs ~3x more)."""
+    candidates' in one call (a model built per nested object costs ~3x more). Without
+    ``assumptions`` that list is null (a compact recommendation lists them once)."""
     m = est.memory
     p = est.parallelism
     return {
@@ -234,8 +238,13 @@ def estimate_data(est: Estimate, *, gpu_name: str) -> dict[str, Any]:
         "batch_size": est.batch_size,
         "power_w": _r(est.power_w),
         "energy_kwh": _r(est.energy_kwh),
-        "assumptions": [_assumption_out(a) for a in est.assumptions],
+        "assumptions": assumption_list(est.assumptions) if assumptions else None,
     }
+
+
+def assumption_list(assumptions: Iterable[Assumption]) -> list[AssumptionOut]:
+    """Validated :class:`AssumptionOut` objects for engine constants (shared instances)."""
+    return [_assumption_out(a) for a in assumptions]
 
 
 _ASSUMPTIONS_OUT: dict[Assumption, AssumptionOut] = {}

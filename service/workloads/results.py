@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -16,7 +16,15 @@ from service.engine.recommend_types import (
     RejectionCode,
     WarningCode,
 )
-from service.estimates.schemas import EstimateOut, FixOut, GpuRef, estimate_data, fix_out
+from service.estimates.schemas import (
+    AssumptionOut,
+    EstimateOut,
+    FixOut,
+    GpuRef,
+    assumption_list,
+    estimate_data,
+    fix_out,
+)
 from service.workloads.models import ConstraintsIn, Objective
 
 
@@ -144,6 +152,18 @@ class RecommendationResult(BaseModel):
         description="GPUs ruled out, each with the reason and the nearest fix",
     )
     warnings: list[str] = Field(description="Caveats about the whole answer")
+    assumptions: list[AssumptionOut] = Field(
+        default_factory=list,
+        description=("Every named constant the candidates' estimates used (value, unit, "
+                     "source), once; in the full view each estimate lists its own too. Empty "
+                     "in runs stored before this field existed"),
+    )
+
+
+View = Literal["compact", "full"]
+"""``compact``: each candidate's ``estimate.assumptions`` is null and the answer lists the
+constants once (they were ~70% of a 10-candidate answer: 145 KB -> ~45 KB); ``full``: every
+estimate lists them as well."""
 
 
 class RunOut(BaseModel):
@@ -194,14 +214,14 @@ def _cost(cost: CostBreakdown) -> dict[str, Any]:
     }
 
 
-def _candidate(c: Candidate) -> dict[str, Any]:
+def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
     """:class:`CandidateOut`'s fields as plain data (validated with the whole result)."""
     return {
         "rank": c.rank,
         "gpu": {"slug": c.gpu_slug, "name": c.gpu_name},
         "gpu_count": c.gpu_count,
         "quote": _quote(c.offer),
-        "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name),
+        "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name, assumptions=full),
         "cost": _cost(c.cost),
         "score": float(f"{c.score:.9g}"),
         "pareto_optimal": c.pareto_optimal,
@@ -221,6 +241,7 @@ def result_out(
     catalog_revision: str,
     generated_at: datetime,
     extra_warnings: list[str],
+    view: View = "full",
 ) -> RecommendationResult:
     """The answer, validated in one call from plain data: one rejection per GPU type that is
     not a candidate (5,000 at the large-catalog scale) and every candidate's nested estimate,
@@ -230,7 +251,7 @@ def result_out(
         "constraints": constraints,
         "catalog_revision": catalog_revision,
         "generated_at": generated_at,
-        "recommendations": [_candidate(c) for c in rec.recommendations],
+        "recommendations": [_candidate(c, view == "full") for c in rec.recommendations],
         "rejected": [
             {"gpu": {"slug": r.gpu_slug, "name": r.gpu_name}, "code": r.code,
              "reason": r.reason, "fix": fix_out(r.fix),
@@ -238,4 +259,6 @@ def result_out(
             for r in rec.rejected
         ],
         "warnings": extra_warnings + list(rec.warnings),
+        "assumptions": assumption_list(dict.fromkeys(
+            a for c in rec.recommendations for a in c.estimate.assumptions)),
     })

@@ -20,7 +20,7 @@ from service.workloads.models import (
     WorkloadPublic,
     WorkloadSubmission,
 )
-from service.workloads.results import RecommendationResult, RunOut
+from service.workloads.results import RecommendationResult, RunOut, View
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
 recommendations_router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
@@ -31,6 +31,11 @@ IdempotencyKey = Annotated[
            description="Same key + same body: the first workload back; other body: 409"),
 ]
 Limit = Annotated[int, Query(ge=1, le=100, description="Recommendations to return")]
+ViewQuery = Annotated[View, Query(
+    description=("`compact` (default): the constants every estimate used are listed once, in "
+                 "the answer's `assumptions`, and each candidate's `estimate.assumptions` is "
+                 "null (a 10-candidate answer ~45 KB instead of ~145 KB); `full`: each "
+                 "estimate lists them too"))]
 SubmissionBody = Annotated[
     WorkloadSubmission,
     Body(openapi_examples=examples.openapi_examples(examples.submission_body)),
@@ -116,6 +121,7 @@ def recommend_workload(
     caller: SubmitterDep,
     objective: Objective | None = None,
     limit: Limit = 10,
+    view: ViewQuery = "compact",
 ) -> RecommendationResult:
     """Rank the stored workload on the current catalog and quotes and return the answer; a GET
     stores nothing (to keep one, `POST /v1/workloads/{id}/runs`). `objective` overrides the
@@ -123,6 +129,7 @@ def recommend_workload(
     _, _, result = service.recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
         settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
+        view=view,
     )
     return result
 
@@ -173,9 +180,10 @@ def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep
                              response_model=RecommendationResult, responses=responses(401, 422))
 @reads_database_only
 def recommend_once(body: QueryBody, request: Request, session: SessionDep,
-                   _: ReaderDep) -> RecommendationResult:
+                   _: ReaderDep, view: ViewQuery = "compact") -> RecommendationResult:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""
     return service.recommend_for(
         session, submission=body, objective=body.objective, limit=body.limit,
         settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
+        view=view,
     )

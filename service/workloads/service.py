@@ -35,7 +35,7 @@ from service.workloads.models import (
     WorkloadPublic,
     WorkloadSubmission,
 )
-from service.workloads.results import RecommendationResult, result_out
+from service.workloads.results import RecommendationResult, View, result_out
 
 
 def request_hash(submission: WorkloadSubmission) -> str:
@@ -246,8 +246,10 @@ def recommend_for(
     settings: Settings,
     now: datetime,
     metrics: Any = None,
+    view: View = "full",
 ) -> RecommendationResult:
-    """Rank every catalog GPU for the submission on the current catalog and quotes."""
+    """Rank every catalog GPU for the submission on the current catalog and quotes
+    (``view``: see :data:`~service.workloads.results.View`)."""
     workload = to_engine_workload(submission, prefix="body")
     catalog = catalog_snapshot(session)
     quotes = offer_snapshot(session, now=now)
@@ -275,6 +277,7 @@ def recommend_for(
         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
         generated_at=now,
         extra_warnings=[],
+        view=view,
     )
 
 
@@ -289,6 +292,7 @@ def recommend_stored(
     settings: Settings,
     now: datetime,
     metrics: Any = None,
+    view: View = "full",
 ) -> tuple[StoredWorkload, str, RecommendationResult]:
     """Rank a stored workload on the current catalog; nothing is written.
 
@@ -299,7 +303,7 @@ def recommend_stored(
         submission = submission.model_copy(update={"constraints": constraints})
     chosen = objective or row.objective
     result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
-                           settings=settings, now=now, metrics=metrics)
+                           settings=settings, now=now, metrics=metrics, view=view)
     return row, chosen, result
 
 
