@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from service.engine.types import Estimate, Fix
+from service.engine.types import Estimate, Fix, _cached_hash
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 Deployment = Literal["cloud", "on_prem", "edge"]
@@ -65,6 +65,8 @@ DEFAULT_HOURS_PER_MONTH = 730.0
 class Offer:
     """One price quote for an instance (or, for ``purchase``, one card)."""
 
+    __hash__ = _cached_hash
+
     quote_id: int
     gpu_slug: str
     provider: str
@@ -99,6 +101,8 @@ class Offer:
 @dataclass(frozen=True)
 class Constraints:
     """Limits on the answer. Every field is optional; an empty instance allows everything."""
+
+    __hash__ = _cached_hash
 
     max_gpus: int | None = None
     gpu_slugs: tuple[str, ...] | None = None
@@ -141,6 +145,8 @@ class CostSettings:
 @dataclass(frozen=True)
 class CostBreakdown:
     """What the chosen offer costs for this workload. None = does not apply or unknown."""
+
+    __hash__ = _cached_hash
 
     known: bool
     """False = no usable quote: every money figure is None."""

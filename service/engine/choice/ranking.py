@@ -282,7 +282,17 @@ def _option(
     latency_mode: bool,
 ) -> tuple[_Option, Failure | None]:
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
-    offer's network when they span nodes), and the first limit it misses."""
+    offer's network when they span nodes), and the first limit it misses. Both are immutable
+    and depend on nothing else, so they are kept in the engine cache (a balanced ranking of a
+    compute job builds ~200 per request; each is an estimate lookup plus its costing)."""
+    key = (req.workload, p.gpu, n, offer, instances, latency_mode, req.settings, p.rent,
+           p.first, req.constraints)
+    return req.memo.get("option", key,
+                        lambda: _new_option(req, p, n, offer, instances, latency_mode))
+
+
+def _new_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
+                latency_mode: bool) -> tuple[_Option, Failure | None]:
     workload = req.workload
     est = estimate(workload, co.network_gpu(p.gpu, offer, n, req.memo), n,
                    latency_mode=latency_mode, memo=req.memo)
@@ -426,11 +436,19 @@ def recommend(
     errors = validate_workload(workload)
     if errors:
         raise ValueError("; ".join(f"{f}: {m}" for f, m in errors))
-    c = constraints or Constraints()
+    memo = Memo(cache)
+    # One object per distinct workload, constraints and settings across requests: every memo
+    # key holds them, and a key equal to a stored one but not the same object is compared
+    # field by field (nested dataclasses) on each of the thousands of lookups of a request.
+    workload = memo.get("intern", workload, lambda: workload)
+    given = constraints or Constraints()
+    c = memo.get("intern", given, lambda: given)
+    cost_settings = settings or CostSettings()
+    cost_settings = memo.get("intern", cost_settings, lambda: cost_settings)
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
     )
-    req = Request(workload, c, settings or CostSettings(), objective, Memo(cache), needs_price)
+    req = Request(workload, c, cost_settings, objective, memo, needs_price)
     state = Search(req)
     index = co.offer_index(offers, req.memo)
     pending: list[bd.Pending] = []
