@@ -26,6 +26,9 @@ from service.engine import constants as c
 from service.engine.physics.performance import PeakRate
 from service.engine.types import GpuSpec
 
+_ceil = math.ceil
+_INF = math.inf
+
 Kernel = tuple[float, float]
 """(compute_s, memory_s) of one kernel or of a run of kernels timed together."""
 
@@ -113,7 +116,7 @@ class GemmShape:
     GEMM grows: a minimum of non-decreasing functions). Bytes = inputs + weights + outputs
     once."""
 
-    __slots__ = ("k", "sms", "per_flop", "shapes", "weight_s", "row_s")
+    __slots__ = ("k", "sms", "per_flop", "shapes", "weight_s", "row_s", "empty")
 
     def __init__(
         self,
@@ -134,31 +137,34 @@ class GemmShape:
         )
         self.weight_s = k * n * weight_bytes / dev.bytes_s
         self.row_s = (k * in_bytes + n * out_bytes) / dev.bytes_s
+        self.empty = k <= 0 or not self.shapes[0][1]
 
     def time(self, m: float, groups: float = 1.0) -> Kernel:
         """(compute_s, memory_s) of ``groups`` problems of ``m`` rows each. Once a tile shape
         makes the GEMM memory-bound the others are not tried: the kernel's time is its memory
         time either way (its compute figure is then an upper bound of the best tile's)."""
-        if m <= 0 or self.k <= 0 or not self.shapes[0][1]:
+        if m <= 0 or self.empty:
             return 0.0, 0.0
-        sms, k = self.sms, self.k
+        sms, k, per_flop = self.sms, self.k, self.per_flop
         memory = (self.weight_s + m * self.row_s) * groups
-        enough = memory / self.per_flop  # work below this cannot change max(compute, memory)
-        best = math.inf
+        enough = memory / per_flop  # work below this cannot change max(compute, memory)
+        best = _INF
         for tile_m, n_tiles, split_cap, tile_flops in self.shapes:
-            tiles = math.ceil(m / tile_m) * n_tiles * groups
+            tiles = _ceil(m / tile_m) * n_tiles * groups
             depth = k
             if tiles < sms:
-                split = min(sms // tiles, split_cap)
+                split = sms // tiles
+                if split > split_cap:
+                    split = split_cap
                 if split > 1:
                     tiles *= split
                     depth = k / split
-            work = math.ceil(tiles / sms) * tile_flops * depth
+            work = _ceil(tiles / sms) * tile_flops * depth
             if work < best:
                 best = work
                 if best <= enough:
                     break  # memory-bound whichever tile the library picks
-        return best * self.per_flop, memory
+        return best * per_flop, memory
 
 
 def gemm(
