@@ -100,3 +100,15 @@ def test_replica_groups_beyond_the_cap_get_a_note_not_manifests() -> None:
     assert over.kubernetes == ()
     assert over.kubernetes_note is not None
     assert f"{pv.MAX_REPLICA_GROUPS + 1} replica groups of 2 nodes" in over.kubernetes_note
+
+
+def test_full_tables_evict_the_oldest_insertions() -> None:
+    cache = EngineCache(max_entries=100)
+    for i in range(350):
+        assert cache.get("t", i, lambda i=i: i * 2) == i * 2  # type: ignore[misc]
+    assert cache.sizes() == {"t": 100}
+    calls: list[int] = []
+    for i in (250, 349, 249):  # the oldest kept and the newest: hits; then an evicted one
+        cache.get("t", i, lambda i=i: calls.append(i) or i * 2)  # type: ignore[misc]
+    assert calls == [249]
+    assert cache.sizes() == {"t": 100}
