@@ -108,7 +108,11 @@ def test_full_tables_evict_the_oldest_insertions() -> None:
         assert cache.get("t", i, lambda i=i: i * 2) == i * 2  # type: ignore[misc]
     assert cache.sizes() == {"t": 100}
     calls: list[int] = []
+    def compute(i: int) -> int:
+        calls.append(i)
+        return i * 2
+
     for i in (250, 349, 249):  # the oldest kept and the newest: hits; then an evicted one
-        cache.get("t", i, lambda i=i: calls.append(i) or i * 2)  # type: ignore[misc]
+        cache.get("t", i, lambda i=i: compute(i))  # type: ignore[misc]
     assert calls == [249]
     assert cache.sizes() == {"t": 100}
