@@ -19,7 +19,8 @@ before it and its response handling after:
 * ``snapshots``: ``catalog_snapshot``, ``offer_snapshot``, ``offers_at`` (fingerprint queries;
   the rows are cached per process);
 * ``recommend``: the engine's ``recommend`` (service/engine/choice/ranking.py);
-* ``result_out``: the catalog revision and ``result_out`` (service/workloads/results.py);
+* ``result_out``: the catalog revision and ``result_out`` (service/workloads/results.py), in
+  the route's default ``compact`` view;
 * ``response``: ``TypeAdapter(RecommendationResult)`` ``validate_python(from_attributes=True)``
   then ``dump_json(by_alias=True)``, as FastAPI 0.165 serializes a ``response_model``;
 * ``session_close``: the request session's commit and close (the server's ``get_session``).
@@ -99,7 +100,7 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, lap: Lap) ->
     lap("recommend")
     result = result_out(rec, constraints=body.constraints,
                         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
-                        generated_at=now, extra_warnings=[])
+                        generated_at=now, extra_warnings=[], view="compact")
     lap("result_out")
     payload = RESPONSE.dump_json(RESPONSE.validate_python(result, from_attributes=True),
                                  by_alias=True)
