@@ -151,25 +151,17 @@ def summary(http: dict[str, Any] | None, scale: dict[str, Any] | None,
 def _seeded_medians() -> dict[str, float]:
     """recommend_for on the seeded catalog, median of 15 runs per workload."""
     import statistics
-    import tempfile
     import time
     from datetime import UTC, datetime
 
     from sqlmodel import Session
 
     from bench.bench_http import WORKLOADS
-    from service.config import Settings
-    from service.db import make_engine
-    from service.migrate import upgrade
-    from service.seeding import seed
+    from bench.profile_request import seeded_catalog
     from service.workloads.models import RecommendationQuery
     from service.workloads.service import recommend_for
 
-    url = f"sqlite:///{tempfile.mkdtemp(prefix='gpu-advisor-seeded-')}/seeded.db"
-    upgrade(url)
-    engine = make_engine(url)
-    seed(engine)
-    settings = Settings(database_url=url)
+    engine, settings = seeded_catalog()
     out: dict[str, float] = {}
     for name, body in WORKLOADS.items():
         q = RecommendationQuery.model_validate(body)

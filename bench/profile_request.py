@@ -111,7 +111,8 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, lap: Lap) ->
     return payload
 
 
-def _seeded() -> tuple[Engine, Settings]:
+def seeded_catalog() -> tuple[Engine, Settings]:
+    """A freshly migrated and seeded SQLite catalog, warmed up as ``gpu-advisor serve`` does."""
     url = f"sqlite:///{tempfile.mkdtemp(prefix='gpu-advisor-profile-')}/seeded.db"
     upgrade(url)
     engine = make_engine(url)
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--cprofile", metavar="FILE",
                    help="also profile N further bodies with cProfile; stats to FILE")
     args = p.parse_args(argv)
-    engine, settings = _seeded()
+    engine, settings = seeded_catalog()
     stream = varied.VariedBodies(args.seed, 1)
     texts = stream.take(args.n)
     run(engine, settings, varied.VariedBodies(args.seed, WARMUP_STREAM).take(2), False)
