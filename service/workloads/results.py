@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any, Literal
 
@@ -113,7 +114,9 @@ class CandidateOut(BaseModel):
     )
     estimate: EstimateOut = Field(description="The full estimate behind this candidate")
     cost: CostOut = Field(description="What it costs, per hour and per unit of work")
-    score: float = Field(description="The value ranked on; lower is better")
+    score: float | None = Field(
+        description="The value ranked on; lower is better; null when it is not a finite number "
+                    "(a figure the engine cannot bound, e.g. an unknown time)")
     pareto_optimal: bool = Field(
         description=(
             "No other priced candidate is at least as good on cost, time and energy and better "
@@ -223,7 +226,7 @@ def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
         "quote": _quote(c.offer),
         "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name, assumptions=full),
         "cost": _cost(c.cost),
-        "score": float(f"{c.score:.9g}"),
+        "score": float(f"{c.score:.9g}") if math.isfinite(c.score) else None,
         "pareto_optimal": c.pareto_optimal,
         "reasons": list(c.reasons),
         "warnings": [{"code": w.code, "message": w.message} for w in c.warnings],

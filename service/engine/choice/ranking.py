@@ -118,7 +118,9 @@ def _metrics(
         hours = est.time_to_complete_hours
         money = cost.total_usd if hours is not None else cost.usd_per_hour
         proxy = cost.gpus * (hours if hours is not None else 1.0)
-        return money, INF if hours is None else hours, est.energy_kwh or INF, proxy
+        # 0.0 kWh (a vanishing job's energy underflowed) is the best value, not an unknown one
+        kwh = INF if est.energy_kwh is None else est.energy_kwh
+        return money, INF if hours is None else hours, kwh, proxy
     per_mtok, per_1k, energy = co.unit_rates(workload, est, cost.replicas, cost.usd_per_hour)
     # the same rate with "GPUs" in place of USD/h: GPU-hours per unit of work
     g_mtok, g_1k, _ = co.unit_rates(workload, est, cost.replicas, float(cost.gpus))
