@@ -197,7 +197,7 @@ def _inference(
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     # one GPU, TP 1: the serving model's own floors (see ServingModel.request_floor_s)
-    roof = inf.ServingModel(workload, gpu, rate, 1, 1.0)
+    roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
     if throughput:
         latency_ms = _latency_floor(workload, gpu, rate, cap, memo)
     else:
