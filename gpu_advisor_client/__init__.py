@@ -5,6 +5,7 @@ Depends on httpx and pydantic only (not on the server's FastAPI / SQLAlchemy / S
 
 from gpu_advisor_client.client import AdvisorClient, ApiError, AsyncAdvisorClient, Retry
 from gpu_advisor_client.models import (
+    Assumption,
     Candidate,
     ComputeIn,
     Constraints,
@@ -22,13 +23,14 @@ from gpu_advisor_client.models import (
     RunSummary,
     StoredWorkload,
     TrainingIn,
+    View,
     Workload,
     WorkloadSubmission,
 )
 
 __all__ = [
-    "AdvisorClient", "ApiError", "AsyncAdvisorClient", "Candidate", "ComputeIn", "Constraints",
-    "Estimate", "Gpu", "InferenceIn", "ModelIn", "Page", "PriceChange", "Preset", "Quote",
-    "RecommendationResult", "Retry", "Run", "RunRequest", "RunSummary", "StoredWorkload",
-    "TrainingIn", "Workload", "WorkloadSubmission",
+    "AdvisorClient", "ApiError", "Assumption", "AsyncAdvisorClient", "Candidate", "ComputeIn",
+    "Constraints", "Estimate", "Gpu", "InferenceIn", "ModelIn", "Page", "PriceChange", "Preset",
+    "Quote", "RecommendationResult", "Retry", "Run", "RunRequest", "RunSummary", "StoredWorkload",
+    "TrainingIn", "View", "Workload", "WorkloadSubmission",
 ]

@@ -26,6 +26,7 @@ from gpu_advisor_client.models import (
     RunRequest,
     RunSummary,
     StoredWorkload,
+    View,
     Workload,
     WorkloadSubmission,
 )
@@ -209,13 +210,13 @@ class _Calls:
         return _Call("POST", "/v1/estimates", _model(Estimate), True, json=body)
 
     @staticmethod
-    def recommend(workload: WorkloadSubmission | Mapping[str, Any],
-                  limit: int | None) -> _Call[RecommendationResult]:
+    def recommend(workload: WorkloadSubmission | Mapping[str, Any], limit: int | None,
+                  view: View | None = None) -> _Call[RecommendationResult]:
         body = _body(workload, WorkloadSubmission)
         if limit is not None:
             body["limit"] = limit
         return _Call("POST", "/v1/recommendations", _model(RecommendationResult), True,
-                     json=body)
+                     json=body, params=_params(view=view))
 
     # workloads and runs
     @staticmethod
@@ -240,11 +241,11 @@ class _Calls:
         return _Call("DELETE", f"/v1/workloads/{_seg(workload_id)}", _none, True)
 
     @staticmethod
-    def recommend_stored(workload_id: str, objective: str | None,
-                         limit: int) -> _Call[RecommendationResult]:
+    def recommend_stored(workload_id: str, objective: str | None, limit: int,
+                         view: View | None = None) -> _Call[RecommendationResult]:
         return _Call("GET", f"/v1/workloads/{_seg(workload_id)}/recommendations",
                      _model(RecommendationResult), True,
-                     params=_params(objective=objective, limit=limit))
+                     params=_params(objective=objective, limit=limit, view=view))
 
     @staticmethod
     def create_run(workload_id: str, request: RunRequest) -> _Call[Run]:

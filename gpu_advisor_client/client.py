@@ -44,6 +44,7 @@ from gpu_advisor_client.models import (
     Run,
     RunSummary,
     StoredWorkload,
+    View,
     Workload,
     WorkloadSubmission,
 )
@@ -149,8 +150,9 @@ class AdvisorClient:
         return self._send(_Calls.estimate(workload, gpu_slug, gpu_count))
 
     def recommend(self, workload: WorkloadSubmission | Mapping[str, Any], *,
-                  limit: int | None = None) -> RecommendationResult:
-        return self._send(_Calls.recommend(workload, limit))
+                  limit: int | None = None,
+                  view: View | None = None) -> RecommendationResult:
+        return self._send(_Calls.recommend(workload, limit, view))
 
     # workloads and runs
     def submit_workload(self, workload: WorkloadSubmission | Mapping[str, Any], *,
@@ -167,8 +169,9 @@ class AdvisorClient:
         self._send(_Calls.delete_workload(workload_id))
 
     def recommend_stored(self, workload_id: str, *, objective: str | None = None,
-                         limit: int = 10) -> RecommendationResult:
-        return self._send(_Calls.recommend_stored(workload_id, objective, limit))
+                         limit: int = 10,
+                         view: View | None = None) -> RecommendationResult:
+        return self._send(_Calls.recommend_stored(workload_id, objective, limit, view))
 
     def create_run(self, workload_id: str, *, objective: str | None = None,
                    limit: int | None = None,
@@ -285,8 +288,9 @@ class AsyncAdvisorClient:
         return await self._send(_Calls.estimate(workload, gpu_slug, gpu_count))
 
     async def recommend(self, workload: WorkloadSubmission | Mapping[str, Any], *,
-                        limit: int | None = None) -> RecommendationResult:
-        return await self._send(_Calls.recommend(workload, limit))
+                        limit: int | None = None,
+                        view: View | None = None) -> RecommendationResult:
+        return await self._send(_Calls.recommend(workload, limit, view))
 
     # workloads and runs
     async def submit_workload(self, workload: WorkloadSubmission | Mapping[str, Any], *,
@@ -304,8 +308,9 @@ class AsyncAdvisorClient:
         await self._send(_Calls.delete_workload(workload_id))
 
     async def recommend_stored(self, workload_id: str, *, objective: str | None = None,
-                               limit: int = 10) -> RecommendationResult:
-        return await self._send(_Calls.recommend_stored(workload_id, objective, limit))
+                               limit: int = 10,
+                               view: View | None = None) -> RecommendationResult:
+        return await self._send(_Calls.recommend_stored(workload_id, objective, limit, view))
 
     async def create_run(self, workload_id: str, *, objective: str | None = None,
                          limit: int | None = None,

@@ -20,6 +20,9 @@ Kind = Literal["training", "inference", "compute"]
 Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
 Objective = Literal["cost", "time", "balanced", "energy"]
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
+View = Literal["compact", "full"]
+"""A recommendation's shape: ``compact`` (the server's default) lists the engine constants once,
+in ``RecommendationResult.assumptions``; ``full`` also repeats them in every estimate."""
 
 
 class _Request(BaseModel):
@@ -243,6 +246,15 @@ class Notice(_Response):
     message: str
 
 
+class Assumption(_Response):
+    """A named engine constant an estimate used."""
+
+    name: str
+    value: float | str
+    unit: str
+    source: str
+
+
 class Estimate(_Response):
     gpu: GpuRef
     gpu_count: int
@@ -261,6 +273,8 @@ class Estimate(_Response):
     latency_ms: float | None
     power_w: float | None
     energy_kwh: float | None
+    assumptions: list[Assumption] | None = None
+    """Null in a recommendation's compact view (the answer lists them once)."""
 
 
 class QuoteRef(_Response):
@@ -306,6 +320,7 @@ class RecommendationResult(_Response):
     recommendations: list[Candidate]
     rejected: list[Rejection]
     warnings: list[str]
+    assumptions: list[Assumption] = Field(default_factory=list)
 
 
 class StoredWorkload(_Response):

@@ -88,9 +88,17 @@ def test_client_round_trip(live: tuple[str, str, str]) -> None:
                                         objective="cost")
         result = api.recommend(submission, limit=3)
         assert 0 < len(result.recommendations) <= 3
+        # compact by default: the constants once; `full` repeats them in every estimate
+        assert result.assumptions
+        assert all(c.estimate.assumptions is None for c in result.recommendations)
+        full = api.recommend(submission, limit=3, view="full")
+        assert full.assumptions == result.assumptions
+        assert all(c.estimate.assumptions for c in full.recommendations)
         stored = api.submit_workload(submission, idempotency_key="k1")
         assert api.submit_workload(submission, idempotency_key="k1").id == stored.id
         assert api.recommend_stored(stored.id, limit=2).recommendations
+        again = api.recommend_stored(stored.id, limit=2, view="full").recommendations
+        assert again and all(c.estimate.assumptions for c in again)
         assert api.list_runs(stored.id).total == 0  # the GET stored nothing
         run = api.create_run(stored.id, limit=3, constraints={"max_gpus": 4})
         assert api.get_run(stored.id, run.id) == run
