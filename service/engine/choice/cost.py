@@ -42,7 +42,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from service.engine.cache import Memo
+from service.engine.cache import Memo, memo_of
 from service.engine.constants import POWER_UTILIZATION
 from service.engine.physics.parallelism import network_gb_s
 from service.engine.recommend_types import (
@@ -210,10 +210,8 @@ def network_gpu(gpu: GpuSpec, offer: Offer | None, count: int,
     rate = network_rate(gpu, offer, count)
     if rate is None:
         return gpu
-    if memo is None:
-        return replace(gpu, network_gb_s_per_gpu=rate)
-    return memo.get("network_gpu", (gpu, rate),
-                    lambda: replace(gpu, network_gb_s_per_gpu=rate))
+    return memo_of(memo).get("network_gpu", (gpu, rate),
+                             lambda: replace(gpu, network_gb_s_per_gpu=rate))
 
 
 def fastest_network_gpu(gpu: GpuSpec, offers: Sequence[Offer]) -> GpuSpec:

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from service.engine.cache import Memo
+from service.engine.cache import Memo, memo_of
 from service.engine.recommend_types import Offer, Provision
 from service.engine.types import Estimate, GpuSpec, Workload
 
@@ -222,14 +222,10 @@ def skypilot_task(
         }
     head = ("# SkyPilot task from gpu-advisor: add `run:` (and `setup:`) with your command"
             + ("; launch with `sky serve up`" if workload.kind == "inference" else "") + "\n")
-    if memo is None:
-        return head + _yaml(task), None
     # PyYAML's representer is Python (~0.1 ms a task): the text is kept per task content
-    return head + memo.get("skypilot_yaml", _frozen(task), lambda: _yaml(task)), None
-
-
-def _yaml(task: dict[str, Any]) -> str:
-    return yaml.dump(task, Dumper=_DUMPER, sort_keys=False)
+    text = memo_of(memo).get("skypilot_yaml", _frozen(task),
+                             lambda: yaml.dump(task, Dumper=_DUMPER, sort_keys=False))
+    return head + text, None
 
 
 def _frozen(value: Any) -> Any:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine.cache import Memo
+from service.engine.cache import Memo, memo_of
 from service.engine.physics import kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
@@ -216,8 +216,8 @@ class ServingModel:
         assert model is not None and spec is not None
         self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
         self._timings: dict[int, Timing] = {}
-        self.dev = dev = (kernels.device(gpu, rate) if memo is None else
-                          memo.get("device", (gpu, rate), lambda: kernels.device(gpu, rate)))
+        self.dev = dev = memo_of(memo).get("device", (gpu, rate),
+                                           lambda: kernels.device(gpu, rate))
         self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
         if rate.precision_used in ("fp8", "int8"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from service.engine import constants as c
-from service.engine.cache import Memo
+from service.engine.cache import Memo, memo_of
 from service.engine.physics.kernels import Device, GemmShape, gemm
 from service.engine.types import TransformerModel
 
@@ -138,12 +138,9 @@ def layer_ops(
 ) -> LayerOps:
     """The :class:`LayerOps` of (model, device, TP, element sizes): none of it depends on a
     request's amounts, so with a ``memo`` one is built per key and kept in the shared engine
-    cache (its GEMM shapes' row-block tables then fill across requests; they hold pure
-    functions of the key, so sharing them between threads only shares work)."""
-    if memo is None:
-        return LayerOps(model, dev, tp, act_bytes, w_bytes)
-    return memo.get("layer_ops", (model, dev, tp, act_bytes, w_bytes),
-                    lambda: LayerOps(model, dev, tp, act_bytes, w_bytes))
+    cache (its GEMM shapes are immutable once built)."""
+    return memo_of(memo).get("layer_ops", (model, dev, tp, act_bytes, w_bytes),
+                             lambda: LayerOps(model, dev, tp, act_bytes, w_bytes))
 
 
 def attention_flops(model: TransformerModel, pairs: float, tp: int) -> float:
