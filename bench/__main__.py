@@ -81,12 +81,28 @@ def _http_lines(http: dict[str, Any]) -> list[str]:
     if flagged:
         lines += ["", f"**Warning: non-2xx answers on {', '.join(flagged)}**: their req/s count "
                       "failures, not answers (see http.json: non_2xx, server_statuses)."]
+    lines += _floor_lines(http.get("floor"))
     mean = http.get("server_recommendation_compute_mean_ms_from_metrics")
     if mean is not None:
         lines += ["", f"Server-side recommendation compute time under load (mean, from the "
                       f"/metrics histogram): {mean:.1f} ms"
                   + (f"; varied route {row['server_compute_mean_ms']:.1f} ms."
                      if row is not None and row.get("server_compute_mean_ms") else ".")]
+    return lines
+
+
+def _floor_lines(floor: dict[str, Any] | None) -> list[str]:
+    """The floor server's table (bench/floor_app.py): how far any engine could take the
+    headline ratio on this stack (absent from http.json files before the floor was measured)."""
+    if not floor:
+        return []
+    rows = floor["routes"]
+    lines = ["", "Floor (" + floor["server"] + "; same varied bodies, ratios to that server's "
+             "own /healthz in the same run): the most any engine could reach on this stack.",
+             "", "| floor route | req/s | p50 ms | x /healthz |", "|---|---:|---:|---:|"]
+    for label, r in rows.items():
+        lines.append(f"| {label} | {r['requests_per_s']:.1f} | {r['p50_ms']:.2f} | "
+                     f"{r['ratio_to_healthz']:.3f} |")
     return lines
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench import loadgen, varied
+from bench import floor_app, loadgen, varied
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -88,13 +88,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db_url: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(db_url: str, *, floor: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """`gpu-advisor serve` (one worker) on a free port; ``floor``: bench/floor_app.py's server
+    (the same app, the engine's ranking replaced by a fixed answer) instead."""
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "--database-url", db_url, "serve",
-         "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "bench.floor_app", db_url, str(port)] if floor else [
+        sys.executable, "-m", "service.cli", "--database-url", db_url, "serve",
+        "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -235,6 +237,34 @@ def _server_side(row: dict[str, Any], before: str, after: str, method: str,
         row["non_2xx"] or row["server_non_2xx"] > row["server_unread_at_stop"])
 
 
+def floor(tmp: str) -> dict[str, Any]:
+    """The floor server's routes (bench/floor_app.py) under the headline route's varied load,
+    each as a ratio to that server's own /healthz in the same run: what the stack allows a
+    recommendation route with a free engine, and any route with this body at all."""
+    proc, base = start_server(f"sqlite:///{tmp}/floor.db", floor=True)
+    rows: dict[str, Any] = {}
+    try:
+        _check_varied(base)  # fixes the engine's answer, and checks every floor answer is a 200
+        for path in floor_app.FLOOR_ROUTES.values():
+            text = varied.VariedBodies(varied.SEED, THREADS + 1).next()
+            r = httpx.post(base + path, content=text,
+                           headers={"Content-Type": "application/json"}, timeout=60)
+            assert r.status_code == 200, (path, r.status_code, r.text[:300])
+        for label, path in {"GET /healthz": "/healthz", **floor_app.FLOOR_ROUTES}.items():
+            row = _load(base + path) if path == "/healthz" else _load_varied(base + path)
+            rows[label] = row
+            print(f"  floor {label:49s} {row['requests_per_s']:9.1f} req/s  "
+                  f"p50 {row['p50_ms']:8.2f} ms", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    healthz = rows["GET /healthz"]["requests_per_s"]
+    for row in rows.values():
+        row["ratio_to_healthz"] = row["requests_per_s"] / healthz if healthz else None
+    return {"server": "bench/floor_app.py: the same app and uvicorn options, 1 worker, SQLite; "
+                      "the ranking returns a fixed answer", "routes": rows}
+
+
 def main() -> dict[str, Any]:
     RESULTS.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="gpu-advisor-bench-")
@@ -296,6 +326,7 @@ def main() -> dict[str, Any]:
         "server_recommendations_counted": int(_metric(last, f"{_COMPUTE}_count")
                                               - _metric(first, f"{_COMPUTE}_count")),
     }
+    out["floor"] = floor(tmp)
     (RESULTS / "http.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
 

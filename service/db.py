@@ -186,7 +186,10 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
             except BaseException:
                 await _in_thread(session.close)  # closing rolls back what was not committed
                 raise
-            await _in_thread(lambda: _commit_and_close(session))
+            if session.in_transaction() or session.new:
+                await _in_thread(lambda: _commit_and_close(session))
+            else:  # never touched the database: nothing to commit, no connection to give back
+                session.close()
         except OperationalError as exc:
             if engine.dialect.name == "sqlite" and _is_sqlite_lock(exc):
                 raise DatabaseBusy("Other writes held the database; retry shortly",

@@ -17,6 +17,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import String
 from sqlmodel import Field, Session, SQLModel, select
+from starlette.concurrency import run_in_threadpool
 
 from service.common import utcnow
 from service.db import SessionDep
@@ -116,31 +117,42 @@ def _caller(session: Session, creds: HTTPAuthorizationCredentials | None) -> Api
     return row
 
 
-def _reader(session: Session, creds: HTTPAuthorizationCredentials | None, *, public: bool,
-            what: str) -> ApiKey | None:
-    caller = _caller(session, creds)
+async def _caller_of(session: Session, creds: HTTPAuthorizationCredentials | None
+                     ) -> ApiKey | None:
+    """:func:`_caller`, off the event loop only when there is a key to look up: the access
+    dependencies are async so that an anonymous read costs no thread-pool round trip (a sync
+    dependency is run in the pool, and each trip is a GIL hand-over between the loop and a
+    worker: bench/results/http.json, the floor routes)."""
+    if creds is None:
+        return None
+    return await run_in_threadpool(_caller, session, creds)
+
+
+def _anonymous(caller: ApiKey | None, *, public: bool, what: str) -> ApiKey | None:
     if caller is None and not public:
         raise Unauthorized(f"This service needs an API key for {what}",
                            headers={"WWW-Authenticate": "Bearer"})
     return caller
 
 
-def require_reader(request: Request, session: SessionDep, creds: BearerDep) -> ApiKey | None:
+async def require_reader(request: Request, session: SessionDep,
+                         creds: BearerDep) -> ApiKey | None:
     """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
-    return _reader(session, creds, public=request.app.state.settings.public_reads, what="reads")
+    return _anonymous(await _caller_of(session, creds),
+                      public=request.app.state.settings.public_reads, what="reads")
 
 
-def require_metrics_reader(request: Request, session: SessionDep,
-                           creds: BearerDep) -> ApiKey | None:
+async def require_metrics_reader(request: Request, session: SessionDep,
+                                 creds: BearerDep) -> ApiKey | None:
     """/metrics is public when GPU_ADVISOR_METRICS_PUBLIC is true; unset, it follows the read
     rule (GPU_ADVISOR_PUBLIC_READS). Any valid key (reader or admin) may scrape it."""
     settings = request.app.state.settings
     public = settings.public_reads if settings.metrics_public is None else settings.metrics_public
-    return _reader(session, creds, public=public, what="/metrics")
+    return _anonymous(await _caller_of(session, creds), public=public, what="/metrics")
 
 
-def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
-    caller = _caller(session, creds)
+async def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
+    caller = await _caller_of(session, creds)
     if caller is None:
         raise Unauthorized("This route needs an admin API key",
                            headers={"WWW-Authenticate": "Bearer"})
@@ -150,9 +162,9 @@ def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
     return caller
 
 
-def require_submitter(session: SessionDep, creds: BearerDep) -> ApiKey:
+async def require_submitter(session: SessionDep, creds: BearerDep) -> ApiKey:
     """A submitter or admin key: workloads and runs belong to the key that created them."""
-    caller = _caller(session, creds)
+    caller = await _caller_of(session, creds)
     if caller is None:
         raise Unauthorized("Workloads need a submitter or admin API key",
                            headers={"WWW-Authenticate": "Bearer"})

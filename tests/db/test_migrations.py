@@ -236,6 +236,16 @@ def test_table_revisions_move_with_every_write(empty_url: str) -> None:
         with engine.begin() as conn:
             conn.execute(text(steps[0][1]))
         assert _revisions(engine)["quotes"] not in {before["quotes"], inside}
+        with engine.begin() as conn:  # a counter row deleted by hand: the aggregate fallback
+            conn.execute(text("DELETE FROM table_revisions WHERE table_name = 'quotes'"))
+        with Session(engine) as session:
+            fallback = table_fingerprint(session, Quote)
+        count = fallback[0]  # (count, max id, sum of versions, latest update)
+        assert isinstance(count, int) and count > 0
+        with engine.begin() as conn:
+            conn.execute(text(steps[0][1]))
+        with Session(engine) as session:
+            assert table_fingerprint(session, Quote) != fallback
         downgrade(empty_url, "0006")
         assert "table_revisions" not in _tables(empty_url)
         with engine.begin() as conn:  # no trigger left behind that writes a missing table

@@ -280,6 +280,13 @@ def _headless(name: str, app: str, port: int) -> dict[str, Any]:
     }
 
 
+def over_group_cap(workload: Workload, est: Estimate, replicas: int) -> bool:
+    """Multi-node serving with more replica groups than :data:`MAX_REPLICA_GROUPS`: one
+    StatefulSet per group would be too many, so :func:`kubernetes_manifests` writes none."""
+    return (workload.kind == "inference" and max(1, est.parallelism.nodes) > 1
+            and replicas > MAX_REPLICA_GROUPS)
+
+
 def kubernetes_manifests(
     workload: Workload, gpu: GpuSpec, est: Estimate, replicas: int,
     labels: Mapping[str, str] | None,
@@ -302,7 +309,7 @@ def kubernetes_manifests(
         ]
     if serving:
         out: list[dict[str, Any]] = []
-        if replicas > MAX_REPLICA_GROUPS:
+        if over_group_cap(workload, est, replicas):
             return out
         for g in range(replicas):
             group = f"{name}-g{g}"
@@ -357,7 +364,7 @@ def provision(
                                   skypilot_names, memo)
     manifests = kubernetes_manifests(workload, gpu, est, replicas, node_labels)
     k8s_note = None
-    if not manifests:
+    if over_group_cap(workload, est, replicas):
         k8s_note = (f"{replicas} replica groups of {est.parallelism.nodes} nodes each: more "
                     f"than {MAX_REPLICA_GROUPS} StatefulSets, so none are written; deploy "
                     "with a multi-node serving controller (e.g. LeaderWorkerSet, "
