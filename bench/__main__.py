@@ -99,10 +99,12 @@ def _floor_lines(floor: dict[str, Any] | None) -> list[str]:
     rows = floor["routes"]
     lines = ["", "Floor (" + floor["server"] + "; same varied bodies, ratios to that server's "
              "own /healthz in the same run): the most any engine could reach on this stack.",
-             "", "| floor route | req/s | p50 ms | x /healthz |", "|---|---:|---:|---:|"]
+             "", "| floor route | req/s | p50 ms | x /healthz | answer bytes |",
+             "|---|---:|---:|---:|---:|"]
     for label, r in rows.items():
+        size = r.get("response_bytes")
         lines.append(f"| {label} | {r['requests_per_s']:.1f} | {r['p50_ms']:.2f} | "
-                     f"{r['ratio_to_healthz']:.3f} |")
+                     f"{r['ratio_to_healthz']:.3f} | {'' if size is None else size} |")
     return lines
 
 

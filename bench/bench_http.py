@@ -245,13 +245,16 @@ def floor(tmp: str) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     try:
         _check_varied(base)  # fixes the engine's answer, and checks every floor answer is a 200
+        sizes = {}
         for path in floor_app.FLOOR_ROUTES.values():
             text = varied.VariedBodies(varied.SEED, THREADS + 1).next()
             r = httpx.post(base + path, content=text,
                            headers={"Content-Type": "application/json"}, timeout=60)
             assert r.status_code == 200, (path, r.status_code, r.text[:300])
+            sizes[path] = len(r.content)
         for label, path in {"GET /healthz": "/healthz", **floor_app.FLOOR_ROUTES}.items():
             row = _load(base + path) if path == "/healthz" else _load_varied(base + path)
+            row["response_bytes"] = sizes.get(path)
             rows[label] = row
             print(f"  floor {label:49s} {row['requests_per_s']:9.1f} req/s  "
                   f"p50 {row['p50_ms']:8.2f} ms", flush=True)

@@ -9,6 +9,9 @@ server beside the real one and loads, with the same varied bodies as the headlin
   serialization) except that ``service.workloads.service.recommend`` -- the engine's ranking --
   returns the first answer it computed (bench_http posts one varied body before the load),
   whatever the body: the ceiling of the route with a free engine;
+* ``POST /floor/answer``: a plain sync route that validates the same body and sends the bytes
+  of the first answer it computed (compact view, ~53 KB): the least a route that answers in
+  the thread pool can do -- no session, no snapshot check, no ranking, no ``result_out``;
 * ``POST /floor/sync``: a plain sync route that validates the same body and answers
   ``{"ok":true}``: the ceiling of any route that works in the thread pool (every route that
   touches the database does: SQLAlchemy sessions are synchronous);
@@ -24,12 +27,16 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
+from sqlmodel import Session
 
+from service.common import utcnow
+from service.workloads import service
 from service.workloads.models import RecommendationQuery
 
 FLOOR_ROUTES = {
     "POST /v1/recommendations [varied, engine answer fixed]": "/v1/recommendations",
+    "POST /floor/answer [varied, validation + fixed answer bytes]": "/floor/answer",
     "POST /floor/sync [varied, validation only]": "/floor/sync",
     "POST /floor/async [varied, validation only]": "/floor/async",
 }
@@ -41,8 +48,6 @@ _OK = b'{"ok":true}'
 def _free_engine() -> None:
     """Replace the ranking with its first answer: every later call returns that one,
     whatever it is asked."""
-    from service.workloads import service
-
     real = service.recommend
     fixed: list[Any] = []
 
@@ -59,6 +64,18 @@ def app_factory() -> FastAPI:
 
     _free_engine()
     app = production()
+
+    answer: list[bytes] = []
+
+    @app.post("/floor/answer", include_in_schema=False)
+    def floor_answer(body: RecommendationQuery, request: Request) -> Response:
+        if not answer:
+            with Session(request.app.state.engine) as session:
+                result = service.recommend_for(
+                    session, submission=body, objective=body.objective, limit=body.limit,
+                    settings=request.app.state.settings, now=utcnow(), view="compact")
+            answer.append(result.model_dump_json().encode())
+        return Response(answer[0], media_type="application/json")
 
     @app.post("/floor/sync", include_in_schema=False)
     def floor_sync(body: RecommendationQuery) -> Response:
