@@ -244,7 +244,8 @@ def floor(tmp: str) -> dict[str, Any]:
     proc, base = start_server(f"sqlite:///{tmp}/floor.db", floor=True)
     rows: dict[str, Any] = {}
     try:
-        _check_varied(base)  # fixes the engine's answer, and checks every floor answer is a 200
+        _check_varied(base)  # ranks the first body: the answer the free engine then returns
+        # every floor route answers a varied body with a 200
         sizes = {}
         for path in floor_app.FLOOR_ROUTES.values():
             text = varied.VariedBodies(varied.SEED, THREADS + 1).next()

@@ -4,14 +4,17 @@ Issue 14 asks the recommendation route for >= 0.30 x /healthz. How far any engin
 bounded by what the same request costs with the ranking taken away, so `bench_http` starts this
 server beside the real one and loads, with the same varied bodies as the headline route:
 
-* ``POST /v1/recommendations``: the production route unchanged (body validation, access
+* ``POST /v1/recommendations``: the production route's code unchanged (body validation, access
   dependencies, session, catalog and quote snapshot checks, ``result_out``, response
-  serialization) except that ``service.workloads.service.recommend`` -- the engine's ranking --
-  returns the first answer it computed (bench_http posts one varied body before the load),
-  whatever the body: the ceiling of the route with a free engine;
+  validation and serialization) except that ``service.workloads.service.recommend`` -- the
+  engine's ranking -- returns the first answer it computed (bench_http's validity check posts
+  varied bodies before the load; only the first is ranked), whatever the body: the ceiling of
+  the route with a free engine. ``result_out`` and the serialization then always work on that
+  one answer (the real route's answers vary in size with the body: ~50 KB in compact view);
 * ``POST /floor/answer``: a plain sync route that validates the same body and sends the bytes
-  of the first answer it computed (compact view, ~53 KB): the least a route that answers in
-  the thread pool can do -- no session, no snapshot check, no ranking, no ``result_out``;
+  of the first answer it computed (compact view, ~52 KB): the least a route that answers in
+  the thread pool can do -- no session, no snapshot check, no ranking, no ``result_out``, no
+  response validation or serialization;
 * ``POST /floor/sync``: a plain sync route that validates the same body and answers
   ``{"ok":true}``: the ceiling of any route that works in the thread pool (every route that
   touches the database does: SQLAlchemy sessions are synchronous);

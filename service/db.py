@@ -181,14 +181,20 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
         bind = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) if sqlite_writer else engine
         session = Session(bind, expire_on_commit=False)
         try:
+            # A session that never began a transaction has nothing to commit or roll back and
+            # no connection to give back: it is closed here, without a trip to the thread pool.
+            # The ORM begins one on every read and on add, delete or an attribute change.
             try:
                 yield session
             except BaseException:
-                await _in_thread(session.close)  # closing rolls back what was not committed
+                if session.in_transaction():
+                    await _in_thread(session.close)  # closing rolls back what was not committed
+                else:
+                    session.close()
                 raise
-            if session.in_transaction() or session.new:
+            if session.in_transaction():
                 await _in_thread(lambda: _commit_and_close(session))
-            else:  # never touched the database: nothing to commit, no connection to give back
+            else:
                 session.close()
         except OperationalError as exc:
             if engine.dialect.name == "sqlite" and _is_sqlite_lock(exc):

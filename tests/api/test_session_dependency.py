@@ -81,6 +81,12 @@ def own_client(own_engine: Engine) -> Iterator[TestClient]:
                            key_hash=hash_key(name)))
         return {"added": name}
 
+    @app.post("/test/rename")
+    def rename(session: SessionDep, name: str, to: str) -> dict[str, str]:
+        row = session.exec(select(ApiKey).where(ApiKey.name == name)).one()
+        row.name = to  # no add, no flush: the commit after the route must carry it
+        return {"renamed": to}
+
     @app.get("/test/read-only-access")
     async def read_only_access(_: ReaderDep) -> dict[str, bool]:
         return {"ok": True}
@@ -99,6 +105,23 @@ def test_an_unflushed_add_is_committed(own_client: TestClient, own_engine: Engin
     with Session(own_engine) as session:
         row = session.exec(select(ApiKey).where(ApiKey.name == "unflushed-row")).one()
     assert row.role == "reader"
+
+
+def test_an_attribute_change_is_committed(own_client: TestClient, own_engine: Engine) -> None:
+    assert own_client.post("/test/add-unflushed", params={"name": "before-rename"}
+                           ).status_code == 200
+    r = own_client.post("/test/rename", params={"name": "before-rename", "to": "after-rename"})
+    assert r.status_code == 200, r.text
+    with Session(own_engine) as session:
+        names = set(session.exec(select(ApiKey.name)).all())
+    assert "after-rename" in names and "before-rename" not in names
+
+
+def test_a_refused_request_makes_no_trip(own_client: TestClient, trips: list[str]) -> None:
+    r = own_client.get("/test/submitter-access")
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"] == "Bearer"
+    assert trips == []
 
 
 def test_an_anonymous_read_makes_no_trip_to_the_thread_pool(
