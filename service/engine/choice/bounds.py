@@ -53,10 +53,20 @@ float noise and the 1e-9 rounding of ``ranking.REL_TIE``, so a skipped option co
 have tied or won."""
 BALANCED_WEIGHT = 0.5
 """``ranking.BALANCED_COST_WEIGHT``: the balanced score's weight of normalized cost."""
+
 BALANCED_RECHECK = 8
 """Balanced: after a failed stop test, evaluate 1/8 of the GPUs evaluated so far before the
 next one (each test is O(evaluated + remaining)), keeping the search O(n) overall."""
 INF = math.inf
+
+
+def ratio_to_min(x: float, lo: float) -> float:
+    """``x`` over its minimum ``lo`` in a balanced score: inf for a non-finite ``x``, 1 when
+    the minimum is not finite or underflowed to 0 (the ranking's score and the explanation of
+    it both use this)."""
+    if not math.isfinite(x) or not math.isfinite(lo):
+        return INF if not math.isfinite(x) else 1.0
+    return x / lo if lo > 0 else 1.0
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice import guardrails
+from service.engine.choice.bounds import BALANCED_WEIGHT, ratio_to_min
 from service.engine.choice.provision import provision
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
@@ -265,18 +266,19 @@ def score_reason(
     inference = workload.kind == "inference"
     t_unit = "ms latency" if inference else "h"
 
-    def per(x: float, key: str) -> float:  # x / its minimum; 1 when the minimum underflowed
-        return x / mins[key] if mins[key] > 0 else 1.0
+    def per(x: float, key: str) -> float:  # the ratio the score itself used
+        return ratio_to_min(x, mins[key])
 
     if objective == "balanced":
+        w, rest = BALANCED_WEIGHT, 1.0 - BALANCED_WEIGHT
         if money is None:
             return (
-                f"score {score:.3f} = 0.5 x GPU-hours/min ({per(proxy, 'proxy'):.2f}) + 0.5 x "
-                f"time/min ({per(time, 'time_unpriced'):.2f}) among unpriced GPUs"
+                f"score {score:.3f} = {w:g} x GPU-hours/min ({per(proxy, 'proxy'):.2f}) + "
+                f"{rest:g} x time/min ({per(time, 'time_unpriced'):.2f}) among unpriced GPUs"
             )
         return (
-            f"score {score:.3f} = 0.5 x cost/min cost ({per(money, 'money'):.2f}) + "
-            f"0.5 x time/min time ({per(time, 'time'):.2f}); lower is better"
+            f"score {score:.3f} = {w:g} x cost/min cost ({per(money, 'money'):.2f}) + "
+            f"{rest:g} x time/min time ({per(time, 'time'):.2f}); lower is better"
         )
     if objective == "time":
         return f"score {score:,.4g} = {t_unit} to {'serve' if inference else 'finish'}"

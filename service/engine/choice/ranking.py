@@ -353,15 +353,8 @@ def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> flo
         return money
     key = "money" if priced else "proxy"
     time_key = "time" if priced else "time_unpriced"
-    return BALANCED_COST_WEIGHT * _ratio(money, mins[key]) + (1 - BALANCED_COST_WEIGHT) * _ratio(
-        opt.time, mins[time_key]
-    )
-
-
-def _ratio(x: float, lo: float) -> float:
-    if not math.isfinite(x) or not math.isfinite(lo):
-        return INF if not math.isfinite(x) else 1.0
-    return x / lo if lo > 0 else 1.0
+    return BALANCED_COST_WEIGHT * bd.ratio_to_min(money, mins[key]) + (
+        1 - BALANCED_COST_WEIGHT) * bd.ratio_to_min(opt.time, mins[time_key])
 
 
 def _minima(options: Iterable[_Option]) -> dict[str, float]:
