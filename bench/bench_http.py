@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from bench import floor_app, loadgen, varied
+from bench import floor_app, loadgen, server, varied
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -82,31 +81,12 @@ end
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(db_url: str, *, floor: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     """`gpu-advisor serve` (one worker) on a free port; ``floor``: bench/floor_app.py's server
     (the same app, the engine's ranking replaced by a fixed answer) instead."""
-    port = _free_port()
-    command = [sys.executable, "-m", "bench.floor_app", db_url, str(port)] if floor else [
-        sys.executable, "-m", "service.cli", "--database-url", db_url, "serve",
-        "--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("server did not start")
+    if floor:
+        return server.start([sys.executable, "-m", "bench.floor_app", db_url, "{port}"])
+    return server.start(db_url=db_url)
 
 
 def _wrk(url: str, script_text: str) -> tuple[dict[str, Any], dict[int, str]]:
@@ -260,8 +240,7 @@ def floor(tmp: str) -> dict[str, Any]:
             print(f"  floor {label:49s} {row['requests_per_s']:9.1f} req/s  "
                   f"p50 {row['p50_ms']:8.2f} ms", flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop(proc)
     healthz = rows["GET /healthz"]["requests_per_s"]
     for row in rows.values():
         row["ratio_to_healthz"] = row["requests_per_s"] / healthz if healthz else None
@@ -302,8 +281,7 @@ def main() -> dict[str, Any]:
                   f"p50 {row['p50_ms']:8.2f} ms  p99 {row['p99_ms']:8.2f} ms{flag}", flush=True)
         last = httpx.get(base + "/metrics").text
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop(proc)
     healthz = results["GET /healthz"]["requests_per_s"]
     for row in results.values():
         row["ratio_to_healthz"] = row["requests_per_s"] / healthz if healthz else None

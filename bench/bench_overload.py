@@ -25,7 +25,8 @@ from typing import Any
 
 import httpx
 
-from bench.bench_http import WORKLOADS, _free_port
+from bench import server
+from bench.bench_http import WORKLOADS
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -44,37 +45,13 @@ CPU from the server, which a real client on another machine would not. 0 reprodu
 
 def _start(root: Path, db_url: str, workers: int,
            env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    args = [sys.executable, "-m", "service.cli", "--database-url", db_url, "serve",
-            "--host", "127.0.0.1", "--port", str(port)]
-    if workers > 1:
-        args += ["--workers", str(workers)]
-    environ = {**os.environ, "GPU_ADVISOR_LOG_JSON": "true", "PYTHONPATH": str(root),
-               **(env or {})}
-    log = open(Path(tempfile.gettempdir()) / f"gpu-advisor-overload-{port}.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(args, cwd=root, env=environ, stdout=subprocess.DEVNULL, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during start-up")
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not become ready in 60 s")
+    """`gpu-advisor serve` with JSON logs, its stderr kept in the temp directory."""
+    return server.start(db_url=db_url, workers=workers, root=root,
+                        env={"GPU_ADVISOR_LOG_JSON": "true", **(env or {})},
+                        log_name=f"gpu-advisor-overload-{os.getpid()}-{time.monotonic_ns()}.log")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
+_stop = server.stop
 
 
 def _pct(values: list[float], q: float) -> float:
