@@ -224,3 +224,22 @@ def test_no_module_global_caches_in_the_engine() -> None:
     root = pathlib.Path(__file__).resolve().parents[2] / "service" / "engine"
     text = "\n".join(p.read_text() for p in root.rglob("*.py"))
     assert "lru_cache" not in text and "functools.cache" not in text
+
+
+@pytest.mark.parametrize("preset", ["llama-2-7b", "llama-2-70b", "resnet-50"])
+@pytest.mark.parametrize("wanted", ["auto", "none", "zero3"])
+def test_least_gb_is_the_least_split_exactly(preset: str, wanted: str) -> None:
+    """training_splits.least_gb (the memory-fit check every GPU type of a catalog gets) equals
+    the smallest fixed + activation figure of the split records the estimate uses, to the
+    last bit, on every count: the two share one computation of the states."""
+    from service.engine.physics import training_splits as ts
+
+    w = Workload(kind="training", precision="bf16", model=PRESETS[preset].model,
+                 training=TrainingSpec(batch_size=64, seq_len=4096, tokens=1e9,
+                                       sharding=wanted))  # type: ignore[arg-type]
+    for gpu in (A100_SXM, H100_SXM):
+        for count in (1, 2, 8, 16, 64):
+            records = ts.splits(w, gpu, count, "bf16", False, wanted)  # type: ignore[arg-type]
+            least = ts.least_gb(w, gpu, count, "bf16", False, wanted)  # type: ignore[arg-type]
+            assert least == min(o.fixed_gb + o.act_gb for o in records), (gpu.slug, count)
+            assert [o.tp for o in records] == sorted(o.tp for o in records)

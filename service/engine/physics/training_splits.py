@@ -9,6 +9,7 @@ among the splits by step time.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from service.engine import constants as c
@@ -120,23 +121,24 @@ def splits(
         lambda: _splits(workload, gpu, gpu_count, prec, checkpointing, wanted))
 
 
-def _splits(
+def _states(
     workload: Workload,
-    gpu: GpuSpec,
+    tps: Iterable[int],
     gpu_count: int,
     prec: Precision,
     checkpointing: bool,
     wanted: Sharding,
-) -> tuple[Split, ...]:
+) -> Iterator[tuple[int, int, Sharding, float, float, float, float]]:
+    """(tp, dp, sharding, weights, gradients, optimizer states, activations at micro-batch 1)
+    per GPU [GB] for every TP degree of ``tps`` and sharding, smallest TP first, then least
+    sharding: the one computation :func:`_splits` and :func:`_least_gb` share."""
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(prec, spec.optimizer)
     shardings = SHARDING_ORDER if wanted == "auto" else (wanted,)
     layers = model.layers if isinstance(model, TransformerModel) else 0
-    out: list[Split] = []
-    for tp in tp_degrees(workload, gpu, gpu_count):
+    for tp in tps:
         dp = max(1, gpu_count // tp)
-        per_gpu_batch = max(1, math.ceil(spec.batch_size / dp))
         act_gb = activation_bytes(workload, tp, prec, checkpointing) / c.GB
         params = model.params / tp / c.GB
         # a single data-parallel rank has nothing to shard over
@@ -148,8 +150,24 @@ def _splits(
                 weights += 2.0 * params / layers * states.weights
             grads = params * states.gradients / g_div
             optim = params * states.optimizer / o_div
-            out.append(Split(tp, dp, eff, per_gpu_batch, weights, grads, optim, act_gb))
-    return tuple(out)
+            yield tp, dp, eff, weights, grads, optim, act_gb
+
+
+def _splits(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    prec: Precision,
+    checkpointing: bool,
+    wanted: Sharding,
+) -> tuple[Split, ...]:
+    spec = workload.training
+    assert spec is not None
+    return tuple(
+        Split(tp, dp, eff, max(1, math.ceil(spec.batch_size / dp)), weights, grads, optim, act)
+        for tp, dp, eff, weights, grads, optim, act in _states(
+            workload, tp_degrees(workload, gpu, gpu_count), gpu_count, prec, checkpointing,
+            wanted))
 
 
 def least_gb(
@@ -181,30 +199,17 @@ def _least_gb(
     checkpointing: bool,
     wanted: Sharding,
 ) -> float:
-    spec, model = workload.training, workload.model
-    assert spec is not None and model is not None
-    states = mem.training_state_bytes(prec, spec.optimizer)
-    shardings = SHARDING_ORDER if wanted == "auto" else (wanted,)
-    layers = model.layers if isinstance(model, TransformerModel) else 0
+    model = workload.model
+    assert model is not None
+    heads = model.attention_heads if isinstance(model, TransformerModel) else 1
+    tps = [tp for tp in par.powers_of_two_upto(tp_limit) if not heads % tp]
     overhead = c.FRAMEWORK_OVERHEAD_GB
     best = math.inf
-    heads = model.attention_heads if isinstance(model, TransformerModel) else 1
-    for tp in par.powers_of_two_upto(tp_limit):
-        if heads % tp:
-            continue
-        dp = max(1, gpu_count // tp)
-        act_gb = activation_bytes(workload, tp, prec, checkpointing) / c.GB
-        params = model.params / tp / c.GB
-        for eff in shardings if dp > 1 else ("none",):
-            w_div, g_div, o_div = mem.shard_divisors(eff, dp)
-            weights = params * states.weights / w_div
-            if w_div > 1 and layers:
-                weights += 2.0 * params / layers * states.weights
-            grads = params * states.gradients / g_div
-            optim = params * states.optimizer / o_div
-            total = weights + grads + optim + overhead + act_gb
-            if total < best:
-                best = total
+    for _, _, _, weights, grads, optim, act_gb in _states(
+            workload, tps, gpu_count, prec, checkpointing, wanted):
+        total = weights + grads + optim + overhead + act_gb
+        if total < best:
+            best = total
     return best
 
 
