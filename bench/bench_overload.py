@@ -51,9 +51,6 @@ def _start(root: Path, db_url: str, workers: int,
                         log_name=f"gpu-advisor-overload-{os.getpid()}-{time.monotonic_ns()}.log")
 
 
-_stop = server.stop
-
-
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -144,7 +141,7 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
     try:
         result = _load(base, seconds, clients, LOADGEN_NICE)
     finally:
-        _stop(proc)
+        server.stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, cpus=os.cpu_count(),
                   database="sqlite", workload="llm-training-llama-2-70b, limit 100",
                   loadgen_nice=LOADGEN_NICE)

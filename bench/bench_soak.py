@@ -32,8 +32,9 @@ from typing import Any
 
 import httpx
 
+from bench import server
 from bench.bench_http import WORKLOADS
-from bench.bench_overload import _start, _stop
+from bench.bench_overload import _start
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -317,7 +318,7 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
         result = asyncio.run(_soak(base, proc.pid, seconds, warmup_s, sample_s, clients))
         result["server_alive_at_end"] = proc.poll() is None
     finally:
-        _stop(proc)
+        server.stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, warmup_seconds=warmup_s,
                   sample_seconds=sample_s, cpus=os.cpu_count(), database="sqlite",
                   source="this tree" if root.resolve() == ROOT.resolve() else root.name)

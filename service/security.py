@@ -108,9 +108,7 @@ _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: 
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _caller(session: Session, creds: HTTPAuthorizationCredentials | None) -> ApiKey | None:
-    if creds is None:
-        return None
+def _caller(session: Session, creds: HTTPAuthorizationCredentials) -> ApiKey:
     row = authenticate(session, creds.credentials)
     if row is None:
         raise Unauthorized("Unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})

@@ -53,7 +53,6 @@ float noise and the 1e-9 rounding of ``ranking.REL_TIE``, so a skipped option co
 have tied or won."""
 BALANCED_WEIGHT = 0.5
 """``ranking.BALANCED_COST_WEIGHT``: the balanced score's weight of normalized cost."""
-
 BALANCED_RECHECK = 8
 """Balanced: after a failed stop test, evaluate 1/8 of the GPUs evaluated so far before the
 next one (each test is O(evaluated + remaining)), keeping the search O(n) overall."""
