@@ -132,6 +132,30 @@ MAX_AUTO_BATCH = _const(
     "TensorRT-LLM benchmarks go to 1024+)",
 )
 
+RUNTIME_MAX_NUM_SEQS_LARGE = _const(
+    "runtime_max_num_seqs_large_gpu",
+    1024.0,
+    "sequences per replica",
+    "default cap on sequences a decoder replica runs at once (vLLM V1 EngineArgs "
+    "default max_num_seqs: 1024 for the OpenAI server on GPUs with >= 70 GiB, 256 below; "
+    "vllm/engine/arg_utils.py, _set_default_args_v1); settable per request "
+    "(inference.max_num_seqs)",
+)
+RUNTIME_MAX_NUM_SEQS_SMALL = _const(
+    "runtime_max_num_seqs_small_gpu",
+    256.0,
+    "sequences per replica",
+    "vLLM's default max_num_seqs on GPUs with < 70 GiB (same source as the large-GPU default; "
+    "also the V0 default for every GPU)",
+)
+RUNTIME_LARGE_GPU_GIB = _const(
+    "runtime_large_gpu_gib",
+    70.0,
+    "GiB per GPU",
+    "memory from which vLLM V1 picks its large-GPU defaults (arg_utils.py: device_memory >= "
+    "70 GiB)",
+)
+
 # ------------------------------------------------------------- efficiency
 EFF_NON_TENSOR = _const(
     "efficiency_non_tensor",
@@ -496,6 +520,9 @@ INFERENCE_KEYS = (
     "scheduled_tokens_per_iteration",
     "inference_live_activation_fraction",
     "max_auto_batch",
+    "runtime_max_num_seqs_large_gpu",
+    "runtime_max_num_seqs_small_gpu",
+    "runtime_large_gpu_gib",
     "serving_step_overhead_s",
     "efficiency_memory_bandwidth",
     "efficiency_non_tensor",

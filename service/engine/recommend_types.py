@@ -122,6 +122,10 @@ class Constraints:
     deadline_hours: float | None = None
     require_fast_interconnect: bool = False
     """Only GPUs with NVLink or Infinity Fabric."""
+    time_tolerance: float = 0.05
+    """Objective ``time``: answers within this fraction of the fastest count as fast as it,
+    and the cheapest of them ranks first (:data:`service.engine.choice.ranking.TIME_TOLERANCE`,
+    the default)."""
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,9 @@ class InferenceSpec:
     max_tpot_ms: float | None = None
     max_latency_ms: float | None = None
     target_requests_per_s: float | None = None
+    max_num_seqs: int | None = None
+    """The runtime's cap on sequences in flight per replica (vLLM ``max_num_seqs``); None =
+    the runtime default (:func:`service.engine.physics.serving.max_num_seqs`)."""
     effective_prompt_tokens: int | None = None
     """Mean real (unpadded) tokens per sample when the runtime batches without padding
     (TensorRT / FasterTransformer remove-padding kernels); work is counted on these, memory
@@ -286,7 +289,14 @@ class Estimate:
     latency_ms: float | None = None
     batch_size: int | None = None
     requests_per_s: float | None = None
-    """Inference: completed requests per second for this group of GPUs (one replica)."""
+    """Inference: the group's capacity: requests per second its replicas complete at the
+    capacity batch (``capacity_batch_size``) within the latency limits."""
+    capacity_batch_size: int | None = None
+    """Inference: sequences in flight per replica at capacity (the largest batch meeting the
+    limits within memory and the runtime's sequence cap; a fixed ``batch_size``)."""
+    offered_requests_per_s: float | None = None
+    """Inference with a target: the requests/s this group carries (the target split over the
+    copies of the group it takes); ``batch_size``, TTFT, TPOT and latency are at this load."""
     power_w: float | None = None
     energy_kwh: float | None = None
     """Training/compute: energy to finish. Inference: energy per hour of serving."""

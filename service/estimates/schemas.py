@@ -99,7 +99,8 @@ class ThroughputOut(BaseModel):
         description="Training: tokens processed; LLM inference: output tokens generated"
     )
     requests_per_s: float | None = Field(
-        description="Inference: requests served per second, all replicas [requests/s]",
+        description=("Inference: capacity of these GPUs (every replica in them) within the "
+                     "SLOs, at the capacity batch [requests/s]"),
     )
 
 
@@ -170,7 +171,28 @@ class EstimateOut(BaseModel):
     latency_ok: bool | None = Field(
         description="Inference: every latency SLO is met; null when none was given",
     )
-    batch_size: int | None = Field(description="Batch the estimate runs at [requests or samples]")
+    batch_size: int | None = Field(
+        description=(
+            "Batch the estimate runs at [requests or samples]; inference with a target: the "
+            "sequences in flight per replica at that load (Little's law), and TTFT, TPOT and "
+            "latency are read there; without one: the capacity batch"
+        ),
+    )
+    capacity_batch_size: int | None = Field(
+        default=None,
+        description=(
+            "Inference: sequences per replica at capacity, the largest batch that meets the "
+            "SLOs within memory and the runtime's max_num_seqs [requests]; throughput."
+            "requests_per_s is counted at it"
+        ),
+    )
+    offered_requests_per_s: float | None = Field(
+        default=None,
+        description=(
+            "Inference with a target: the load these GPUs carry, the target split over the "
+            "copies of this group a recommendation runs [requests/s]"
+        ),
+    )
     power_w: float | None = Field(description="Power drawn by all GPUs at this load [W]")
     energy_kwh: float | None = Field(
         description="Training/compute: to finish; inference: per hour of serving"
@@ -236,6 +258,8 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         "latency_ms": _r(est.latency_ms),
         "latency_ok": est.latency_ok,
         "batch_size": est.batch_size,
+        "capacity_batch_size": est.capacity_batch_size,
+        "offered_requests_per_s": _r(est.offered_requests_per_s),
         "power_w": _r(est.power_w),
         "energy_kwh": _r(est.energy_kwh),
         "assumptions": assumption_list(est.assumptions) if assumptions else None,

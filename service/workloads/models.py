@@ -78,6 +78,14 @@ class ConstraintsIn(BaseModel):
         default=False,
         description="Multi-GPU splits only over NVLink / Infinity Fabric, not PCIe",
     )
+    time_tolerance: float = Field(
+        default=0.05, ge=0, le=1,
+        description=(
+            "Objective time: answers within this fraction of the fastest count as equally "
+            "fast, and the cheapest of them ranks first [fraction]; 0 = the fastest at any "
+            "price"
+        ),
+    )
 
     _text = field_validator("*")(no_control_chars)
 

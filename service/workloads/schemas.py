@@ -255,6 +255,14 @@ class InferenceInput(_Strict):
         default=None, gt=0, le=1e9,
         description="Load to serve [requests/s]; replicas are added to reach it",
     )
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=1_000_000,
+        description=(
+            "Serving runtime's cap on sequences one replica runs at once [sequences] (vLLM "
+            "max_num_seqs, TensorRT-LLM max_batch_size); null = vLLM's default: 1,024 on GPUs "
+            "with >= 70 GiB, 256 below. Ignored when batch_size is given"
+        ),
+    )
     effective_prompt_tokens: int | None = Field(
         default=None,
         ge=1,

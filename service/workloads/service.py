@@ -231,6 +231,7 @@ def _constraints(c: ConstraintsIn) -> Constraints:
         "max_usd_per_hour": c.max_usd_per_hour,
         "deadline_hours": c.deadline_hours,
         "require_fast_interconnect": c.require_fast_interconnect,
+        "time_tolerance": c.time_tolerance,
     }
     if c.pricing is not None:
         kwargs["pricing"] = tuple(c.pricing)

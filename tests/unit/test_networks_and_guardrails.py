@@ -134,7 +134,7 @@ def test_a_pipeline_deeper_than_the_node_warns() -> None:
 
 def test_edge_latency_far_above_interactive_warns() -> None:
     stream = Workload(kind="inference", precision="int8", model=PRESETS["yolov8-l"].model,
-                      inference=InferenceSpec(target_requests_per_s=30))
+                      inference=InferenceSpec(batch_size=16, target_requests_per_s=30))
     rec = recommend(stream, load_gpus(), load_offers(), objective="cost",
                     constraints=Constraints(deployment="edge", max_power_w=60), limit=5)
     assert rec.recommendations

@@ -149,7 +149,8 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
 def _latency_floor(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo | None
 ) -> float:
-    """Least latency [ms] of any option at the throughput-optimal batch (no latency mode).
+    """Least latency [ms] of any option at the throughput-optimal batch (no latency mode),
+    or, with a target load, at any batch up to it (batch 1 bounds those).
 
     ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp, pp),
     max_fit(tp, pp))``: the largest batch up to ``hi = min(max_fit, MAX_AUTO_BATCH)`` that meets
@@ -170,7 +171,12 @@ def _latency_floor(
         if spec.batch_size is not None:
             best = min(best, inf.latencies(spec, ctx.timing(tp, pp, spec.batch_size))[2])
             continue
-        hi = max(1, min(ctx.sizing(tp, pp).max_batch(ctx.usable), int(c.MAX_AUTO_BATCH)))
+        if spec.target_requests_per_s:
+            # at a load the replica runs a batch from 1 up to its capacity batch
+            # (estimate.operating_batch): batch 1 bounds it from below
+            best = min(best, inf.latencies(spec, ctx.timing(tp, pp, 1))[2])
+            continue
+        hi = ctx.batch_cap(tp, pp)
         top = ctx.timing(tp, pp, hi)
         if hi == 1 or inf.meets(spec, top):
             best = min(best, inf.latencies(spec, top)[2])

@@ -100,6 +100,20 @@ PRUNED_OBJECTIVES: tuple[Objective, ...] = ("cost", "energy")
 option's cost and time for its minima; time has no cheap bound), so counts whose lower bound
 (:func:`cost.unit_rate_lower_bound`) is already worse than the best option found can be skipped."""
 PRUNE_MARGIN = bd.PRUNE_MARGIN
+TIME_TOLERANCE = 0.05
+"""Objective ``time``: answers within 5% of the fastest are as fast as it, and the cheapest of
+them wins (the request's ``constraints.time_tolerance``; this is its default). The engine's
+own median error on published measurements is ~18% and its LLM-serving error ~6%
+(``make validate``, tests/validation/): a gap under 5% is inside what it can tell apart, so
+paying more for it buys nothing known."""
+COST_TIE = 0.005
+"""Objective ``cost``: answers within 0.5% of the cheapest cost the same (less than the
+rounding of a provider's price list), and the fastest of them wins."""
+COST_GUARD_RATIO = 10.0
+COST_GUARD_TIME = 0.10
+"""Objective ``time``: no answer spends :data:`COST_GUARD_RATIO` times more than another for
+under :data:`COST_GUARD_TIME` less time (issue 20's rule): after the tolerance pick, an answer
+within 10% of its time at a tenth of its cost or less replaces it."""
 INF = math.inf
 _Evaluated = tuple[GpuSpec, list[_Option], list[Notice]]
 
@@ -230,13 +244,17 @@ def _evaluate_gpu(
     spec = workload.inference
     latency_mode = objective == "time" and spec is not None and spec.batch_size is None
     best = INF
+    smallest = min(plan)
     for n in sorted(plan):
         offer, instances = plan[n]
         if options and best < INF:
             bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances)
-            if bound is not None and bound > best * (1.0 + PRUNE_MARGIN):
+            slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
+            if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode)
+        if n > smallest and padded(workload, opt.est):
+            continue
         if latency_mode and miss is not None:
             # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
             # the throughput-optimal batch, the lowest latency those limits leave
@@ -249,6 +267,21 @@ def _evaluate_gpu(
             failure = ex.closest(failure, miss)
     notice = Notice("partial_quote_coverage", warning) if warning else None
     return options, failure, notice
+
+
+def padded(workload: Workload, est: Estimate) -> bool:
+    """Whether a serving option holds more model replicas than its target load needs: the
+    extras would idle (or only shave the batch, a few percent of latency on a memory-bound
+    decode), so the same GPU type at a smaller count serves the load for less. Such counts
+    are not offered (issue 20: 23 replicas of TP8 at batch 1 for 40 requests/s), except at
+    the smallest count the offers allow (a whole instance is paid for anyway)."""
+    spec = workload.inference
+    if spec is None or not spec.target_requests_per_s or not est.replicas or est.replicas <= 1:
+        return False
+    per_replica = (est.requests_per_s or 0.0) / est.replicas
+    if per_replica <= 0:
+        return False
+    return math.ceil(spec.target_requests_per_s / per_replica - 1e-9) < est.replicas
 
 
 def _probe(
@@ -268,7 +301,8 @@ def _probe(
             rest.append((lbc, lbt))
             continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-        if miss is None and opt.money is not None:
+        if miss is None and opt.money is not None and not (
+                n > min(plan) and padded(req.workload, opt.est)):
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest
@@ -381,6 +415,74 @@ def _key(opt: _Option, value: float, objective: Objective) -> tuple[object, ...]
     )
 
 
+def _cheapness(opt: _Option) -> tuple[int, float]:
+    """Priced before unpriced, then money (GPU-hours per unit of work without a price)."""
+    return (0, opt.money) if opt.money is not None else (1, opt.proxy)
+
+
+def ranking_slack(objective: Objective, constraints: Constraints) -> float:
+    """How far above the ``limit``-th best value (time or cost) a GPU's bound must be before
+    the search may skip it: :func:`choose` may pick an option up to one tolerance (and, for
+    time, the cost guard's 10%) above the best, and the order does it once more per rank."""
+    if objective == "time":
+        return ((1 + constraints.time_tolerance) * (1 + COST_GUARD_TIME)) ** 2
+    if objective == "cost":
+        return (1 + COST_TIE) ** 2
+    return 1.0
+
+
+def choose(opts: list[_Option], objective: Objective, mins: Mapping[str, float],
+           constraints: Constraints) -> _Option:
+    """The option an expert takes from ``opts`` under ``objective``.
+
+    * ``time``: the fastest; among the options within ``time_tolerance`` of it, the cheapest
+      (priced first), then the fastest; then the cost guard: if another option is under
+      :data:`COST_GUARD_TIME` slower at a :data:`COST_GUARD_RATIO`-th of that cost or less,
+      the cheapest such option.
+    * ``cost``: the cheapest (priced first); among options within :data:`COST_TIE` of it, the
+      fastest.
+    * ``balanced``, ``energy``: the least score.
+    Ties end on the same key as the order (:func:`_key`): deterministic."""
+    def key(o: _Option) -> tuple[object, ...]:
+        return _key(o, _value(o, objective, mins), objective)
+
+    if objective == "time":
+        fastest = min(o.time for o in opts)
+        window = [o for o in opts if _round_rel(o.time) <= _round_rel(
+            fastest * (1 + constraints.time_tolerance))]
+        pick = min(window, key=lambda o: (_cheapness(o), o.time, key(o)))
+        if pick.money is not None:
+            cheaper = [o for o in opts if o.money is not None
+                       and o.time < pick.time * (1 + COST_GUARD_TIME)
+                       and o.money * COST_GUARD_RATIO <= pick.money]
+            if cheaper:
+                pick = min(cheaper, key=lambda o: (_cheapness(o), o.time, key(o)))
+        return pick
+    if objective == "cost":
+        tier, least = min(_cheapness(o) for o in opts)
+        window = [o for o in opts if _cheapness(o)[0] == tier
+                  and _round_rel(_cheapness(o)[1]) <= _round_rel(least * (1 + COST_TIE))]
+        return min(window, key=lambda o: (o.time, key(o)))
+    return min(opts, key=key)
+
+
+def order(chosen: list[tuple[_Option, float, list[Notice]]], objective: Objective,
+          mins: Mapping[str, float], constraints: Constraints
+          ) -> list[tuple[_Option, float, list[Notice]]]:
+    """Rank the GPUs' chosen options: balanced and energy by score; cost and time by
+    :func:`choose` applied again and again to what is left (rank 1 is the option an expert
+    takes from all of them, rank 2 from the rest, ...)."""
+    if objective not in ("cost", "time"):
+        return sorted(chosen, key=lambda t: _key(t[0], t[1], objective))
+    rest = sorted(chosen, key=lambda t: _key(t[0], t[1], objective))
+    out = []
+    while rest:
+        pick = choose([t[0] for t in rest], objective, mins, constraints)
+        i = next(i for i, t in enumerate(rest) if t[0] is pick)
+        out.append(rest.pop(i))
+    return out
+
+
 def _pareto(chosen: list[_Option], top: int) -> set[int]:
     """Indices, among the first ``top``, of priced options not dominated on (money, time,
     energy) by any priced option of ``chosen`` (O(top x len(chosen)), not quadratic)."""
@@ -455,13 +557,14 @@ def recommend(
             pending.append(got)
 
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
-                        state.value, state.probe)
+                        state.value, state.probe, slack=ranking_slack(objective, c))
     mins = state.minima()
     chosen: list[tuple[_Option, float, list[Notice]]] = []
     for _, opts, warns in state.evaluated:
-        best = min(opts, key=lambda o: _key(o, _value(o, objective, mins), objective))
+        best = choose(opts, objective, mins, c)
         chosen.append((best, _value(best, objective, mins), warns))
-    chosen.sort(key=lambda t: _key(t[0], t[1], objective))
+    chosen = order(chosen, objective, mins, c)
+
     front = _pareto([o for o, _, _ in chosen], limit)
     candidates = [
         ex.candidate(workload, rank, opt, score, pareto=rank - 1 in front, extra_warnings=warns,

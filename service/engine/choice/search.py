@@ -54,10 +54,13 @@ def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
 
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value,
-    probe: Probe | None = None,
+    probe: Probe | None = None, slack: float = 1.0,
 ) -> list[Skipped]:
     """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
-    ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds."""
+    ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds.
+    ``slack``: a GPU is skipped only when its bound exceeds the ``limit``-th best value times
+    ``slack`` (cost and time rank within a tolerance of the best, not by the value alone:
+    :func:`service.engine.choice.ranking.ranking_slack`)."""
     if objective == "balanced":
         return _search_balanced(pending, limit, evaluate, value, probe)
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
@@ -65,7 +68,8 @@ def search(
     for i, p in enumerate(order):
         if limit >= 1 and len(worst) >= limit:
             tier, threshold = -worst[0][0], -worst[0][1]
-            if p.tier > tier or (p.tier == tier and p.lb > threshold * (1.0 + PRUNE_MARGIN)):
+            if p.tier > tier or (
+                    p.tier == tier and p.lb > threshold * slack * (1.0 + PRUNE_MARGIN)):
                 # sorted by (tier, bound): every later one is worse
                 # (a later tier is unpriced: its bound is GPU-hours, not comparable)
                 return [Skipped(q.gpu, q.lb if q.tier == tier else INF, threshold)

@@ -310,6 +310,45 @@ def _training_fixes(
 # ---------------------------------------------------------------- inference
 
 
+def _copies(spec_target: float | None, capacity_rps: float) -> int:
+    """Copies of a GPU group needed to carry ``spec_target`` requests/s when one group
+    completes ``capacity_rps`` at capacity (1 without a target); as
+    :func:`service.engine.choice.cost.replicas_needed`."""
+    if not spec_target or capacity_rps <= 0:
+        return 1
+    return max(1, math.ceil(spec_target / capacity_rps - 1e-9))
+
+
+def operating_batch(
+    ctx: inf.Context, tp: int, pp: int, capacity_batch: int, load_rps: float
+) -> int:
+    """Sequences in flight on one replica of split (tp, pp) carrying ``load_rps`` requests/s.
+
+    Continuous batching settles where the replica completes requests as fast as they arrive
+    (Little's law: in flight = arrival rate x time each request spends decoding; Orca, Yu et
+    al. OSDI'22; Sarathi-Serve, Agrawal et al. OSDI'24, sec. 2): the least batch b whose
+    throughput ``b / (output_tokens x TPOT(b))`` (encoders/CNNs: ``b / latency(b)``) covers the
+    load. Throughput grows with the batch (each step's fixed costs and weight reads are shared
+    by more sequences), so a bisection over [1, ``capacity_batch``] finds it; the capacity
+    batch always covers a load at most the capacity."""
+    spec = ctx.workload.inference
+    assert spec is not None
+
+    def covers(b: int) -> bool:
+        return inf.requests_per_s(spec, ctx.timing(tp, pp, b), pp, 1) >= load_rps * (1 - 1e-9)
+
+    if capacity_batch <= 1 or covers(1):
+        return 1
+    lo, hi = 1, capacity_batch  # covers(hi) holds (hi is the capacity batch), covers(lo) not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if covers(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def _estimate_inference(
     workload: Workload,
     gpu: GpuSpec,
@@ -326,14 +365,21 @@ def _estimate_inference(
     splits = ctx.splits(n)
     fitting = next((sp for sp in splits if ctx.fits(sp[0], sp[1], min_batch)), None)
     fits = fitting is not None
-    tp, pp = fitting or splits[-1]
+    if fitting is None:
+        # judged on the split that needs the least memory per GPU, not the last one tried
+        fitting = min(splits, key=lambda sp: (ctx.sizing(*sp).breakdown(min_batch).total, sp))
+    tp, pp = fitting
+    target = spec.target_requests_per_s
     warnings: list[str] = []
-    # every split that fits, each timed by the same serving model: a fixed batch runs at that
-    # batch; otherwise throughput mode takes the largest batch meeting the limits and latency
-    # mode batch 1. Keep the split with the most requests/s (latency mode: the lowest
-    # latency); ties within SPLIT_TIE go to the smaller split.
-    found: inf.Timing | None = None
+    # Every split that fits, each timed by the same serving model. Its capacity batch: a
+    # fixed batch, else the largest meeting the limits within memory and the runtime's
+    # sequence cap (latency mode without a target: batch 1). With a target, the copies of
+    # the group that carry it and the batch each replica settles at under its share of the
+    # load (operating_batch). Keep the split with the most capacity (latency mode: the lowest
+    # latency at the load); ties within SPLIT_TIE go to the smaller split.
+    found: tuple[inf.Timing, inf.Timing, int] | None = None
     best = -math.inf if not latency_mode else math.inf
+    was_padded = True
     for o_tp, o_pp in splits:
         if fits and not ctx.fits(o_tp, o_pp, min_batch):
             continue
@@ -341,22 +387,37 @@ def _estimate_inference(
             batch: int | None = spec.batch_size
         else:
             limit = ctx.limit_batch(o_tp, o_pp)
-            if latency_mode:
+            if latency_mode and not target:
                 batch = 1 if limit >= 1 else None
             else:
-                max_fit = max(1, ctx.sizing(o_tp, o_pp).max_batch(ctx.usable))
-                batch = inf.clamp_batch(limit, max_fit)
+                batch = inf.clamp_batch(limit, ctx.batch_cap(o_tp, o_pp))
         if batch is None:
             continue
-        t = ctx.timing(o_tp, o_pp, batch)
+        cap_t = ctx.timing(o_tp, o_pp, batch)
+        in_group = max(1, n // (o_tp * o_pp))
+        capacity = inf.requests_per_s(spec, cap_t, o_pp, in_group)
+        load_t = cap_t
+        padded = False
+        if target and spec.batch_size is None:
+            per_replica = target / (_copies(target, capacity) * in_group)
+            op = operating_batch(ctx, o_tp, o_pp, batch, per_replica)
+            load_t = ctx.timing(o_tp, o_pp, op)
+            # more replicas in the group than the load needs: its latency is bought with
+            # idle copies; any split that is not padded wins over it
+            padded = in_group > 1 and _copies(target, capacity / in_group) < in_group
+        if padded and not was_padded:
+            continue
         if latency_mode:
-            better = (value := inf.latencies(spec, t)[2]) * SPLIT_TIE < best
+            better = (value := inf.latencies(spec, load_t)[2]) * SPLIT_TIE < best
         else:
-            replicas = max(1, n // (o_tp * o_pp))
-            better = (value := inf.requests_per_s(spec, t, o_pp, replicas)) > best * SPLIT_TIE
-        if better:
-            best, found, tp, pp = value, t, o_tp, o_pp
-    timing = found or ctx.timing(tp, pp, spec.batch_size or 1)
+            better = (value := capacity) > best * SPLIT_TIE
+        if better or (was_padded and not padded):
+            best, found, tp, pp = value, (cap_t, load_t, in_group), o_tp, o_pp
+            was_padded = padded
+    if found is None:
+        t0 = ctx.timing(tp, pp, min_batch)
+        found = (t0, t0, max(1, n // (tp * pp)))
+    cap_timing, timing, in_group = found
     placement, size = ctx.placement(n, tp, pp), ctx.sizing(tp, pp)
     batch = timing.batch
     ttft, tpot, latency = inf.latencies(spec, timing)
@@ -364,22 +425,24 @@ def _estimate_inference(
         x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
     )
     latency_ok = inf.meets(spec, timing) if has_limits else None
-    requests_s = inf.requests_per_s(spec, timing, placement.pp, placement.replicas)
+    requests_s = inf.requests_per_s(spec, cap_timing, placement.pp, placement.replicas)
     tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
-    if spec.target_requests_per_s is not None and requests_s < spec.target_requests_per_s:
-        replicas_needed = math.ceil(
-            spec.target_requests_per_s / (requests_s / placement.replicas)
-        )
+    offered = None
+    if target:
+        offered = target / _copies(target, requests_s)
+    if target is not None and requests_s < target:
+        replicas_needed = math.ceil(target / (requests_s / placement.replicas))
         warnings.append(
             f"{requests_s:.3g} requests/s is below the target "
-            f"{spec.target_requests_per_s:g}; needs ~{replicas_needed} replicas of "
+            f"{target:g}; needs ~{replicas_needed} replicas of "
             f"{placement.tp * placement.pp} GPU(s)"
         )
     dominant = timing.prefill
     if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
         dominant = timing.decode
     power = _power_w(gpu, n)
-    breakdown = size.breakdown(batch)
+    # memory is sized for the capacity batch: the replica must hold the load's peaks
+    breakdown = size.breakdown(cap_timing.batch)
     fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown, memo)
     return Estimate(
         gpu_slug=gpu.slug,
@@ -398,6 +461,8 @@ def _estimate_inference(
         latency_ms=latency,
         batch_size=batch,
         requests_per_s=requests_s,
+        capacity_batch_size=cap_timing.batch,
+        offered_requests_per_s=offered,
         power_w=power,
         energy_kwh=power / 1000.0,
         latency_ok=latency_ok,

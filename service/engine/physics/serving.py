@@ -73,6 +73,23 @@ def kv_precision(workload: Workload, precision_used: Precision) -> Precision:
     return "fp16" if precision_used in ("fp8", "int8", "int4") else precision_used
 
 
+def max_num_seqs(workload: Workload, gpu: GpuSpec) -> int:
+    """Sequences one decoder replica may run at once: the request's ``max_num_seqs``, else
+    the serving runtime's default for the GPU's memory (vLLM V1: 1,024 from 70 GiB, 256
+    below); never above :data:`MAX_AUTO_BATCH`. Encoders and CNNs: :data:`MAX_AUTO_BATCH`
+    (their batch is a dynamic batcher's, not a runtime's sequence cap)."""
+    spec, model = workload.inference, workload.model
+    top = int(c.MAX_AUTO_BATCH)
+    decoder = (isinstance(model, TransformerModel) and not model.encoder_only
+               and spec is not None and spec.output_tokens > 0)
+    if not decoder or spec is None:
+        return top
+    if spec.max_num_seqs is not None:
+        return max(1, min(top, spec.max_num_seqs))
+    large = gpu.memory_gb * c.GB >= c.RUNTIME_LARGE_GPU_GIB * 2**30
+    return min(top, int(c.RUNTIME_MAX_NUM_SEQS_LARGE if large else c.RUNTIME_MAX_NUM_SEQS_SMALL))
+
+
 def context_tokens(spec: InferenceSpec) -> int:
     return max(1, spec.prompt_tokens + spec.output_tokens)
 
@@ -519,6 +536,7 @@ class Context:
         self.workload, self.gpu, self.precision, self.rate = workload, gpu, precision_used, rate
         self.memo = memo
         self.usable = mem.usable_memory_bytes(gpu.memory_gb)
+        self.seqs_cap = max_num_seqs(workload, gpu)
         model = workload.model
         assert model is not None
         self.heads = model.attention_heads if isinstance(model, TransformerModel) else None
@@ -535,6 +553,11 @@ class Context:
         if key not in self._sizes:
             self._sizes[key] = sizing(self.workload, self.precision, tp, pp)
         return self._sizes[key]
+
+    def batch_cap(self, tp: int, pp: int) -> int:
+        """The largest batch split (tp, pp) can run: memory, the runtime's sequence cap
+        (:func:`max_num_seqs`) and :data:`MAX_AUTO_BATCH`; at least 1."""
+        return max(1, min(self.sizing(tp, pp).max_batch(self.usable), self.seqs_cap))
 
     def fits(self, tp: int, pp: int, batch: int) -> bool:
         key = (tp, pp, batch)
@@ -613,7 +636,7 @@ class Context:
         found = self._limits.get(key)
         if found is None:
             shared = (self.workload, self.gpu, self.rate, tp, pp)
-            hi = max(1, min(self.sizing(tp, pp).max_batch(self.usable), int(c.MAX_AUTO_BATCH)))
+            hi = self.batch_cap(tp, pp)
 
             def compute() -> int:
                 return largest_meeting(self.model(tp, pp), hi)
