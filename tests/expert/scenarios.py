@@ -284,7 +284,7 @@ SCENARIOS: list[Scenario] = [
         "workload": "Llama-3.1-405B FP8, 2,048/512, TPOT <= 100 ms, 1 req/s, cheapest",
         "body": _serve("llama-3.1-405b", 2048, 512, 1, precision="fp8", max_tpot_ms=100),
         "expect": {"top1_gpus": (4, 8), "top1_max_replicas": 1,
-                   "gpus_if_slug": {s: (8, 8) for s in H100_80}},
+                   "gpus_if_slug": dict.fromkeys(H100_80, (8, 8))},
         "expected": "one node: 4-8 GPUs (8 if H100 80 GB; 4 possible on 141-192 GB parts)",
         "source": LLAMA31,
     },

@@ -9,7 +9,10 @@ Besides each scenario's own ``expect``, every scenario gets the universal checks
 - no top-3 candidate spends >= 10x another's money for < 10% less time (serving: $/h at the
   offered load vs latency; jobs: total $ vs hours);
 - a compute or training job does not beat the roofline: time >= work / (GPUs x peak);
-- tensor parallelism stays inside one node (<= the GPU's max_gpus_per_node);
+- tensor parallelism stays inside one node (<= the GPU's max_gpus_per_node); serving a model
+  that fits one NVLink / Infinity Fabric node splits it with tensor, not pipeline, parallelism
+  (vLLM docs, 'Distributed Inference and Serving': TP size = GPUs per node, PP size = nodes;
+  PP does not cut the time per token);
 - fields the engine is gaining are checked when present: ``replicas`` x ``gpus_per_replica`` ==
   ``cost.gpus`` == ``gpu_count`` on the candidate, ``estimate.parallel_efficiency`` in (0, 1]
   and < 1 from 64 GPUs on.
@@ -45,6 +48,7 @@ with GPUS_CSV.open(newline="") as fh:
             "bandwidth_gb_s": float(row["memory_bandwidth_gb_s"]),
             "fp64": _num(row["fp64_tflops"]), "fp64_tensor": _num(row["fp64_tensor_tflops"]),
             "per_node": int(row["max_gpus_per_node"] or 1),
+            "fabric": row["interconnect"] in ("nvlink", "infinity_fabric"),
         }
         for row in csv.DictReader(fh)
     }
@@ -168,8 +172,10 @@ def check_universal(s: Scenario, recs: list[dict[str, Any]]) -> list[str]:
             bad.append(f"#1 {field} {est[field]} misses the SLO {inf[slo]}")
     rps = inf.get("target_requests_per_s")
     served = est["throughput"]["requests_per_s"]
+    if "replicas" not in top and served is not None:
+        served *= top["cost"]["replicas"]  # today's estimate is one replica's
     if rps is not None and served is not None and served < 0.99 * rps:
-        bad.append(f"#1 serves {served} req/s < the offered {rps}")
+        bad.append(f"#1 serves {served:.4g} req/s < the offered {rps}")
     # folly: 10x the money for < 10% less time, among the top 3
     top3 = [c for c in recs[:3] if money(c, body) and duration(c, body)]
     for a in top3:
@@ -187,6 +193,12 @@ def check_universal(s: Scenario, recs: list[dict[str, Any]]) -> list[str]:
         if par["tensor_parallel"] > max(per_node, 1):
             bad.append(f"#{c['rank']} {slug} splits tensors over {par['tensor_parallel']} "
                        f"GPUs, more than one node ({per_node})")
+        per_replica = c.get("gpus_per_replica", c["gpu_count"])
+        if (_serving(body) and par["pipeline_parallel"] > 1 and per_replica <= per_node
+                and GPU.get(slug, {}).get("fabric")):
+            bad.append(f"#{c['rank']} {slug} serves one node's {per_replica} NVLink/IF GPUs "
+                       f"with pipeline parallelism {par['pipeline_parallel']} (tp "
+                       f"{par['tensor_parallel']}): TP inside the node, PP across nodes")
         if "replicas" in c and "gpus_per_replica" in c:
             if c["replicas"] * c["gpus_per_replica"] != cost["gpus"]:
                 bad.append(f"#{c['rank']} replicas {c['replicas']} x gpus_per_replica "
