@@ -577,8 +577,8 @@ class Context:
         """Every model split, smallest first: TP degrees (powers of 2 dividing the heads) inside
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
-        largest fast-domain TP, inside a node, and across nodes only when no split inside one
-        node holds the model. The serving model prices each (PCIe all-reduces, stage hops) and
+        largest fast-domain TP, inside a node only when the node is not one fast domain, and
+        across nodes only when no split inside one node holds the model. The serving model prices each (PCIe all-reduces, stage hops) and
         the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
@@ -587,10 +587,15 @@ class Context:
         tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
         fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
         out = [(t, 1) for t in tps]
-        in_node = [(base, p) for base in sorted({1, fast[-1]})
-                   for p in par.powers_of_two_upto(min(gpu_count, per_node) // base)
-                   if 1 < p <= self.layers]
-        out += in_node
+        in_node_gpus = min(gpu_count, per_node)
+        if par.fast_domain_size(self.gpu) < in_node_gpus:
+            # PP inside a node only where its GPUs are not all on one fast fabric (PCIe
+            # cards, NVLink pairs): on NVLink / Infinity Fabric nodes serving runtimes split
+            # TP inside the node and PP across nodes (vLLM docs, "Distributed inference and
+            # serving": tensor parallel size = GPUs per node, pipeline size = nodes)
+            out += [(base, p) for base in sorted({1, fast[-1]})
+                    for p in par.powers_of_two_upto(in_node_gpus // base)
+                    if 1 < p <= self.layers]
         if gpu_count > per_node and not any(self.fits(t, p, 1) for t, p in out):
             # the model needs more than a node: pipeline stages across nodes
             base = fast[-1]
