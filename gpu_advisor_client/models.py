@@ -295,6 +295,9 @@ class Candidate(_Response):
     rank: int
     gpu: GpuRef
     gpu_count: int
+    """GPUs the answer runs and pays for, every replica included (= cost["gpus"])."""
+    replicas: int
+    gpus_per_replica: int
     quote: QuoteRef | None
     estimate: Estimate
     cost: dict[str, Any]

@@ -201,7 +201,14 @@ class Candidate:
     gpu_slug: str
     gpu_name: str
     gpu_count: int
-    """GPUs in one replica (the estimated group); cost.gpus counts all replicas."""
+    """GPUs the answer runs and pays for, every replica included (= ``cost.gpus``)."""
+    replicas: int
+    """Model copies the answer runs: inference, the serving replicas (the load's share each
+    carries is the estimate's ``offered_requests_per_s`` / ``estimate.replicas``); training,
+    the data-parallel replicas; compute jobs, 1."""
+    gpus_per_replica: int
+    """GPUs one copy runs on: inference/training TP x PP; compute jobs, all of them.
+    ``replicas x gpus_per_replica == gpu_count``."""
     offer: Offer | None
     estimate: Estimate
     cost: CostBreakdown

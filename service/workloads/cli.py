@@ -39,8 +39,8 @@ def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
 
 def render_table(result: dict[str, Any]) -> str:
     lines = [f"objective: {result['objective']}   catalog revision: {result['catalog_revision']}"]
-    header = f"{'#':>2}  {'GPU':<34} {'n':>4}  {'offer':<38} {'$/h':>9} {'cost':>14} " \
-             f"{'time/latency':>14} {'bound':<16} P"
+    header = f"{'#':>2}  {'GPU':<34} {'GPUs':>5} {'layout':>9}  {'offer':<38} {'$/h':>9} " \
+             f"{'cost':>14} {'time/latency':>14} {'bound':<16} P"
     lines += [header, "-" * len(header)]
     for c in result["recommendations"]:
         q = c["quote"]
@@ -60,7 +60,8 @@ def render_table(result: dict[str, Any]) -> str:
         else:
             when = _fmt(est["latency_ms"], " ms")
         lines.append(
-            f"{c['rank']:>2}  {c['gpu']['slug'][:34]:<34} {c['gpu_count']:>4}  {offer[:38]:<38} "
+            f"{c['rank']:>2}  {c['gpu']['slug'][:34]:<34} {c['gpu_count']:>5} "
+            f"{str(c['replicas']) + 'x' + str(c['gpus_per_replica']):>9}  {offer[:38]:<38} "
             f"{_fmt(cost['usd_per_hour']):>9} {money:>14} {when:>14} {str(est['bound']):<16} "
             f"{'*' if c['pareto_optimal'] else ''}"
         )

@@ -108,7 +108,15 @@ class WarningOut(BaseModel):
 class CandidateOut(BaseModel):
     rank: int = Field(description="Position in the answer, 1 = best")
     gpu: GpuRef = Field(description="The GPU type")
-    gpu_count: int = Field(description="GPUs in one replica")
+    gpu_count: int = Field(
+        description="GPUs the answer runs and pays for, every replica included (= cost.gpus) "
+                    "[count]")
+    replicas: int = Field(
+        description="Model copies it runs: serving replicas (inference), data-parallel "
+                    "replicas (training), 1 (compute jobs) [count]")
+    gpus_per_replica: int = Field(
+        description="GPUs one copy runs on: TP x PP (inference, training), every GPU (compute "
+                    "jobs); replicas x gpus_per_replica = gpu_count [count]")
     quote: QuoteRef | None = Field(
         description="The offer used to price it; null when no usable quote exists",
     )
@@ -223,6 +231,8 @@ def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
         "rank": c.rank,
         "gpu": {"slug": c.gpu_slug, "name": c.gpu_name},
         "gpu_count": c.gpu_count,
+        "replicas": c.replicas,
+        "gpus_per_replica": c.gpus_per_replica,
         "quote": _quote(c.offer),
         "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name, assumptions=full),
         "cost": _cost(c.cost),

@@ -170,9 +170,10 @@ def check_universal(s: Scenario, recs: list[dict[str, Any]]) -> list[str]:
         if inf.get(slo) is not None and est[field] is not None and est[field] > inf[slo] * 1.001:
             bad.append(f"#1 {field} {est[field]} misses the SLO {inf[slo]}")
     rps = inf.get("target_requests_per_s")
+    # the estimate is one group of estimate.gpu_count GPUs; the answer runs cost.replicas
     served = est["throughput"]["requests_per_s"]
-    if "replicas" not in top and served is not None:
-        served *= top["cost"]["replicas"]  # today's estimate is one replica's
+    if served is not None:
+        served *= top["cost"]["replicas"]
     if rps is not None and served is not None and served < 0.99 * rps:
         bad.append(f"#1 serves {served:.4g} req/s < the offered {rps}")
     # folly: 10x the money for < 10% less time, among the top 3

@@ -406,6 +406,19 @@ def network_reason(offer: Offer, est: Estimate) -> str:
     )
 
 
+def replica_layout(workload: Workload, est: Estimate, copies: int) -> tuple[int, int]:
+    """(model copies, GPUs per copy) of an answer running ``copies`` copies of ``est``'s
+    group: inference, the group's replicas (TP x PP GPUs each) times the copies; training,
+    the data-parallel replicas; compute jobs, one job over every GPU."""
+    p = est.parallelism
+    if workload.kind == "compute":
+        return 1, est.gpu_count * copies
+    group = p.tensor_parallel * p.pipeline_parallel
+    if workload.kind == "inference":
+        return (est.replicas or 1) * copies, group
+    return p.data_parallel * copies, group
+
+
 def candidate(
     workload: Workload,
     rank: int,
@@ -450,11 +463,14 @@ def candidate(
             f"buying breaks even with the cheapest rental after "
             f"{opt.cost.break_even_months:,.1f} months of 24/7 use"
         )
+    replicas, per_replica = replica_layout(workload, est, opt.cost.replicas)
     return Candidate(
         rank=rank,
         gpu_slug=gpu.slug,
         gpu_name=gpu.name,
-        gpu_count=est.gpu_count,
+        gpu_count=opt.cost.gpus,
+        replicas=replicas,
+        gpus_per_replica=per_replica,
         offer=offer,
         estimate=est,
         cost=opt.cost,

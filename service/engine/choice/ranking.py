@@ -270,12 +270,16 @@ def _evaluate_gpu(
 
 
 def padded(workload: Workload, est: Estimate) -> bool:
-    """Whether a serving option holds more model replicas than its target load needs: the
+    """Whether a serving option holds GPUs no replica uses, or more model replicas than its
+    target load needs: the
     extras would idle (or only shave the batch, a few percent of latency on a memory-bound
     decode), so the same GPU type at a smaller count serves the load for less. Such counts
     are not offered (issue 20: 23 replicas of TP8 at batch 1 for 40 requests/s), except at
     the smallest count the offers allow (a whole instance is paid for anyway)."""
     spec = workload.inference
+    group = est.parallelism.tensor_parallel * est.parallelism.pipeline_parallel
+    if spec is not None and est.gpu_count % group:
+        return True  # GPUs no replica uses (24 GPUs, TP8 x PP2 replicas)
     if spec is None or not spec.target_requests_per_s or not est.replicas or est.replicas <= 1:
         return False
     per_replica = (est.requests_per_s or 0.0) / est.replicas

@@ -143,7 +143,9 @@
       tr.append(
         el("td", {}, String(c.rank)),
         el("th", { scope: "row" }, c.gpu.name),
-        el("td", {}, String(c.gpu_count)),
+        el("td", { title: `${c.replicas} x ${c.gpus_per_replica} GPU(s)` },
+          c.replicas > 1 && c.gpus_per_replica > 1
+            ? `${c.gpu_count} (${c.replicas} x ${c.gpus_per_replica})` : String(c.gpu_count)),
         el("td", {}, offerOf(c)),
         el("td", { class: "num" }, cost.v == null ? "-" : fmt(cost.v)),
         el("td", { class: "num" }, time.v == null ? "-" : fmt(time.v)),
@@ -411,7 +413,7 @@
 
   async function estimateFor(workload, slug) {
     const rec = lastResult && lastResult.recommendations.find((c) => c.gpu.slug === slug);
-    let est = await call("POST", "/v1/estimates", { workload, gpu_slug: slug, gpu_count: rec ? rec.gpu_count : 1 });
+    let est = await call("POST", "/v1/estimates", { workload, gpu_slug: slug, gpu_count: rec ? rec.estimate.gpu_count : 1 });
     if (!est.fits && !rec && est.min_gpus_to_fit && est.min_gpus_to_fit > 1 && est.min_gpus_to_fit <= 4096) {
       est = await call("POST", "/v1/estimates", { workload, gpu_slug: slug, gpu_count: est.min_gpus_to_fit });
     }
