@@ -578,8 +578,8 @@ class Context:
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
         largest fast-domain TP, inside a node only when the node is not one fast domain, and
-        across nodes only when no split inside one node holds the model. The serving model prices each (PCIe all-reduces, stage hops) and
-        the estimate keeps the best."""
+        across nodes only when no split inside one node holds the model. The serving model
+        prices each (PCIe all-reduces, stage hops) and the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
