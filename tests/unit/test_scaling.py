@@ -14,7 +14,7 @@ from service.engine.physics.estimate import (
     gpu_count_candidates,
     workload_rate,
 )
-from service.engine.types import ComputeSpec, Workload
+from service.engine.types import ComputeSpec, GpuSpec, Workload
 from service.workloads.examples import EXAMPLES
 from service.workloads.schemas import WorkloadSpec
 from tests.unit.catalog_data import gpus_by_slug
@@ -24,8 +24,8 @@ B200 = gpus_by_slug()["nvidia-b200-hgx"]
 FP64 = WorkloadSpec.model_validate(EXAMPLES["fp64-simulation"]["workload"]).to_engine()
 
 
-def _counts(gpu: object) -> list[int]:
-    return [n for n in gpu_count_candidates(H100) if n <= 1024]
+def _counts(gpu: GpuSpec) -> list[int]:
+    return [n for n in gpu_count_candidates(gpu) if n <= 1024]
 
 
 def test_halo_scales_as_two_thirds_power_of_the_share() -> None:
@@ -48,7 +48,8 @@ def test_process_grid_is_near_cubic() -> None:
 def test_efficiency_falls_with_count_and_matches_amdahl() -> None:
     effs = [estimate(FP64, B200, n).parallel_efficiency for n in _counts(B200)]
     assert effs[0] == 1.0
-    assert all(a is not None and b is not None and b < a for a, b in zip(effs, effs[1:], strict=False))
+    pairs = zip(effs, effs[1:], strict=False)
+    assert all(a is not None and b is not None and b < a for a, b in pairs)
     # this job's exchanges are tiny (333 sweeps of 1,500 TFLOP each): Amdahl with f = 5e-4
     e1024 = estimate(FP64, B200, 1024).parallel_efficiency
     assert e1024 == pytest.approx(1 / (1 + 5e-4 * 1023), rel=0.01)
