@@ -84,6 +84,9 @@ class ComputeIn(_Request):
     total_gb_moved: float = 0.0
     memory_gb: float = 0.0
     fp64_units: Literal["vector", "matrix"] = "vector"
+    communication: Literal["stencil", "allreduce", "none"] = "stencil"
+    steps: float | None = None
+    serial_fraction: float | None = None
 
 
 class Constraints(_Request):
@@ -273,6 +276,7 @@ class Estimate(_Response):
     latency_ms: float | None
     power_w: float | None
     energy_kwh: float | None
+    parallel_efficiency: float | None
     assumptions: list[Assumption] | None = None
     """Null in a recommendation's compact view (the answer lists them once)."""
 

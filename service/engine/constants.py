@@ -184,11 +184,31 @@ EFF_COMPUTE_JOB = _const(
     "generic 'compute' jobs: dense-linear-algebra-like codes reach 70-75% (HPL), applied to the "
     "tensor rate when the GPU has one for the precision",
 )
-PARALLEL_EFFICIENCY = _const(
-    "parallel_efficiency_compute_job",
-    0.90,
-    "fraction per extra GPU group",
-    "strong-scaling efficiency of a generic multi-GPU compute job (HPL scales at ~0.9 per node)",
+SERIAL_FRACTION = _const(
+    "serial_fraction_compute_job",
+    5e-4,
+    "fraction of the one-GPU time",
+    "Amdahl serial share of a well-scaled HPC code. Gustafson 1988 ('Reevaluating Amdahl's "
+    "Law', CACM 31(5)) reports fixed-size speedups of ~500-640 on a 1024-processor hypercube "
+    "for wave-motion, fluid-flow and beam codes: Karp-Flatt serial fractions (1/S - 1/p) / "
+    "(1 - 1/p) of 6e-4..1e-3 with communication included; communication is modelled "
+    "separately here, so we take 5e-4",
+)
+HALO_DEPTH_CELLS = _const(
+    "halo_depth_cells",
+    2.0,
+    "ghost-cell layers per face",
+    "2nd-order stencils need 1 ghost layer, 4th-order central differences 2, WENO-5 3 "
+    "(LeVeque, 'Finite Volume Methods for Hyperbolic Problems', 2002, ch. 7); we take 2",
+)
+REDUCTION_HOP_LATENCY_S = _const(
+    "reduction_hop_latency_s",
+    2e-6,
+    "s per round of a small-message reduction",
+    "MPI small-message latency over InfiniBand HDR/NDR is ~1-2 us (OSU micro-benchmarks, "
+    "osu_latency); a recursive-doubling all-reduce of a scalar (a time step's CFL limit, a "
+    "solver's residual norm) takes ceil(log2 p) such rounds (Thakur, Rabenseifner & Gropp "
+    "2005, 'Optimization of Collective Communication Operations in MPICH')",
 )
 
 # ------------------------------------------------------------- operator model (engine v2)
@@ -538,7 +558,9 @@ COMPUTE_KEYS = (
     "efficiency_fp64_tensor",
     "efficiency_non_tensor",
     "efficiency_memory_bandwidth",
-    "parallel_efficiency_compute_job",
+    "serial_fraction_compute_job",
+    "halo_depth_cells",
+    "reduction_hop_latency_s",
 )
 LINK_KEYS = (
     "network_bandwidth_per_gpu_gb_s",

@@ -16,6 +16,7 @@ WorkloadKind = Literal["training", "inference", "compute"]
 Optimizer = Literal["adamw", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
+Communication = Literal["stencil", "allreduce", "none"]
 FixKind = Literal[
     "gpu_count",
     "weight_precision",
@@ -184,6 +185,17 @@ class ComputeSpec:
     fp64_units: Literal["vector", "matrix"] = "vector"
     """FP64 jobs: whether the code's FLOPs run on matrix (tensor) units (DGEMM, HPL) or on
     plain vector units (stencils, CFD, most solvers: the default)."""
+    communication: Communication = "stencil"
+    """What the GPUs exchange every step when the job is split (see
+    :mod:`service.engine.physics.scaling`): halos of a 3-D domain decomposition (the default:
+    structured-grid CFD, climate, seismic and lattice codes are the common multi-GPU HPC
+    case), an all-reduce of a vector (dense iterative solvers), or nothing."""
+    steps: float | None = None
+    """Iterations / time steps, each ending in one exchange; None = derived from the job
+    (:func:`service.engine.physics.scaling.job_steps`)."""
+    serial_fraction: float | None = None
+    """Share of the one-GPU time that does not parallelize (Amdahl); None = the default
+    constant :data:`service.engine.constants.SERIAL_FRACTION`."""
 
 
 @dataclass(frozen=True)
@@ -315,3 +327,8 @@ class Estimate:
     """Inference: independent model copies the GPUs form (gpu_count / (TP x PP))."""
     compute_tflops_used: float | None = None
     """Dense peak per GPU [TFLOPS] at ``precision_used`` that the roofline used."""
+    parallel_efficiency: float | None = None
+    """How well the GPUs are used, 1.0 = perfect scaling [fraction]. Compute jobs: time on one
+    GPU / (gpu_count x time on gpu_count GPUs) (1.0 on one GPU). Training: samples/s per GPU
+    at ``gpu_count`` over samples/s per GPU at the smallest count whose memory holds the job
+    (1.0 at that count). None for inference and where no baseline fits."""

@@ -197,6 +197,13 @@ class EstimateOut(BaseModel):
     energy_kwh: float | None = Field(
         description="Training/compute: to finish; inference: per hour of serving"
     )
+    parallel_efficiency: float | None = Field(
+        description=(
+            "How well the GPUs are used, 1 = perfect scaling [fraction]. Compute: time on one "
+            "GPU / (GPUs x time on these GPUs); training: samples/s per GPU here over that at "
+            "the fewest GPUs that hold the job; null for inference"
+        ),
+    )
     assumptions: list[AssumptionOut] | None = Field(
         description=("Every named constant used, with its value, unit and source; null in a "
                      "recommendation's compact view, whose top-level `assumptions` lists them "
@@ -262,6 +269,7 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         "offered_requests_per_s": _r(est.offered_requests_per_s),
         "power_w": _r(est.power_w),
         "energy_kwh": _r(est.energy_kwh),
+        "parallel_efficiency": _r(est.parallel_efficiency, 4),
         "assumptions": assumption_list(est.assumptions) if assumptions else None,
     }
 

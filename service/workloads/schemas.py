@@ -306,6 +306,30 @@ class ComputeInput(_Strict):
         ),
     )
 
+    communication: Literal["stencil", "allreduce", "none"] = Field(
+        default="stencil",
+        description=(
+            "What the GPUs exchange every step when the job is split: stencil = halos of a 3-D "
+            "domain decomposition, shrinking as (working set / GPUs)^(2/3) (the default: "
+            "structured-grid CFD, climate, seismic codes); allreduce = a dense iterative "
+            "solver's vector all-reduced each step; none = independent tasks"
+        ),
+    )
+    steps: float | None = Field(
+        default=None, ge=1, le=1e12,
+        description=(
+            "Iterations / time steps, each ending in one exchange [count]; default: the "
+            "sweeps over the working set, total_gb_moved / memory_gb (at least 1)"
+        ),
+    )
+    serial_fraction: float | None = Field(
+        default=None, ge=0, lt=1,
+        description=(
+            "Share of the one-GPU time that does not parallelize (Amdahl) [fraction]; "
+            "default 5e-4 (well-scaled HPC codes: 1e-4..1e-3)"
+        ),
+    )
+
     def to_engine(self) -> ComputeSpec:
         return ComputeSpec(**self.model_dump())
 

@@ -103,3 +103,21 @@ def test_schema_examples_include_the_new_fields() -> None:
     assert any((e.get("compute") or {}).get("fp64_units") == "matrix" for e in examples)
     for example in examples:  # every documented example is a valid workload
         WorkloadSpec.model_validate(example).to_engine()
+
+
+def test_parallel_efficiency_in_estimates(client: TestClient) -> None:
+    body = _dgemm(communication="stencil", steps=1000, serial_fraction=0.001)
+    one = client.post("/v1/estimates", json={**body, "gpu_count": 1})
+    many = client.post("/v1/estimates", json={**body, "gpu_count": 8})
+    assert one.status_code == 200 and many.status_code == 200, many.text
+    assert one.json()["parallel_efficiency"] == 1.0
+    eff = many.json()["parallel_efficiency"]
+    assert 0.5 < eff < 1.0
+    assert eff == pytest.approx(1 / (1 + 0.001 * 7), abs=0.02)
+
+
+@pytest.mark.parametrize("field,value", [("communication", "mesh"), ("steps", 0),
+                                         ("serial_fraction", 1.0)])
+def test_bad_scaling_fields_are_422(client: TestClient, field: str, value: Any) -> None:
+    assert_problem(client.post("/v1/estimates", json=_dgemm(**{field: value})), 422,
+                   f"body.workload.compute.{field}")

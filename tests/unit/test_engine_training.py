@@ -192,7 +192,11 @@ def test_fits_on_n_then_fits_on_2n(
 ) -> None:
     w = _job(preset, batch, ckpt, shard)
     if estimate(w, gpu, n).fits:
-        assert estimate(w, gpu, 2 * n).fits
+        twice = estimate(w, gpu, 2 * n)
+        # memory fit is monotone; only the global batch (one sample per replica) can stop 2n
+        assert twice.fits or (
+            twice.parallelism.data_parallel > batch
+            and any("global batch" in r for r in twice.infeasible_reasons))
 
 
 @settings(max_examples=60, deadline=None)
@@ -260,3 +264,17 @@ def test_min_gpus_to_fit_bisection_matches_a_linear_scan() -> None:
                 linear = next((n for n in gpu_count_candidates(gpu)
                                if _fits(workload, gpu, n, rate.precision_used, Memo())), None)
             assert min_gpus_to_fit(workload, gpu) == linear, (gpu.slug, workload.model)
+
+
+def test_data_parallel_never_exceeds_the_global_batch() -> None:
+    from tests.unit.catalog_data import gpus_by_slug
+
+    gpu = gpus_by_slug()["nvidia-h100-sxm5-80gb"]
+    w = _job("llama-2-7b", 64, True, "auto")
+    for n in (8, 64, 128, 256, 512, 1024):
+        e = estimate(w, gpu, n)
+        if e.fits:
+            assert e.parallelism.data_parallel <= 64
+        else:  # beyond TP 8 x batch 64 = 512 GPUs: GPUs would idle, a fix names the count
+            assert n > 512
+            assert any(f.kind == "gpu_count" and f.value == 512 for f in e.fixes)

@@ -6,7 +6,8 @@ never exceed the score the full search would find. Every figure is derived from 
 functions and constants the estimate uses, dropping only terms that can only add time:
 
 * Ideal scaling: n GPUs at best divide the work by n (communication, stalls, pipeline bubbles
-  and the compute job's :data:`~constants.PARALLEL_EFFICIENCY` only add), so the GPU-hours
+  and the compute job's serial fraction and exchanges, :mod:`~service.engine.physics.scaling`,
+  only add), so the GPU-hours
   ``H`` of any option are at least those of one GPU running at the efficiency the estimate
   applies, and its time is at least ``H / max usable GPUs``.
 * Money is ``usd_per_gpu_hour x GPU-hours`` exactly (:func:`cost.usd_per_gpu_hour`), so
@@ -118,12 +119,12 @@ def _floors(
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
-    """``estimate._estimate_compute``: seconds = max(compute, memory) / scale with scale =
-    n x PARALLEL_EFFICIENCY (n > 1) <= n, so n x seconds >= max(compute, memory)."""
+    """``estimate._estimate_compute``: :func:`scaling.scaled_time` is the one-GPU time
+    ``T1 = max(compute, memory)`` on one GPU and ``f T1 + (1 - f) T1 / n + exchanges >= T1 / n``
+    on n, so n x seconds >= T1 and seconds >= T1 / cap."""
     one_gpu_s = max(compute_job_seconds(workload, gpu, rate))
-    best_scale = cap * c.PARALLEL_EFFICIENCY if cap > 1 else 1.0
     hours = one_gpu_s / SECONDS_PER_HOUR
-    return Floors(hours, hours / best_scale)
+    return Floors(hours, hours / max(1, cap))
 
 
 def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:

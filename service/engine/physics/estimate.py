@@ -8,11 +8,12 @@ from dataclasses import replace
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import kernels
+from service.engine.physics import kernels, scaling
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
+from service.engine.physics import training_splits as splits
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.types import (
     Assumption,
@@ -165,9 +166,9 @@ def _estimate_compute(
 ) -> Estimate:
     spec = workload.compute
     assert spec is not None
-    compute_s, memory_s = compute_job_seconds(workload, gpu, rate)
-    scale = n * (c.PARALLEL_EFFICIENCY if n > 1 else 1.0)
-    total_s = max(compute_s, memory_s) / scale
+    scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate),
+                                 c.BYTES_PER_ELEMENT[rate.precision_used])
+    total_s = scaled.total_s
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
     usable_gb = mem.usable_memory_bytes(gpu.memory_gb) / c.GB
     fits = per_gpu_gb <= usable_gb
@@ -186,7 +187,7 @@ def _estimate_compute(
             activations=spec.memory_gb / n, overhead=c.FRAMEWORK_OVERHEAD_GB
         ),
         parallelism=layout.parallelism,  # tp = pp = 1: data_parallel is already n
-        bound="compute" if compute_s >= memory_s else "memory_bandwidth",
+        bound=scaled.bound,
         time_to_complete_hours=hours,
         power_w=power,
         energy_kwh=power * hours / 1000.0,
@@ -194,9 +195,24 @@ def _estimate_compute(
         fixes=() if fits or needed is None else (_gpu_count_fix(needed),),
         min_gpus_to_fit=needed,
         assumptions=_assumptions(c.COMPUTE_KEYS),
-        warnings=_warnings(workload, gpu, rate),
+        warnings=_warnings(workload, gpu, rate, _scaling_warnings(scaled)),
         compute_tflops_used=rate.tflops,
+        parallel_efficiency=scaled.efficiency,
     )
+
+
+LOW_EFFICIENCY = 0.5
+"""Parallel efficiency below which an estimate warns that most of the added GPUs idle."""
+
+
+def _scaling_warnings(scaled: scaling.ScaledTime) -> list[str]:
+    if scaled.gpus == 1 or scaled.efficiency >= LOW_EFFICIENCY:
+        return []
+    return [
+        f"parallel efficiency {scaled.efficiency:.0%} on {scaled.gpus} GPUs: communication "
+        f"{scaled.transfer_s + scaled.latency_s:.3g} s and serial work {scaled.serial_s:.3g} s "
+        f"against {scaled.parallel_s:.3g} s of divided work; fewer GPUs cost less"
+    ]
 
 
 def _gpu_count_fix(needed: int) -> Fix:
@@ -230,8 +246,6 @@ def _estimate_training(
             f"micro-batch {plan.micro_batch} x {plan.accumulation} gradient-accumulation steps "
             "per GPU to fit memory"
         )
-    if spec.batch_size < plan.layout.parallelism.data_parallel:
-        warnings.append("global batch smaller than the data-parallel degree: GPUs idle")
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     step_s = step.total_s
     samples_s = spec.batch_size / step_s
@@ -239,10 +253,23 @@ def _estimate_training(
     hours = _training_hours(workload, samples_s, seq)
     power = _power_w(gpu, n)
     fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan, memo)
+    fits = plan.fits
+    idle = splits.idle_replicas(workload, plan.layout.parallelism.data_parallel)
+    if idle:
+        fits = False
+        most = _most_batch_gpus(workload, gpu, n)
+        reasons = (*reasons, (
+            f"global batch {spec.batch_size} < data-parallel degree "
+            f"{plan.layout.parallelism.data_parallel}: a replica needs at least one sample, "
+            f"so {idle * plan.layout.parallelism.tensor_parallel} GPUs would idle"))
+        if most is not None:
+            fixes = (*fixes, Fix("gpu_count", most,
+                                 f"at most {most} GPUs for a global batch of {spec.batch_size}",
+                                 "gpu_count"))
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=n,
-        fits=plan.fits,
+        fits=fits,
         precision_used=prec,
         memory_per_gpu_gb=plan.memory.total,
         memory_available_gb=gpu.memory_gb,
@@ -263,7 +290,33 @@ def _estimate_training(
         micro_batch_size=plan.micro_batch,
         gradient_accumulation_steps=plan.accumulation,
         assumptions=_assumptions(c.TRAINING_KEYS),
+        parallel_efficiency=(
+            _training_efficiency(workload, gpu, n, samples_s, memo) if fits else None),
     )
+
+
+def _most_batch_gpus(workload: Workload, gpu: GpuSpec, n: int) -> int | None:
+    """The largest searched count below ``n`` whose layouts keep every replica busy."""
+    fitting = [m for m in gpu_count_candidates(gpu) if m < n and not splits.idle_replicas(
+        workload, m // max(splits.tp_degrees(workload, gpu, m)))]
+    return fitting[-1] if fitting else None
+
+
+def _training_efficiency(
+    workload: Workload, gpu: GpuSpec, n: int, samples_s: float, memo: Memo
+) -> float | None:
+    """Samples/s per GPU at ``n`` over samples/s per GPU at the smallest count whose memory
+    holds the job (1.0 at that count; above 1 when that count had to shrink its micro-batch
+    or widen TP to fit); None when that count is unknown or above ``n``."""
+    needed = min_gpus_to_fit(workload, gpu, memo)
+    if needed is None or needed > n:
+        return None
+    if needed == n:
+        return 1.0
+    base = estimate(workload, gpu, needed, memo=memo)
+    if not base.fits or not base.samples_per_s:
+        return None
+    return (samples_s / n) / (base.samples_per_s / needed)
 
 
 def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:

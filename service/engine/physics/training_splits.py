@@ -98,10 +98,33 @@ def activation_bytes(
 
 
 def tp_degrees(workload: Workload, gpu: GpuSpec, gpu_count: int) -> list[int]:
+    """TP degrees a split of ``gpu_count`` may use (see :func:`batch_bounded`)."""
     model = workload.model
     if not isinstance(model, TransformerModel):
-        return [1]
-    return [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0]
+        return batch_bounded(workload, [1], gpu_count)
+    return batch_bounded(
+        workload,
+        [t for t in par.tp_candidates(gpu, gpu_count) if model.attention_heads % t == 0],
+        gpu_count,
+    )
+
+
+def batch_bounded(workload: Workload, tps: list[int], gpu_count: int) -> list[int]:
+    """The degrees of ``tps`` whose data-parallel degree ``gpu_count // tp`` is at most the
+    global batch: a replica takes at least one sample per step, so a wider data-parallel
+    group would leave GPUs idle and TP must absorb them. When no degree does, all of them
+    (the estimate then marks the count infeasible: :func:`idle_replicas`)."""
+    spec = workload.training
+    assert spec is not None
+    kept = [t for t in tps if gpu_count // t <= spec.batch_size]
+    return kept or tps
+
+
+def idle_replicas(workload: Workload, data_parallel: int) -> int:
+    """Data-parallel replicas beyond the global batch (0 when every replica has a sample)."""
+    spec = workload.training
+    assert spec is not None
+    return max(0, data_parallel - spec.batch_size)
 
 
 def splits(
@@ -202,7 +225,8 @@ def _least_gb(
     model = workload.model
     assert model is not None
     heads = model.attention_heads if isinstance(model, TransformerModel) else 1
-    tps = [tp for tp in par.powers_of_two_upto(tp_limit) if not heads % tp]
+    tps = batch_bounded(
+        workload, [tp for tp in par.powers_of_two_upto(tp_limit) if not heads % tp], gpu_count)
     overhead = c.FRAMEWORK_OVERHEAD_GB
     best = math.inf
     for _, _, _, weights, grads, optim, act_gb in _states(

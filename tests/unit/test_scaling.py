@@ -1,0 +1,107 @@
+"""Strong scaling of compute jobs (service/engine/physics/scaling.py) and the parallel
+efficiency every multi-GPU estimate reports."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from service.engine.physics import scaling
+from service.engine.physics.estimate import (
+    compute_job_seconds,
+    estimate,
+    gpu_count_candidates,
+    workload_rate,
+)
+from service.engine.types import ComputeSpec, GpuSpec, Workload
+from service.workloads.examples import EXAMPLES
+from service.workloads.schemas import WorkloadSpec
+from tests.unit.catalog_data import gpus_by_slug
+
+H100 = gpus_by_slug()["nvidia-h100-sxm5-80gb"]
+B200 = gpus_by_slug()["nvidia-b200-hgx"]
+FP64 = WorkloadSpec.model_validate(EXAMPLES["fp64-simulation"]["workload"]).to_engine()
+
+
+def _counts(gpu: GpuSpec) -> list[int]:
+    return [n for n in gpu_count_candidates(gpu) if n <= 1024]
+
+
+def test_halo_scales_as_two_thirds_power_of_the_share() -> None:
+    # 64 = 4x4x4 and 512 = 8x8x8: every GPU has 6 split faces; 8x the GPUs -> (1/8)^(2/3)
+    v = 60e9
+    on64, off64 = scaling.halo_bytes(v, 64, 1, 8.0)
+    on512, off512 = scaling.halo_bytes(v, 512, 1, 8.0)
+    assert on64 == on512 == 0.0  # one GPU per node: every face leaves the node
+    assert off512 / off64 == pytest.approx((1 / 8) ** (2 / 3), rel=1e-9)
+    # 6 faces x depth 2 x (V/p)^(2/3) x B^(1/3)
+    assert off512 == pytest.approx(6 * 2.0 * (v / 512) ** (2 / 3) * 8.0 ** (1 / 3), rel=1e-9)
+
+
+def test_process_grid_is_near_cubic() -> None:
+    assert scaling.process_grid(1024) == (16, 8, 8)
+    assert scaling.process_grid(8) == (2, 2, 2)
+    assert scaling.process_grid(24) == (3, 2, 4) or sorted(scaling.process_grid(24)) == [2, 3, 4]
+
+
+def test_efficiency_falls_with_count_and_matches_amdahl() -> None:
+    effs = [estimate(FP64, B200, n).parallel_efficiency for n in _counts(B200)]
+    assert effs[0] == 1.0
+    pairs = zip(effs, effs[1:], strict=False)
+    assert all(a is not None and b is not None and b < a for a, b in pairs)
+    # this job's exchanges are tiny (333 sweeps of 1,500 TFLOP each): Amdahl with f = 5e-4
+    e1024 = estimate(FP64, B200, 1024).parallel_efficiency
+    assert e1024 == pytest.approx(1 / (1 + 5e-4 * 1023), rel=0.01)
+
+
+def test_time_is_never_below_perfect_scaling() -> None:
+    rate = workload_rate(FP64, H100)
+    assert rate is not None
+    one = max(compute_job_seconds(FP64, H100, rate))
+    for comm in ("stencil", "allreduce", "none"):
+        spec = replace(FP64.compute, communication=comm, steps=1e6)
+        w = replace(FP64, compute=spec)
+        for n in _counts(H100):
+            t = estimate(w, H100, n).time_to_complete_hours
+            assert t is not None and t * 3600 >= one / n * (1 - 1e-12)
+
+
+def _many_steps() -> Workload:
+    spec = ComputeSpec(total_tflop=5000.0, total_gb_moved=20000.0, memory_gb=60.0, steps=1e6)
+    return Workload(kind="compute", precision="fp64", compute=spec)
+
+
+def test_fine_grained_stencil_stops_at_the_node() -> None:
+    # 1e6 steps of 5 GFLOP each: once halos leave the NVLink node for the network, time rises
+    w = _many_steps()
+    times = {n: estimate(w, H100, n).time_to_complete_hours or 0.0 for n in _counts(H100)}
+    assert times[16] > 2 * times[8]  # the network is ~9x slower than NVLink one way
+    assert times[8] < times[1]
+    assert (estimate(w, H100, 1024).parallel_efficiency or 1.0) < 0.01
+    assert estimate(w, H100, 1024).bound == "interconnect"
+
+
+def test_network_rate_changes_multi_node_time() -> None:
+    w = _many_steps()
+    slow = replace(H100, network_gb_s_per_gpu=5.0)
+    assert (estimate(w, slow, 64).time_to_complete_hours or 0) > 1.5 * (
+        estimate(w, H100, 64).time_to_complete_hours or 0)
+    # inside one node the network is unused
+    assert estimate(w, slow, 8).time_to_complete_hours == estimate(w, H100, 8)\
+        .time_to_complete_hours
+
+
+def test_steps_default_to_sweeps_over_the_working_set() -> None:
+    assert FP64.compute is not None
+    assert scaling.job_steps(FP64.compute) == pytest.approx(20000 / 60)
+    assert scaling.job_steps(ComputeSpec(total_tflop=1.0)) == 1.0
+    assert scaling.job_steps(replace(FP64.compute, steps=7.0)) == 7.0
+
+
+def test_none_communication_is_amdahl_only() -> None:
+    spec = replace(FP64.compute, communication="none", serial_fraction=0.01)
+    w = replace(FP64, compute=spec)
+    e = estimate(w, H100, 100 if 100 in _counts(H100) else 104)
+    p = e.gpu_count
+    assert e.parallel_efficiency == pytest.approx(1 / (1 + 0.01 * (p - 1)), rel=1e-9)
