@@ -575,6 +575,12 @@ class Context:
                     if base * p > per_node and p <= self.layers]
         return out
 
+    def least_memory_split(self, gpu_count: int, batch: int) -> tuple[int, int]:
+        """The split of ``gpu_count`` needing the least memory per GPU at ``batch`` (ties: the
+        smaller split): what a count that fits no split is judged and explained on."""
+        splits = self.splits(gpu_count)
+        return min(splits, key=lambda s: self.sizing(*s).breakdown(batch).total)
+
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
         layout = par.make_layout(self.gpu, gpu_count, tp, pp, "none")
         return Placement(layout, tp, pp, max(1, gpu_count // (tp * pp)))
@@ -657,10 +663,12 @@ def place(
     batch: int,
     memo: Memo | None = None,
 ) -> tuple[Placement, Sizing, bool]:
-    """Smallest model split that fits ``batch`` sequences (the largest split if none fits)."""
+    """Smallest model split that fits ``batch`` sequences (the least-memory split if none
+    fits)."""
     ctx = context(workload, gpu, precision_used, memo=memo)
     splits = ctx.splits(gpu_count)
-    tp, pp = next((s for s in splits if ctx.fits(s[0], s[1], batch)), splits[-1])
+    fitting = next((s for s in splits if ctx.fits(s[0], s[1], batch)), None)
+    tp, pp = fitting or ctx.least_memory_split(gpu_count, batch)
     return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
 
 
