@@ -206,6 +206,15 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
     return text
 
 
+def round_up(x: float, per_unit: int) -> float:
+    """``x`` rounded up to a multiple of 1/``per_unit`` and never below ``x`` (a limit set to
+    it holds: ``ceil(x * 100) / 100`` can fall a float step short of ``x``)."""
+    value = math.ceil(x * per_unit) / per_unit
+    while value < x:
+        value = (round(value * per_unit) + 1) / per_unit
+    return value
+
+
 def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
     """Which latency limit fails, by how much (relative), and the limit that would hold."""
     spec = workload.inference
@@ -228,13 +237,13 @@ def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
     reason = f"{name} {got:,.1f} ms > max {lim:g} ms {at}"
     if len(misses) > 1:
         # no one field holds all the limits: not a fix a caller can apply as one change
-        wanted = " and ".join(f"{f.split('.')[-1]} >= {math.ceil(g * 10) / 10:g} ms"
+        wanted = " and ".join(f"{f.split('.')[-1]} >= {round_up(g, 10):g} ms"
                               for _, g, _, f in misses)
         return reason, got / lim - 1, Fix(
             "latency_limit", None, f"{wanted} together, or a faster GPU")
     # the same split at the same batch meets the relaxed limit: the figure it missed by is its
     # own latency there (see the estimate's split search), so this value is re-checked by it
-    value = math.ceil(got * 10) / 10
+    value = round_up(got, 10)
     fix = Fix("latency_limit", value,
               f"{fld.split('.')[-1]} >= {value:g} ms, or a faster GPU", fld)
     return reason, got / lim - 1, fix
@@ -251,9 +260,10 @@ def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> 
     memory figures of the best layout at the largest count tried (``est``, whose split needs
     the least memory per GPU) and the fixes that make it fit, each checked by the estimate
     (quantized weights, checkpointing, sharding) or by the count search (``first``)."""
+    split = f"{layout(est)}; " if est.gpu_count > 1 else ""
     reason = (
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU at {est.gpu_count} GPU(s) "
-        f"({layout(est)}; {memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
+        f"({split}{memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
     )
     # the estimate's count fix is min_gpus_to_fit (``first``): the ranking offers it as a
     # max_gpus above the cap (no count up to the cap fits, so it is above)
@@ -410,7 +420,7 @@ def limit_failure(
             3,
             "deadline",
             f"needs {hours:,.1f} h at best",
-            Fix("deadline", math.ceil(hours * 10) / 10,
+            Fix("deadline", round_up(hours, 10),
                 f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs or "
                 "more time", "constraints.deadline_hours"),
             over,
@@ -433,7 +443,7 @@ def limit_failure(
             5,
             "budget",
             f"costs ${usd_h:,.2f}/h at best",
-            Fix("max_usd_per_hour", math.ceil(usd_h * 100) / 100,
+            Fix("max_usd_per_hour", round_up(usd_h, 100),
                 f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
             over,
         )

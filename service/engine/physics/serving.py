@@ -555,8 +555,9 @@ class Context:
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
         largest fast-domain TP, inside a node, and across nodes only when no split inside one
-        node holds the model. The serving model prices each (PCIe all-reduces, stage hops) and
-        the estimate keeps the best."""
+        node holds the model at the estimate's smallest batch (a fixed batch_size, else 1).
+        The serving model prices each (PCIe all-reduces, stage hops) and the estimate keeps
+        the best."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
@@ -568,7 +569,9 @@ class Context:
                    for p in par.powers_of_two_upto(min(gpu_count, per_node) // base)
                    if 1 < p <= self.layers]
         out += in_node
-        if gpu_count > per_node and not any(self.fits(t, p, 1) for t, p in out):
+        spec = self.workload.inference
+        batch = (spec.batch_size if spec is not None else None) or 1  # the estimate's least
+        if gpu_count > per_node and not any(self.fits(t, p, batch) for t, p in out):
             # the model needs more than a node: pipeline stages across nodes
             base = fast[-1]
             out += [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
