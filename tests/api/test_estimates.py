@@ -119,3 +119,20 @@ def test_absurd_numbers_are_422(client: TestClient) -> None:
                          "compute": {"total_tflop": 10}}, "gpu_slug": "nvidia-l4",
             "gpu_count": 0}
     assert_problem(client.post("/v1/estimates", json=body), 422, "body.gpu_count")
+
+
+def test_405b_on_8_h100_is_estimated_on_its_best_split(client: TestClient) -> None:
+    """Issue 20: no split fits, so the estimate shows the one needing the least memory per GPU
+    (TP8, ~103 GB), not data parallel 8 (~818 GB)."""
+    workload = {"kind": "inference", "model": {"preset": "llama-3.1-405b"}, "precision": "bf16",
+                "inference": {"prompt_tokens": 2048, "output_tokens": 512, "max_tpot_ms": 100}}
+    est = client.post("/v1/estimates", json={
+        "workload": workload, "gpu_slug": "nvidia-h100-sxm5-80gb", "gpu_count": 8}).json()
+    assert est["fits"] is False
+    assert 95 <= est["memory"]["per_gpu_gb"] <= 115
+    assert est["parallelism"]["tensor_parallel"] == 8
+    assert est["parallelism"]["data_parallel"] == 1
+    jetson = client.post("/v1/estimates", json={
+        "workload": workload, "gpu_slug": "nvidia-jetson-agx-orin-64gb", "gpu_count": 8}).json()
+    assert jetson["fits"] is False and "single-module" in jetson["infeasible_reasons"][0]
+    assert all(f["kind"] != "gpu_count" or f["value"] == 1 for f in jetson["fixes"])

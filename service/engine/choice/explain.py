@@ -12,6 +12,7 @@ from service.engine.choice import cost as co
 from service.engine.choice import guardrails
 from service.engine.choice.bounds import BALANCED_WEIGHT, ratio_to_min
 from service.engine.choice.provision import provision
+from service.engine.constants import MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
 from service.engine.recommend_types import (
@@ -205,6 +206,15 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
     return text
 
 
+def round_up(x: float, per_unit: int) -> float:
+    """``x`` rounded up to a multiple of 1/``per_unit`` and never below ``x`` (a limit set to
+    it holds: ``ceil(x * 100) / 100`` can fall a float step short of ``x``)."""
+    value = math.ceil(x * per_unit) / per_unit
+    while value < x:
+        value = (round(value * per_unit) + 1) / per_unit
+    return value
+
+
 def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
     """Which latency limit fails, by how much (relative), and the limit that would hold."""
     spec = workload.inference
@@ -223,33 +233,77 @@ def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
         return "misses the latency limits", 0.0, Fix(
             "latency_limit", None, "a faster GPU or looser latency limits")
     name, got, lim, fld = max(misses, key=lambda m: m[1] / m[2])
-    fix = Fix("latency_limit", math.ceil(got * 10) / 10,
-              f"a faster GPU, more tensor parallelism, or {fld.split('.')[-1]} >= "
-              f"{got:,.1f} ms", fld)
-    return f"{name} {got:,.1f} ms > max {lim:g} ms even at batch 1", got / lim - 1, fix
+    at = f"at batch {est.batch_size}" if spec.batch_size is not None else "even at batch 1"
+    reason = f"{name} {got:,.1f} ms > max {lim:g} ms {at}"
+    if len(misses) > 1:
+        # no one field holds all the limits: not a fix a caller can apply as one change
+        wanted = " and ".join(f"{f.split('.')[-1]} >= {round_up(g, 10):g} ms"
+                              for _, g, _, f in misses)
+        return reason, got / lim - 1, Fix(
+            "latency_limit", None, f"{wanted} together, or a faster GPU")
+    # the same split at the same batch meets the relaxed limit: the figure it missed by is its
+    # own latency there (see the estimate's split search), so this value is re-checked by it
+    value = round_up(got, 10)
+    fix = Fix("latency_limit", value,
+              f"{fld.split('.')[-1]} >= {value:g} ms, or a faster GPU", fld)
+    return reason, got / lim - 1, fix
+
+
+MEMORY_FIXES = frozenset({"weight_precision", "activation_checkpointing", "sharding",
+                          "gpu_memory", "gpu_count", "max_gpus"})
+"""The fix kinds that answer a memory failure (less memory per GPU, or more GPUs to split
+over); speed fixes (a faster GPU, looser latency limits) never do."""
 
 
 def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> Failure:
-    """No count up to ``cap`` fits: the nearest fix."""
+    """No count up to ``cap`` (the request's max_gpus, or the search's own cap) fits: the
+    memory figures of the best layout at the largest count tried (``est``, whose split needs
+    the least memory per GPU) and the fixes that make it fit, each checked by the estimate
+    (quantized weights, checkpointing, sharding) or by the count search (``first``)."""
+    split = f"{layout(est)}; " if est.gpu_count > 1 else ""
     reason = (
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU at {est.gpu_count} GPU(s) "
-        f"({memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
+        f"({split}{memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
     )
-    fixes = [f for f in est.fixes if f.kind != "gpu_count"]
-    if first is not None:
-        fixes.append(Fix("max_gpus", first, f"needs {first} GPUs (over the limit of {cap})",
-                         "constraints.max_gpus"))
-    if est.memory_per_gpu_gb > 0:
-        need = math.ceil(est.memory_per_gpu_gb)
-        fixes.append(Fix("gpu_memory", need, f"use a GPU with >= {need} GB"))
+    # the estimate's count fix is min_gpus_to_fit (``first``): the ranking offers it as a
+    # max_gpus above the cap (no count up to the cap fits, so it is above)
+    fixes = [f for f in est.fixes if f.kind in MEMORY_FIXES and f.kind != "gpu_count"]
+    if first is not None and first > cap:
+        fixes.append(_max_gpus_fix(first, cap))
+    fixes.extend(_gpu_memory_fix(est))
     return _failure(0, "memory", reason, fixes)
+
+
+def _max_gpus_fix(first: int, cap: int | None) -> Fix:
+    was = f" from {cap}" if cap is not None else ""
+    return Fix("max_gpus", first, f"needs {first} GPUs: raise max_gpus{was} to {first}",
+               "constraints.max_gpus")
+
+
+def _gpu_memory_fix(est: Estimate) -> list[Fix]:
+    need = gpu_memory_needed(est.memory_per_gpu_gb)
+    if need is None:
+        return []
+    return [Fix("gpu_memory", need, f"use a GPU like it with >= {need} GB "
+                f"({est.memory_per_gpu_gb:.1f} GB per GPU plus the fragmentation reserve)")]
+
+
+def gpu_memory_needed(per_gpu_gb: float) -> int | None:
+    """Smallest whole GB of GPU memory whose usable part (after the fragmentation reserve)
+    holds ``per_gpu_gb``; None when nothing is needed."""
+    if per_gpu_gb <= 0:
+        return None
+    need = math.ceil(per_gpu_gb / (1.0 - MEMORY_RESERVE_FRACTION))
+    while need * (1.0 - MEMORY_RESERVE_FRACTION) < per_gpu_gb:  # float rounding
+        need += 1
+    return need
 
 
 def _failure(stage: int, code: RejectionCode, reason: str, fixes: list[Fix],
              overage: float = 0.0) -> Failure:
     """A failure whose fix is the first of ``fixes``, the rest listed as alternatives."""
     if not fixes:
-        fixes = [Fix("constraint", None, "no change to this workload makes it fit")]
+        fixes = [Fix("constraint", None, "no change to this request removes this failure")]
     return Failure(stage, code, reason, fixes[0], overage, tuple(fixes[1:]))
 
 
@@ -343,7 +397,8 @@ def limit_failure(
 ) -> Failure | None:
     """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
     if not est.fits:
-        return _failure(0, "memory", "; ".join(est.infeasible_reasons), list(est.fixes))
+        return _failure(0, "memory", "; ".join(est.infeasible_reasons),
+                        _capped_fixes(est, c.max_gpus))
     if est.latency_ok is False:
         reason, over, fix = latency_miss(workload, est)
         return Failure(1, "latency", reason, fix, over)
@@ -354,7 +409,7 @@ def limit_failure(
             "constraint",
             f"needs {cost.gpus} GPUs in total ({cost.replicas} replicas)",
             Fix("max_gpus", cost.gpus,
-                f"over max_gpus {c.max_gpus} by {over:.0%}; raise max_gpus or use a faster GPU",
+                f"over max_gpus {c.max_gpus} by {over:.0%}; raise max_gpus to {cost.gpus}",
                 "constraints.max_gpus"),
             over,
         )
@@ -365,7 +420,7 @@ def limit_failure(
             3,
             "deadline",
             f"needs {hours:,.1f} h at best",
-            Fix("deadline", math.ceil(hours * 10) / 10,
+            Fix("deadline", round_up(hours, 10),
                 f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs or "
                 "more time", "constraints.deadline_hours"),
             over,
@@ -388,11 +443,19 @@ def limit_failure(
             5,
             "budget",
             f"costs ${usd_h:,.2f}/h at best",
-            Fix("max_usd_per_hour", math.ceil(usd_h * 100) / 100,
+            Fix("max_usd_per_hour", round_up(usd_h, 100),
                 f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
             over,
         )
     return None
+
+
+def _capped_fixes(est: Estimate, max_gpus: int | None) -> list[Fix]:
+    """An estimate's memory fixes as a ranking offers them: a recommendation request has no
+    gpu_count, so a count becomes max_gpus; a GPU with more memory is always a fix."""
+    out = [f if f.kind != "gpu_count" or not isinstance(f.value, int)
+           else _max_gpus_fix(f.value, max_gpus) for f in est.fixes]
+    return out + _gpu_memory_fix(est)
 
 
 def network_reason(offer: Offer, est: Estimate) -> str:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
@@ -342,6 +342,41 @@ def _new_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instan
     return opt, ex.limit_failure(workload, est, cost, req.constraints)
 
 
+MAX_GPUS_RECHECKS = 4
+"""Re-evaluations of a GPU rejected for max_gpus before its fix is given up as unverified."""
+
+
+def _checked_max_gpus(req: Request, p: bd.Pending, failure: Failure) -> Failure:
+    """A max_gpus failure's fix, re-checked: the GPU is evaluated again with max_gpus raised
+    to the fix's value (a larger cap brings larger counts and instances, which can need more
+    GPUs in total), raising it again while that still fails on max_gpus. The value offered is
+    one at which the GPU passes max_gpus (it may then fail a later check); None if not found."""
+    fix = failure.fix
+    if failure.code != "constraint" or fix.kind != "max_gpus" or not isinstance(fix.value, int):
+        return failure
+    value = fix.value
+    for _ in range(MAX_GPUS_RECHECKS):
+        c = replace(req.constraints, max_gpus=value)
+        counts = gpu_count_candidates(p.gpu, value, req.memo)
+        raised = replace(p, counts=counts[bisect.bisect_left(counts, p.first):], cap=value)
+        options, again, _ = _evaluate_gpu(replace(req, constraints=c), raised)
+        if options or again is None or again.code != "constraint" or \
+                again.fix.kind != "max_gpus" or not isinstance(again.fix.value, int) or \
+                again.fix.value <= value:
+            break
+        value = again.fix.value
+    else:
+        return replace(failure, fix=Fix("max_gpus", None, f"{fix.detail}; no max_gpus found "
+                                        "that holds it (more GPUs bring more replicas)",
+                                        fix.field))
+    if value == fix.value:
+        return failure
+    return replace(failure, fix=Fix("max_gpus", value, f"over max_gpus "
+                                    f"{req.constraints.max_gpus} at every count; raise max_gpus "
+                                    f"to {value} (re-checked: larger counts need more)",
+                                    fix.field))
+
+
 @dataclass
 class Search:
     """What one :func:`recommend` call has found so far; its methods are the callbacks the
@@ -362,7 +397,7 @@ class Search:
         options, failure, warning = _evaluate_gpu(self.req, p)
         if not options:
             assert failure is not None
-            self.reject(p.gpu, failure)
+            self.reject(p.gpu, _checked_max_gpus(self.req, p, failure))
             return None
         self.evaluated.append((p.gpu, options, [warning] if warning else []))
         return options

@@ -114,6 +114,8 @@ def estimate(
 def _estimate(
     workload: Workload, gpu: GpuSpec, gpu_count: int, latency_mode: bool, memo: Memo
 ) -> Estimate:
+    if gpu_count > 1 and par.single_module(gpu):
+        return _single_module(workload, gpu, gpu_count, latency_mode, memo)
     rate = workload_rate(workload, gpu)
     if rate is None:
         return _no_rate(workload, gpu, gpu_count)
@@ -122,6 +124,20 @@ def _estimate(
     if workload.kind == "training":
         return _estimate_training(workload, gpu, gpu_count, rate, memo)
     return _estimate_inference(workload, gpu, gpu_count, rate, memo, latency_mode)
+
+
+def _single_module(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, latency_mode: bool, memo: Memo
+) -> Estimate:
+    """``gpu_count`` > 1 of a single-module device: no multi-GPU plan exists. Infeasible, with
+    the figures of the one module it can run on; the fix is one module when that fits."""
+    one = estimate(workload, gpu, 1, latency_mode=latency_mode, memo=memo)
+    reason = (f"{gpu.name} is a single-module device: it runs on one module, never split "
+              f"across {gpu_count}; the figures are for 1 module")
+    fixes = (Fix("gpu_count", 1, "fits on one module", "gpu_count"),) if one.fits else ()
+    return replace(one, gpu_count=gpu_count, fits=False, latency_ok=None,
+                   infeasible_reasons=(reason, *one.infeasible_reasons), fixes=fixes,
+                   min_gpus_to_fit=1 if one.fits else None)
 
 
 def _warnings(
@@ -172,7 +188,8 @@ def _estimate_compute(
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
     usable_gb = mem.usable_memory_bytes(gpu.memory_gb) / c.GB
     fits = per_gpu_gb <= usable_gb
-    needed = _min_compute_gpus(spec.memory_gb, usable_gb)
+    # the fix is a count the search tries (1, 2, 4, 8, whole nodes), not ceil(memory/room)
+    needed = min_gpus_to_fit(workload, gpu, memo)
     hours = total_s / 3600.0
     power = _power_w(gpu, n)
     layout = par.make_layout(gpu, n, 1, 1, "none")
@@ -192,7 +209,7 @@ def _estimate_compute(
         power_w=power,
         energy_kwh=power * hours / 1000.0,
         infeasible_reasons=() if fits else (f"needs {per_gpu_gb:.1f} GB per GPU",),
-        fixes=() if fits or needed is None else (_gpu_count_fix(needed),),
+        fixes=() if fits or needed is None or needed <= n else (_gpu_count_fix(needed),),
         min_gpus_to_fit=needed,
         assumptions=_assumptions(c.COMPUTE_KEYS),
         warnings=_warnings(workload, gpu, rate, _scaling_warnings(scaled)),
@@ -217,14 +234,6 @@ def _scaling_warnings(scaled: scaling.ScaledTime) -> list[str]:
 
 def _gpu_count_fix(needed: int) -> Fix:
     return Fix("gpu_count", needed, f"needs {needed} GPUs", "gpu_count")
-
-
-def _min_compute_gpus(memory_gb: float, usable_gb: float) -> int | None:
-    room = usable_gb - c.FRAMEWORK_OVERHEAD_GB
-    if room <= 0:
-        return None
-    n = max(1, math.ceil(memory_gb / room))
-    return n if n <= NODE_SEARCH_LIMIT else None
 
 
 # ---------------------------------------------------------------- training
@@ -418,10 +427,9 @@ def _estimate_inference(
     splits = ctx.splits(n)
     fitting = next((sp for sp in splits if ctx.fits(sp[0], sp[1], min_batch)), None)
     fits = fitting is not None
-    if fitting is None:
-        # judged on the split that needs the least memory per GPU, not the last one tried
-        fitting = min(splits, key=lambda sp: (ctx.sizing(*sp).breakdown(min_batch).total, sp))
-    tp, pp = fitting
+    # no split fits: the count is judged (and its rejection explained) on its best layout,
+    # the split needing the least memory per GPU, timed as if it ran at the smallest batch
+    tp, pp = fitting or ctx.least_memory_split(n, min_batch)
     target = spec.target_requests_per_s
     warnings: list[str] = []
     # Every split that fits, each timed by the same serving model. Its capacity batch: a
@@ -433,8 +441,8 @@ def _estimate_inference(
     found: tuple[inf.Timing, inf.Timing, int] | None = None
     best = -math.inf if not latency_mode else math.inf
     was_padded = True
-    for o_tp, o_pp in splits:
-        if fits and not ctx.fits(o_tp, o_pp, min_batch):
+    for o_tp, o_pp in splits if fits else ():
+        if not ctx.fits(o_tp, o_pp, min_batch):
             continue
         if spec.batch_size is not None:
             batch: int | None = spec.batch_size
@@ -583,7 +591,10 @@ def gpu_count_candidates(
     gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT, memo: Memo | None = None
 ) -> tuple[int, ...]:
     """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs (memoized per node
-    size and limit when a memo is given: asked twice per GPU type of every ranking)."""
+    size and limit when a memo is given: asked twice per GPU type of every ranking). A
+    single-module device (:func:`parallelism.single_module`) has the one count 1."""
+    if par.single_module(gpu):
+        return (1,)
     per_node = max(1, gpu.max_gpus_per_node)
     if memo is not None:
         return memo.get("count_candidates", (per_node, limit),
@@ -592,8 +603,9 @@ def gpu_count_candidates(
 
 
 def _count_candidates(per_node: int, limit: int) -> tuple[int, ...]:
-    counts = [n for n in (1, 2, 4, 8) if n <= per_node]
-    if per_node not in counts:
+    # never above the limit (max_gpus): a count the search tries is one the request allows
+    counts = [n for n in (1, 2, 4, 8) if n <= min(per_node, max(1, limit))]
+    if per_node not in counts and per_node <= limit:
         counts.append(per_node)
     nodes = 2
     while nodes * per_node <= limit:

@@ -15,6 +15,12 @@ FAST_LINKS = ("nvlink", "infinity_fabric")
 BRIDGED_FORM_FACTORS = ("pcie", "workstation", "consumer")
 
 
+def single_module(gpu: GpuSpec) -> bool:
+    """A single-module device (a Jetson: an edge SoC, one GPU per system, no interconnect):
+    it runs a workload on one module only, so it never gets a multi-GPU plan or fix."""
+    return gpu.form_factor == "edge" and gpu.max_gpus_per_node <= 1
+
+
 def node_layout(gpu: GpuSpec, gpu_count: int) -> tuple[int, int]:
     """(nodes, gpus per node) for ``gpu_count`` GPUs, filling nodes first."""
     per_node = max(1, gpu.max_gpus_per_node)

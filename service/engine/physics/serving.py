@@ -578,8 +578,9 @@ class Context:
         one node -- over NVLink / Infinity Fabric within the fast domain, over PCIe beyond it,
         as vLLM and TensorRT-LLM run PCIe cards -- then PP stages on top of TP 1 and of the
         largest fast-domain TP, inside a node only when the node is not one fast domain, and
-        across nodes only when no split inside one node holds the model. The serving model
-        prices each (PCIe all-reduces, stage hops) and the estimate keeps the best."""
+        across nodes only when no split inside one node holds the model at the estimate's
+        smallest batch (a fixed batch_size, else 1). The serving model prices each (PCIe
+        all-reduces, stage hops) and the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
         heads = self.heads
@@ -596,12 +597,20 @@ class Context:
             out += [(base, p) for base in sorted({1, fast[-1]})
                     for p in par.powers_of_two_upto(in_node_gpus // base)
                     if 1 < p <= self.layers]
-        if gpu_count > per_node and not any(self.fits(t, p, 1) for t, p in out):
+        spec = self.workload.inference
+        batch = (spec.batch_size if spec is not None else None) or 1  # the estimate's least
+        if gpu_count > per_node and not any(self.fits(t, p, batch) for t, p in out):
             # the model needs more than a node: pipeline stages across nodes
             base = fast[-1]
             out += [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
                     if base * p > per_node and p <= self.layers]
         return out
+
+    def least_memory_split(self, gpu_count: int, batch: int) -> tuple[int, int]:
+        """The split of ``gpu_count`` needing the least memory per GPU at ``batch`` (ties: the
+        smaller split): what a count that fits no split is judged and explained on."""
+        splits = self.splits(gpu_count)
+        return min(splits, key=lambda s: self.sizing(*s).breakdown(batch).total)
 
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
         layout = par.make_layout(self.gpu, gpu_count, tp, pp, "none")
@@ -685,10 +694,12 @@ def place(
     batch: int,
     memo: Memo | None = None,
 ) -> tuple[Placement, Sizing, bool]:
-    """Smallest model split that fits ``batch`` sequences (the largest split if none fits)."""
+    """Smallest model split that fits ``batch`` sequences (the least-memory split if none
+    fits)."""
     ctx = context(workload, gpu, precision_used, memo=memo)
     splits = ctx.splits(gpu_count)
-    tp, pp = next((s for s in splits if ctx.fits(s[0], s[1], batch)), splits[-1])
+    fitting = next((s for s in splits if ctx.fits(s[0], s[1], batch)), None)
+    tp, pp = fitting or ctx.least_memory_split(gpu_count, batch)
     return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
 
 
