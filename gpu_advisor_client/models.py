@@ -76,6 +76,8 @@ class InferenceIn(_Request):
     max_tpot_ms: float | None = None
     max_latency_ms: float | None = None
     target_requests_per_s: float | None = None
+    max_num_seqs: int | None = None
+    """The runtime's cap on sequences per replica (vLLM max_num_seqs); None: its default."""
     effective_prompt_tokens: int | None = None
 
 
@@ -104,6 +106,8 @@ class Constraints(_Request):
     max_usd_per_hour: float | None = None
     deadline_hours: float | None = None
     require_fast_interconnect: bool = False
+    time_tolerance: float = 0.05
+    """Objective time: answers within this fraction of the fastest rank cheapest first."""
 
 
 class Workload(_Request):

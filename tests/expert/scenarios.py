@@ -105,7 +105,7 @@ BF16_8B: dict[str, Any] = {"kind": "inference", "model": {"preset": "llama-3.1-8
                            "precision": "bf16"}
 
 
-class Scenario(TypedDict):
+class Scenario(TypedDict, total=False):
     id: str
     area: str
     workload: str
@@ -116,6 +116,8 @@ class Scenario(TypedDict):
     expected: str
     """The expected answer class in words (SCENARIOS.md)."""
     source: str
+    known_miss: str
+    """A documented engine limit this scenario exposes (expected to fail while it lasts)."""
 
 
 def _serve(preset: str, prompt: int, output: int, rps: float, *, objective: str = "cost",
@@ -579,13 +581,18 @@ SCENARIOS: list[Scenario] = [
                  "constraints": {},
                  "compute": {"total_tflop": 500000, "total_gb_moved": 20000, "memory_gb": 60,
                              "fp64_units": "vector"}},
-        "expect": {"top1_slugs": FP64_CLASS, "top1_gpus": (1, 64),
+        "expect": {"top1_slugs": FP64_CLASS, "top1_gpus": (64, 1024),
                    "min_parallel_efficiency": 0.3},
-        "expected": "full-rate FP64 GPUs, <= 64 of them: a 60 GB domain over 1,024 GPUs is "
-                    "60 MB each, all halo exchange",
-        "source": "HPC strong scaling: efficiency falls once the per-GPU subdomain is small "
-                  "(Amdahl; e.g. Cao et al. SC'23 / ORNL Frontier strong-scaling reports); "
-                  "NVIDIA H100 datasheet (34 TFLOPS FP64 vector)",
+        "expected": "full-rate FP64 GPUs at a large count, with a parallel efficiency below 1 "
+                    "shown. Revised from '<= 64' (the table's first draft, and issue 20's "
+                    "reading): this job is compute-dense, 500k TFLOP over 333 sweeps of a 60 GB "
+                    "(7.5 G-cell) domain is ~200 kFLOP per cell per sweep, so at 1,024 GPUs a "
+                    "sweep is ~70 ms of FP64 work per GPU against a ~4 MB halo (< 0.1 ms over "
+                    "NDR): it keeps scaling; what bends the curve is the serial part",
+        "source": "surface-to-volume: halo (V/p)^(2/3) vs compute V/p (Gropp, Lusk & "
+                  "Skjellum, 'Using MPI', ch. 4); Amdahl's serial fraction (Gustafson 1988, "
+                  "CACM 31(5): 6e-4..1e-3 at 1,024 processors); NVIDIA H100 datasheet (34 "
+                  "TFLOPS FP64 vector)",
     },
     {
         "id": "fp64-cfd-balanced",
@@ -598,6 +605,10 @@ SCENARIOS: list[Scenario] = [
         "expect": {"top1_slugs": FP64_CLASS, "top1_gpus": (1, 16)},
         "expected": "full-rate FP64 GPUs, 1-16 of them (one or two nodes)",
         "source": "as fp64-cfd-example-time",
+        "known_miss": "balanced scores time relative to the fastest answer, so any speed-up "
+                      "bought at <2x the cost wins; job start-up (allocation, launch, MPI/NCCL "
+                      "set-up: NVIDIA/nccl#1156 reports minutes at thousands of GPUs) is not "
+                      "modelled, so nothing charges 128 nodes for being 128 nodes",
     },
     {
         "id": "fp64-stencil-memory-bound-cost",
@@ -642,5 +653,7 @@ SCENARIOS: list[Scenario] = [
         "expected": "one full-rate FP64 GPU (~15 s of work on an H100); no cluster",
         "source": "first principles: 500 TFLOP / 34 TFLOPS = 15 s; any multi-GPU split only "
                   "adds start-up and communication",
+        "known_miss": "job start-up is not modelled (see fp64-cfd-balanced): the engine runs "
+                      "the 15-s job in ~30 ms on 1,024 GPUs",
     },
 ]

@@ -150,45 +150,20 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
 def _latency_floor(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo | None
 ) -> float:
-    """Least latency [ms] of any option at the throughput-optimal batch (no latency mode),
-    or, with a target load, at any batch up to it (batch 1 bounds those).
+    """Least latency [ms] of any option (no latency mode).
 
-    ``estimate._estimate_inference`` runs a split (tp, pp) at ``clamp_batch(limit(tp, pp),
-    max_fit(tp, pp))``: the largest batch up to ``hi = min(max_fit, MAX_AUTO_BATCH)`` that meets
-    the latency limits (:func:`serving.largest_meeting`). Every option's batch is that of its
-    split, and latency grows with the batch, so the floor is the least over the splits of the
-    counts up to ``cap`` of the latency at that batch. When ``hi`` meets the limits, that is
-    the batch (one timing); otherwise the split's batch-1 latency bounds it from below, and the
-    boundary search (most of the cost of pricing a GPU type cold) runs only for splits whose
-    batch-1 latency is below the best found, cheapest first. A fixed ``batch_size`` runs at
-    that batch on every split. The arithmetic is the estimate's own (:class:`serving.Context`,
-    shared with it)."""
+    ``estimate._estimate_inference`` runs a split (tp, pp) at a fixed ``batch_size``, else at
+    a batch from 1 up to its capacity batch (the throughput-best batch meeting the limits,
+    :meth:`serving.Context.capacity_batch`; with a target, the operating batch below it).
+    Latency grows with the batch, so the least over the splits of the counts up to ``cap``
+    of the latency at batch 1 (or the fixed batch) bounds every option from below. The
+    arithmetic is the estimate's own (:class:`serving.Context`, shared with it)."""
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
-    best = INF
-    pending: list[tuple[float, int, int, int]] = []
-    for tp, pp in ctx.splits(max(1, cap)):
-        if spec.batch_size is not None:
-            best = min(best, inf.latencies(spec, ctx.timing(tp, pp, spec.batch_size))[2])
-            continue
-        if spec.target_requests_per_s:
-            # at a load the replica runs a batch from 1 up to its capacity batch
-            # (estimate.operating_batch): batch 1 bounds it from below
-            best = min(best, inf.latencies(spec, ctx.timing(tp, pp, 1))[2])
-            continue
-        hi = ctx.batch_cap(tp, pp)
-        top = ctx.timing(tp, pp, hi)
-        if hi == 1 or inf.meets(spec, top):
-            best = min(best, inf.latencies(spec, top)[2])
-        else:
-            pending.append((inf.latencies(spec, ctx.timing(tp, pp, 1))[2], tp, pp, hi))
-    for low, tp, pp, hi in sorted(pending):
-        if low >= best:
-            break
-        batch = min(max(ctx.limit_batch(tp, pp), 1), hi)
-        best = min(best, inf.latencies(spec, ctx.timing(tp, pp, batch))[2])
-    return best
+    batch = spec.batch_size or 1
+    return min((inf.latencies(spec, ctx.timing(tp, pp, batch))[2]
+                for tp, pp in ctx.splits(max(1, cap))), default=INF)
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:

@@ -12,9 +12,10 @@ from service.engine.choice import cost as co
 from service.engine.choice import guardrails
 from service.engine.choice.bounds import BALANCED_WEIGHT, ratio_to_min
 from service.engine.choice.provision import provision
-from service.engine.constants import MEMORY_RESERVE_FRACTION
+from service.engine.constants import GB, MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
+from service.engine.physics.memory import usable_memory_bytes
 from service.engine.recommend_types import (
     Candidate,
     Constraints,
@@ -299,6 +300,13 @@ def gpu_memory_needed(per_gpu_gb: float) -> int | None:
     return need
 
 
+def _fewer_gpus_fixes(est: Estimate) -> list[Fix]:
+    """A count whose replicas would idle for want of samples: cap the GPUs at the largest
+    count that keeps every replica busy (the estimate's count fix), when there is one."""
+    return [Fix("max_gpus", f.value, f"{f.detail}: set max_gpus to {f.value}",
+                "constraints.max_gpus") for f in est.fixes if f.kind == "gpu_count"]
+
+
 def _failure(stage: int, code: RejectionCode, reason: str, fixes: list[Fix],
              overage: float = 0.0) -> Failure:
     """A failure whose fix is the first of ``fixes``, the rest listed as alternatives."""
@@ -397,6 +405,11 @@ def limit_failure(
 ) -> Failure | None:
     """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
     if not est.fits:
+        if workload.kind == "training" and est.memory_per_gpu_gb * GB <= usable_memory_bytes(
+                est.memory_available_gb):
+            # memory holds: the count leaves data-parallel replicas without a sample
+            return _failure(0, "constraint", "; ".join(est.infeasible_reasons),
+                            _fewer_gpus_fixes(est))
         return _failure(0, "memory", "; ".join(est.infeasible_reasons),
                         _capped_fixes(est, c.max_gpus))
     if est.latency_ok is False:

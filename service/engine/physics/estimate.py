@@ -271,10 +271,13 @@ def _estimate_training(
             f"global batch {spec.batch_size} < data-parallel degree "
             f"{plan.layout.parallelism.data_parallel}: a replica needs at least one sample, "
             f"so {idle * plan.layout.parallelism.tensor_parallel} GPUs would idle"))
-        if most is not None:
-            fixes = (*fixes, Fix("gpu_count", most,
-                                 f"at most {most} GPUs for a global batch of {spec.batch_size}",
-                                 "gpu_count"))
+        # only a smaller count fixes an idle replica (memory fixes leave it idle), and only
+        # one whose memory holds the job
+        fixes = ()
+        if most is not None and _runs(workload, gpu, most, memo):
+            fixes = (Fix("gpu_count", most,
+                         f"at most {most} GPUs for a global batch of {spec.batch_size}",
+                         "gpu_count"),)
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=n,
@@ -304,6 +307,16 @@ def _estimate_training(
     )
 
 
+def _runs(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> bool:
+    """Whether training runs on ``n`` GPUs: its plan fits memory and no replica idles (what
+    :func:`_estimate_training` calls feasible), without building the estimate."""
+    rate = workload_rate(workload, gpu)
+    if rate is None:
+        return False
+    plan = tr.plan_training(workload, gpu, n, rate, memo=memo)
+    return plan.fits and not splits.idle_replicas(workload, plan.layout.parallelism.data_parallel)
+
+
 def _most_batch_gpus(workload: Workload, gpu: GpuSpec, n: int) -> int | None:
     """The largest searched count below ``n`` whose layouts keep every replica busy."""
     fitting = [m for m in gpu_count_candidates(gpu) if m < n and not splits.idle_replicas(
@@ -314,18 +327,26 @@ def _most_batch_gpus(workload: Workload, gpu: GpuSpec, n: int) -> int | None:
 def _training_efficiency(
     workload: Workload, gpu: GpuSpec, n: int, samples_s: float, memo: Memo
 ) -> float | None:
-    """Samples/s per GPU at ``n`` over samples/s per GPU at the smallest count whose memory
-    holds the job (1.0 at that count; above 1 when that count had to shrink its micro-batch
-    or widen TP to fit); None when that count is unknown or above ``n``."""
+    """Samples/s per GPU at ``n`` over the best samples/s per GPU of any searched count from
+    the smallest whose memory holds the job up to ``n`` (1.0 at the best; a count squeezed
+    for memory -- a small micro-batch, a wide TP -- is not the yardstick, so the figure never
+    exceeds 1); None when no count up to ``n`` holds it."""
     needed = min_gpus_to_fit(workload, gpu, memo)
     if needed is None or needed > n:
         return None
-    if needed == n:
-        return 1.0
-    base = estimate(workload, gpu, needed, memo=memo)
-    if not base.fits or not base.samples_per_s:
-        return None
-    return (samples_s / n) / (base.samples_per_s / needed)
+    spec = workload.training
+    assert spec is not None
+    rate = workload_rate(workload, gpu)
+    assert rate is not None
+    best = samples_s / n
+    for m in gpu_count_candidates(gpu, n, memo):
+        if m < needed or m >= n:
+            continue
+        plan = tr.plan_training(workload, gpu, m, rate, memo=memo)
+        if plan.fits and plan.step is not None and not splits.idle_replicas(
+                workload, plan.layout.parallelism.data_parallel):
+            best = max(best, spec.batch_size / plan.step.total_s / m)
+    return (samples_s / n) / best
 
 
 def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
@@ -364,7 +385,8 @@ def _training_fixes(
             fixes.append(Fix("sharding", "zero3", "fits with sharding zero3 (FSDP)",
                              "training.sharding"))
     needed = min_gpus_to_fit(workload, gpu, memo)
-    if needed is not None and needed > n:
+    if needed is not None and needed > n and _runs(workload, gpu, needed, memo):
+        # offered only where the job runs: memory holds it and no replica idles
         fixes.append(_gpu_count_fix(needed))
     return tuple(fixes), reasons, needed
 
@@ -451,7 +473,7 @@ def _estimate_inference(
             if latency_mode and not target:
                 batch = 1 if limit >= 1 else None
             else:
-                batch = inf.clamp_batch(limit, ctx.batch_cap(o_tp, o_pp))
+                batch = ctx.capacity_batch(o_tp, o_pp)
         if batch is None:
             continue
         cap_t = ctx.timing(o_tp, o_pp, batch)

@@ -31,6 +31,10 @@ Skjellum, 'Using MPI', ch. 4, for a 3-D domain decomposition)::
   :data:`constants.REDUCTION_HOP_LATENCY_S`. Communication is not overlapped with compute
   (the conservative reading: codes that overlap halos with interior work do better).
 
+A job that gives no working set (``memory_gb`` 0) is taken as sized to the machine (weak
+scaling: HPL, capability runs): its serial part is ``f`` of the parallel run (Gustafson's
+scaled speedup ``p - f (p - 1)``), not of ``T1``.
+
 ``T(p) >= T1 / p`` always (every added term is >= 0 and f x T1 >= f x T1 / p), so the
 ranking's perfect-scaling floors (:mod:`service.engine.choice.bounds`) stay lower bounds.
 """
@@ -221,6 +225,13 @@ def scaled_time(
     steps = job_steps(spec)
     transfer = steps * step_transfer_s(spec, gpu, gpus, elem_b)
     latency = steps * step_latency_s(gpu, gpus) if spec.communication != "none" else 0.0
+    if spec.memory_gb <= 0:
+        # no working set given: a job sized to the machine (HPL, capability runs) scales
+        # weakly, and the serial part is a fraction of the parallel run, not of the one-GPU
+        # time (Gustafson 1988: scaled speedup p - f (p - 1))
+        run = t1 / (gpus - f * (gpus - 1))
+        return ScaledTime(gpus, t1, f * run, (1.0 - f) * run, transfer, latency,
+                          compute_s >= memory_s)
     return ScaledTime(
         gpus, t1, f * t1, (1.0 - f) * t1 / gpus, transfer, latency, compute_s >= memory_s
     )

@@ -511,6 +511,11 @@ def boundary(
     return lo, lat_lo
 
 
+CAPACITY_GRID_STEP = 1.25
+"""Ratio between the batches :meth:`Context.capacity_batch` times below the largest meeting
+the limits (about 30 timings from 1,024 down to 1)."""
+
+
 def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     """The best batch given the largest meeting the limits and the memory maximum."""
     hi = max(1, min(max_fit, int(c.MAX_AUTO_BATCH)))
@@ -544,6 +549,7 @@ class Context:
         self._sizes: dict[tuple[int, int], Sizing] = {}
         self._models: dict[tuple[int, int], ServingModel] = {}
         self._limits: dict[tuple[int, int], int] = {}
+        self._capacity: dict[tuple[int, int], int | None] = {}
         self._timings: dict[tuple[int, int, int], Timing] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
         self._splits: dict[int, list[tuple[int, int]]] = {}
@@ -641,6 +647,41 @@ class Context:
                                       lambda: self.model(tp, pp).timing(batch))
             self._timings[local] = found
         return found
+
+    def capacity_batch(self, tp: int, pp: int = 1) -> int | None:
+        """The batch at which split (tp, pp) completes the most requests per second within the
+        latency limits, memory and the runtime's cap (None: no batch meets them).
+
+        Throughput usually grows with the batch, but not always: tile and wave quantization
+        (a GEMM of 399 rows takes 4 waves of 128-row tiles, one of 255 rows 2) and growing
+        attention work can make a smaller batch faster per request; a runtime is tuned to the
+        best one (its max_num_seqs), not to the largest that fits. So the largest batch
+        meeting the limits and the batches below it on a :data:`CAPACITY_GRID_STEP` grid are
+        timed and the one with the most requests/s is kept (ties: the smaller batch). Kept
+        in the shared cache."""
+        key = (tp, pp)
+        found = self._capacity.get(key, 0)
+        if found != 0:
+            return found
+        top = clamp_batch(self.limit_batch(tp, pp), self.batch_cap(tp, pp))
+
+        def compute() -> int | None:
+            if top is None:
+                return None
+            spec = self.workload.inference
+            assert spec is not None
+            grid, x = {top}, float(top)
+            while x > 1.0:
+                x /= CAPACITY_GRID_STEP
+                grid.add(max(1, int(x)))
+            return max(sorted(grid), key=lambda b: requests_per_s(
+                spec, self.timing(tp, pp, b), pp, 1))
+
+        shared = (self.workload, self.gpu, self.rate, tp, pp)
+        best = compute() if self.memo is None else self.memo.get(
+            "serving_capacity_batch", shared, compute)
+        self._capacity[key] = best
+        return best
 
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
