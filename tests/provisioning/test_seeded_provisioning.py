@@ -85,14 +85,17 @@ def test_every_seeded_kubernetes_manifest_validates() -> None:
                 assert job["spec"]["completionMode"] == "Indexed"
                 assert job["spec"]["completions"] == job["spec"]["parallelism"] == nodes
                 assert manifests[0]["kind"] == "Service"
-        # every pod holds one node's share of the group; all pods hold the group's GPUs
+        # every pod holds one node's share of the group; all pods hold the group's GPUs (the
+        # candidate's gpu_count is the total: the group times the copies the answer runs)
+        assert cand.gpu_count == cand.estimate.gpu_count * cand.cost.replicas, label
         for m in manifests:
             if m["kind"] in ("Deployment", "StatefulSet", "Job"):
                 pod = m["spec"]["template"]["spec"]
                 (container,) = pod["containers"]
                 res = container["resources"]
                 assert res["requests"] == res["limits"]
-                assert sum(res["limits"].values()) * max(1, nodes) == cand.gpu_count, label
+                assert sum(res["limits"].values()) * max(1, nodes) == cand.estimate.gpu_count, (
+                    label)
                 assert container["image"].startswith("registry.example.com/")
         checked += len(manifests)
     assert checked >= 100
