@@ -292,6 +292,16 @@ STEP_OVERHEAD_S = _const(
     "partly overlapped); vLLM v0.6 release blog: CPU overhead was up to half of decode time "
     "before async scheduling; set by CALIBRATION.md row 9 (batch-1 TPOT)",
 )
+SEQUENCE_STEP_OVERHEAD_S = _const(
+    "serving_sequence_step_overhead_s",
+    1.1e-6,
+    "s per sequence per serving iteration",
+    "the serving runtime's CPU work that grows with the batch: turning each running "
+    "sequence's sampled token into output and updating its state every iteration; vLLM V1 "
+    "Scheduler.update_from_output alone takes 0.142 ms at 128 decoding sequences and 0.287 "
+    "ms at 256 (vllm-project/vllm PR #46112 micro-benchmark, medians of 5: ~1.1 us per "
+    "sequence); scheduling and detokenization add more, so this is a floor",
+)
 TRANSFORMER_KERNELS_PER_LAYER = _const(
     "transformer_kernels_per_layer",
     10.0,
@@ -544,6 +554,7 @@ INFERENCE_KEYS = (
     "runtime_max_num_seqs_small_gpu",
     "runtime_large_gpu_gib",
     "serving_step_overhead_s",
+    "serving_sequence_step_overhead_s",
     "efficiency_memory_bandwidth",
     "efficiency_non_tensor",
     "cnn_stashed_tensors_per_conv",

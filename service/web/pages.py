@@ -207,7 +207,7 @@ press Recommend.</p>
 <figure><div id="plot"></div><figcaption id="plot-caption"></figcaption></figure>
 <h3 id="table-h">Ranked GPUs</h3>
 <div class="scroll"><table id="ranked" aria-labelledby="table-h"><thead><tr>
-<th scope="col">#</th><th scope="col">GPU</th><th scope="col">Count</th>
+<th scope="col">#</th><th scope="col">GPU</th><th scope="col">GPUs</th>
 <th scope="col">Offer</th><th scope="col" id="cost-h">Cost</th>
 <th scope="col" id="time-h">Time / latency</th>
 <th scope="col">Bound</th><th scope="col">Pareto</th><th scope="col">Memory</th>

@@ -246,6 +246,7 @@ class ServingModel:
         self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
         self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB
         self.fixed_s = 0.0
+        self.per_seq_s = 0.0  # decoders only: the runtime's per-sequence work per iteration
         if isinstance(model, GenericModel):
             self._init_generic(model)
             return
@@ -272,6 +273,7 @@ class ServingModel:
         self.share = self.s / out
         self.chunks = float(math.ceil(self.s / c.SCHEDULED_TOKENS_PER_ITERATION))
         self.fixed_s = c.STEP_OVERHEAD_S
+        self.per_seq_s = c.SEQUENCE_STEP_OVERHEAD_S
 
     def _init_generic(self, model: GenericModel) -> None:
         dev = self.dev
@@ -313,7 +315,9 @@ class ServingModel:
         layers = self.layers
         compute = lc * layers + hc
         memory = lm * layers + hm
-        total = lt * layers + (hc if hc > hm else hm) + self.fixed_s
+        # fixed scheduling cost per iteration, plus the runtime's per-sequence work for every
+        # sequence that samples a token in it (``head_rows``)
+        total = lt * layers + (hc if hc > hm else hm) + self.fixed_s + self.per_seq_s * head_rows
         comm = self._comm(rows) + self._pipeline(rows)
         return _phase(compute, memory, total, comm)
 
