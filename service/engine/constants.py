@@ -302,6 +302,20 @@ SEQUENCE_STEP_OVERHEAD_S = _const(
     "ms at 256 (vllm-project/vllm PR #46112 micro-benchmark, medians of 5: ~1.1 us per "
     "sequence); scheduling and detokenization add more, so this is a floor",
 )
+DECODE_ATTENTION_PARTITION_TOKENS = _const(
+    "decode_attention_partition_tokens",
+    512.0,
+    "tokens per thread block",
+    "decode attention runs one thread block per (query head, sequence, partition of the "
+    "context): vLLM paged attention v2 launches grid(num_heads, num_seqs, partitions) over "
+    "512-token partitions (csrc/attention/paged_attention_v2.cu, PARTITION_SIZE = 512), and "
+    "Flash-Decoding splits the context likewise (Dao et al. 2023, 'Flash-Decoding for "
+    "long-context inference'); with fewer blocks than SMs the KV read cannot keep every SM's "
+    "loads in flight, and DRAM bandwidth falls in proportion (Little's law for memory: "
+    "bytes in flight = bandwidth x latency; Volkov 2016, 'Understanding Latency Hiding on "
+    "GPUs', ch. 4). An 8B model at TP8, batch 1, a 1k context: 4 heads x 3 partitions fill "
+    "12 of an H100's 132 SMs",
+)
 TRANSFORMER_KERNELS_PER_LAYER = _const(
     "transformer_kernels_per_layer",
     10.0,
@@ -555,6 +569,7 @@ INFERENCE_KEYS = (
     "runtime_large_gpu_gib",
     "serving_step_overhead_s",
     "serving_sequence_step_overhead_s",
+    "decode_attention_partition_tokens",
     "efficiency_memory_bandwidth",
     "efficiency_non_tensor",
     "cnn_stashed_tensors_per_conv",

@@ -266,6 +266,10 @@ class ServingModel:
         self.ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
         kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
         self.kv_layer = tops.kv_bytes_per_token_layer(model, kv_tok, tp)
+        # decode attention's thread blocks per sequence on one rank: query heads x context
+        # partitions (DECODE_ATTENTION_PARTITION_TOKENS)
+        self.kv_blocks = max(1.0, model.attention_heads / tp) * math.ceil(
+            self.ctx / c.DECODE_ATTENTION_PARTITION_TOKENS)
         pairs = mem.causal_attention_pairs(model, float(self.s))
         self.prompt_attn = tops.attention_flops(model, pairs, tp)
         self.prompt_attn_bytes = 4.0 * self.s * self.h * self.act_b / tp
@@ -338,11 +342,23 @@ class ServingModel:
         decode = self._decode(batch)
         return self._prefill(batch), decode
 
+    def _kv_read(self, seqs: float) -> float:
+        """Bytes-equivalent of reading ``seqs`` sequences' KV cache in one layer: the bytes,
+        scaled up when the decode-attention kernel has fewer thread blocks than the GPU has
+        SMs (its achieved bandwidth falls in proportion; see
+        :data:`constants.DECODE_ATTENTION_PARTITION_TOKENS`). Never less per sequence as
+        ``seqs`` grows: the time is flat until every SM has a block, then grows with it."""
+        if seqs <= 0:
+            return 0.0
+        blocks = seqs * self.kv_blocks
+        stretch = self.dev.sms / blocks if blocks < self.dev.sms else 1.0
+        return seqs * self.ctx * self.kv_layer * stretch
+
     def _decode(self, batch: int) -> _Phase:
         """A decoder's steady-state iteration at ``batch`` (TPOT)."""
         b = float(batch)
         share = b / self.out
-        kv = b * self.ctx * self.kv_layer
+        kv = self._kv_read(b)
         return self._iteration(
             b + share * self.s,
             b * self.decode_attn + share * self.prompt_attn,
@@ -358,7 +374,7 @@ class ServingModel:
         chunk = self._iteration(
             self.s / k + rest,
             self.prompt_attn / k + rest * self.decode_attn,
-            self.prompt_attn_bytes / k + rest * self.ctx * self.kv_layer,
+            self.prompt_attn_bytes / k + self._kv_read(rest),
             1.0 + rest,
         )
         return chunk[0] * k, chunk[1] * k, chunk[2] * k, chunk[3] * k
