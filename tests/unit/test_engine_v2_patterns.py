@@ -6,6 +6,8 @@ old engine (one efficiency per model family) gave exactly the datasheet ratio in
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from service.engine import estimate
@@ -124,3 +126,45 @@ def test_mi300x_is_not_predicted_above_h200_for_llm_serving() -> None:
     h200 = estimate(w, GPUS["nvidia-h200-sxm-141gb"], 8).tokens_per_s or 0.0
     mi300x = estimate(w, GPUS["amd-mi300x"], 8).tokens_per_s or 0.0
     assert mi300x < h200
+
+
+def test_small_decode_attention_kernels_reach_less_bandwidth() -> None:
+    """Decode attention runs one block per (query head, sequence, 512-token partition): with
+    fewer blocks than SMs, the KV read of a layer takes as long as a full wave would; past
+    that it grows with the batch."""
+    from service.engine.physics import serving as inf
+    from service.engine.physics.estimate import workload_rate
+
+    w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
+                 inference=InferenceSpec(prompt_tokens=1000, output_tokens=256))
+    rate = workload_rate(w, H100)
+    assert rate is not None
+    roof = inf.ServingModel(w, H100, rate, 8, 450.0)
+    blocks = 32 / 8 * 3  # query heads per rank x partitions of a ~1,128-token context
+    assert roof.kv_blocks == blocks
+    sms = H100.sm_count or 0
+    full = roof.ctx * roof.kv_layer  # one sequence's KV bytes in a layer
+    # below a wave the time is flat: 1 sequence costs what sms / blocks of them do
+    assert roof._kv_read(1) == pytest.approx(full * sms / blocks)
+    assert roof._kv_read(5) == pytest.approx(roof._kv_read(1))
+    many = math.ceil(sms / blocks) + 5
+    assert roof._kv_read(many) == pytest.approx(many * full)
+
+
+def test_per_sequence_runtime_work_grows_each_iteration_with_the_batch() -> None:
+    """Each decoding sequence adds the runtime's per-sequence work (1.1 us) to an iteration,
+    on top of its GPU work."""
+    from service.engine import constants as c
+    from service.engine.physics import serving as inf
+    from service.engine.physics.estimate import workload_rate
+
+    w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
+                 inference=InferenceSpec(prompt_tokens=512, output_tokens=256))
+    rate = workload_rate(w, H100)
+    assert rate is not None
+    with_cost = inf.ServingModel(w, H100, rate, 1, 450.0)
+    without = inf.ServingModel(w, H100, rate, 1, 450.0)
+    without.per_seq_s = 0.0
+    for batch in (1, 64, 256):
+        extra = with_cost.timing(batch).decode.total_s - without.timing(batch).decode.total_s
+        assert extra == pytest.approx(batch * c.SEQUENCE_STEP_OVERHEAD_S, rel=1e-6)
