@@ -306,6 +306,10 @@ class Estimate:
     capacity_batch_size: int | None = None
     """Inference: sequences in flight per replica at capacity (the largest batch meeting the
     limits within memory and the runtime's sequence cap; a fixed ``batch_size``)."""
+    pipeline_deeper_than_needed: bool = False
+    """Inference with a target: a pipeline with fewer stages (same TP) holds the model and
+    carries the load with no more replicas; the extra stages only shrink the batch (the
+    ranking does not offer such a count)."""
     offered_requests_per_s: float | None = None
     """Inference with a target: the requests/s this group carries (the target split over the
     copies of the group it takes); ``batch_size``, TTFT, TPOT and latency are at this load."""

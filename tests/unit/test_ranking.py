@@ -291,3 +291,50 @@ def test_a_balanced_explanation_shows_the_ratios_its_score_used() -> None:
     assert "GPU-hours/min (1.00)" in unpriced  # no finite minimum
     assert "time/min (1.50)" in unpriced  # 6 / 4
     assert ratio_to_min(math.inf, 2.0) == math.inf and ratio_to_min(3.0, math.inf) == 1.0
+
+
+def test_the_operating_batch_is_the_least_that_carries_the_load() -> None:
+    """Throughput is not monotone in the batch (tile waves), so the operating batch is found
+    on a grid and then batch by batch: never more than one grid step (25%) above the least
+    batch that carries the load, where a bisection landed up to ~2x above it."""
+    from service.engine.physics import serving as inf
+    from service.engine.physics.estimate import estimate, workload_rate
+
+    gpus = {g.slug: g for g in load_gpus()}
+    cases = [("bert-large", "int8", "nvidia-a10", 1, 224.0, 384, 0),
+             ("mixtral-8x7b", "bf16", "nvidia-a100-sxm4-80gb", 2, 8.0, 1024, 256),
+             ("llama-3.1-70b", "fp8", "nvidia-h100-sxm5-80gb", 8, 15.5, 1024, 256)]
+    for preset, prec, slug, n, rps, prompt, out in cases:
+        w = Workload(kind="inference", precision=prec, model=PRESETS[preset].model,  # type: ignore[arg-type]
+                     inference=InferenceSpec(prompt_tokens=prompt, output_tokens=out,
+                                             target_requests_per_s=rps))
+        gpu = gpus[slug]
+        est = estimate(w, gpu, n)
+        assert est.batch_size and est.offered_requests_per_s and est.replicas
+        rate = workload_rate(w, gpu)
+        assert rate is not None
+        ctx = inf.context(w, gpu, rate.precision_used, rate)
+        tp = est.parallelism.tensor_parallel
+        pp = est.parallelism.pipeline_parallel
+        load = est.offered_requests_per_s / est.replicas
+        spec = w.inference
+        assert spec is not None
+        least = next(b for b in range(1, est.batch_size + 1)
+                     if inf.requests_per_s(spec, ctx.timing(tp, pp, b), pp, 1) >= load * (1 - 1e-9))
+        assert least <= est.batch_size <= max(least + 1, 1.25 * least), (
+            preset, least, est.batch_size)
+
+
+def test_time_buys_no_pipeline_stages_the_load_does_not_need() -> None:
+    """405B bf16 at 5 requests/s: two stages of TP8 carry it on H100s; eight stages (64 GPUs)
+    would only shrink the batch, at 4x the price."""
+    w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-405b"].model,
+                 inference=InferenceSpec(prompt_tokens=1024, output_tokens=256,
+                                         target_requests_per_s=5))
+    rec = _rec(w, "time", max_gpus=128)
+    assert rec.recommendations
+    for c in rec.recommendations:
+        assert not c.estimate.pipeline_deeper_than_needed, c.gpu_slug
+        assert c.gpu_count == c.replicas * c.gpus_per_replica == c.cost.gpus
+    h100 = next(c for c in rec.recommendations if c.gpu_slug == "nvidia-h100-sxm5-80gb")
+    assert (h100.gpu_count, h100.estimate.parallelism.pipeline_parallel) == (16, 2)

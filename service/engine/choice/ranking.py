@@ -245,6 +245,7 @@ def _evaluate_gpu(
     latency_mode = objective == "time" and spec is not None and spec.batch_size is None
     best = INF
     smallest = min(plan)
+    skipped_idle = False
     for n in sorted(plan):
         offer, instances = plan[n]
         if options and best < INF:
@@ -253,33 +254,54 @@ def _evaluate_gpu(
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode)
+        if latency_mode and miss is not None:
+            # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
+            # allow: fall back to the throughput-optimal one, the lowest latency they leave
+            opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
+        if idle_gpus(workload, opt.est):
+            skipped_idle = True
+            continue
         if n > smallest and padded(workload, opt.est):
             continue
-        if latency_mode and miss is not None:
-            # batch 1 needs replicas the limits (max_gpus, $/h) do not allow: fall back to
-            # the throughput-optimal batch, the lowest latency those limits leave
-            opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
         if miss is None:
             options.append(opt)
             if objective in PRUNED_OBJECTIVES:
                 best = min(best, _value(opt, objective, {}))
         else:
             failure = ex.closest(failure, miss)
+    if not options and failure is None and skipped_idle:
+        failure = Failure(
+            0, "constraint",
+            f"every count the offers allow leaves {p.gpu.name} GPUs that no model replica "
+            "uses (the count is not a multiple of the replica's TP x PP)",
+            Fix("constraint", None, "add a quote for an instance whose GPUs divide into "
+                "whole replicas, or allow more GPUs (max_gpus)", "quotes"))
     notice = Notice("partial_quote_coverage", warning) if warning else None
     return options, failure, notice
 
 
+def idle_gpus(workload: Workload, est: Estimate) -> bool:
+    """A serving option whose GPU count is not a whole number of replicas (24 GPUs of TP8 x
+    PP2 replicas): some GPUs would hold no replica, and the answer's total could not be
+    ``replicas x gpus_per_replica``."""
+    group = est.parallelism.tensor_parallel * est.parallelism.pipeline_parallel
+    return workload.inference is not None and est.gpu_count % group != 0
+
+
 def padded(workload: Workload, est: Estimate) -> bool:
-    """Whether a serving option holds GPUs no replica uses, or more model replicas than its
-    target load needs: the
-    extras would idle (or only shave the batch, a few percent of latency on a memory-bound
-    decode), so the same GPU type at a smaller count serves the load for less. Such counts
-    are not offered (issue 20: 23 replicas of TP8 at batch 1 for 40 requests/s), except at
-    the smallest count the offers allow (a whole instance is paid for anyway)."""
+    """Whether a serving option holds GPUs no replica uses, more model replicas than its
+    target load needs, or more pipeline stages than the model and the load need: the extras
+    would idle or only shave the batch (a few percent of latency on a memory-bound decode),
+    so the same GPU type at a smaller count serves the load for less. Such counts are not
+    offered (issue 20: 23 replicas of TP8 at batch 1 for 40 requests/s), except at the
+    smallest count the offers allow (a whole instance is paid for anyway), and never when
+    GPUs would hold no replica (:func:`_evaluate_gpu`)."""
     spec = workload.inference
     group = est.parallelism.tensor_parallel * est.parallelism.pipeline_parallel
     if spec is not None and est.gpu_count % group:
         return True  # GPUs no replica uses (24 GPUs, TP8 x PP2 replicas)
+    if est.pipeline_deeper_than_needed:
+        return True  # 64 H100s in 8 stages where 2 stages carry the load
     if spec is None or not spec.target_requests_per_s or not est.replicas or est.replicas <= 1:
         return False
     per_replica = (est.requests_per_s or 0.0) / est.replicas
@@ -305,8 +327,8 @@ def _probe(
             rest.append((lbc, lbt))
             continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-        if miss is None and opt.money is not None and not (
-                n > min(plan) and padded(req.workload, opt.est)):
+        if miss is None and opt.money is not None and not idle_gpus(req.workload, opt.est) \
+                and not (n > min(plan) and padded(req.workload, opt.est)):
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest

@@ -412,9 +412,13 @@ def operating_batch(
     (Little's law: in flight = arrival rate x time each request spends decoding; Orca, Yu et
     al. OSDI'22; Sarathi-Serve, Agrawal et al. OSDI'24, sec. 2): the least batch b whose
     throughput ``b / (output_tokens x TPOT(b))`` (encoders/CNNs: ``b / latency(b)``) covers the
-    load. Throughput grows with the batch (each step's fixed costs and weight reads are shared
-    by more sequences), so a bisection over [1, ``capacity_batch``] finds it; the capacity
-    batch always covers a load at most the capacity."""
+    load. Throughput mostly grows with the batch but not everywhere (tile waves: see
+    :meth:`serving.Context.capacity_batch`), so no bisection (it can land far above the
+    least): the batches of a :data:`serving.CAPACITY_GRID_STEP` grid are tried upwards to the
+    first that covers the load, then every batch between it and the grid point below, so the
+    answer is the least covering batch above the last grid batch that does not cover (a
+    wiggle below that is missed: at most one grid step, 25%). The capacity batch always
+    covers a load at most the capacity."""
     spec = ctx.workload.inference
     assert spec is not None
 
@@ -423,14 +427,36 @@ def operating_batch(
 
     if capacity_batch <= 1 or covers(1):
         return 1
-    lo, hi = 1, capacity_batch  # covers(hi) holds (hi is the capacity batch), covers(lo) not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if covers(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    grid, x = {capacity_batch}, float(capacity_batch)
+    while x > 1.0:
+        x /= inf.CAPACITY_GRID_STEP
+        grid.add(max(1, int(x)))
+    below = 1
+    for g in sorted(grid):
+        if g > 1 and covers(g):
+            return next(b for b in range(below + 1, g + 1) if b == g or covers(b))
+        below = g
+    return capacity_batch
+
+
+def _shallower_pipeline_carries(
+    ctx: inf.Context, tp: int, pp: int, target: float, replicas: int
+) -> bool:
+    """Whether split (tp, p) with fewer stages p < ``pp`` holds the model and carries
+    ``target`` requests/s with at most ``replicas`` replicas: then the deeper pipeline buys
+    only a smaller batch (pipeline stages add hops; they shorten no token's time)."""
+    spec = ctx.workload.inference
+    assert spec is not None
+    p = pp // 2
+    while p >= 1:
+        if ctx.fits(tp, p, 1):
+            batch = ctx.capacity_batch(tp, p)
+            if batch is not None:
+                per_replica = inf.requests_per_s(spec, ctx.timing(tp, p, batch), p, 1)
+                if _copies(target, per_replica) <= replicas:
+                    return True
+        p //= 2
+    return False
 
 
 def _estimate_inference(
@@ -511,8 +537,12 @@ def _estimate_inference(
     requests_s = inf.requests_per_s(spec, cap_timing, placement.pp, placement.replicas)
     tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
     offered = None
+    deeper = False
     if target:
         offered = target / _copies(target, requests_s)
+        if spec.batch_size is None and pp > 1:
+            deeper = _shallower_pipeline_carries(
+                ctx, tp, pp, target, _copies(target, requests_s) * placement.replicas)
     if target is not None and requests_s < target:
         replicas_needed = math.ceil(target / (requests_s / placement.replicas))
         warnings.append(
@@ -546,6 +576,7 @@ def _estimate_inference(
         requests_per_s=requests_s,
         capacity_batch_size=cap_timing.batch,
         offered_requests_per_s=offered,
+        pipeline_deeper_than_needed=deeper,
         power_w=power,
         energy_kwh=power / 1000.0,
         latency_ok=latency_ok,
