@@ -7,6 +7,7 @@ old engine (one efficiency per model family) gave exactly the datasheet ratio in
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -128,18 +129,23 @@ def test_mi300x_is_not_predicted_above_h200_for_llm_serving() -> None:
     assert mi300x < h200
 
 
-def test_small_decode_attention_kernels_reach_less_bandwidth() -> None:
-    """Decode attention runs one block per (query head, sequence, 512-token partition): with
-    fewer blocks than SMs, the KV read of a layer takes as long as a full wave would; past
-    that it grows with the batch."""
+def _llama8b_serving(prompt: int, tp: int) -> Any:
+    """A :class:`serving.ServingModel` of Llama-3.1-8B bf16 on an H100, 256 output tokens."""
     from service.engine.physics import serving as inf
     from service.engine.physics.estimate import workload_rate
 
     w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
-                 inference=InferenceSpec(prompt_tokens=1000, output_tokens=256))
+                 inference=InferenceSpec(prompt_tokens=prompt, output_tokens=256))
     rate = workload_rate(w, H100)
     assert rate is not None
-    roof = inf.ServingModel(w, H100, rate, 8, 450.0)
+    return inf.ServingModel(w, H100, rate, tp, 450.0)
+
+
+def test_small_decode_attention_kernels_reach_less_bandwidth() -> None:
+    """Decode attention runs one block per (query head, sequence, 512-token partition): with
+    fewer blocks than SMs, the KV read of a layer takes as long as a full wave would; past
+    that it grows with the batch."""
+    roof = _llama8b_serving(1000, 8)
     blocks = 32 / 8 * 3  # query heads per rank x partitions of a ~1,128-token context
     assert roof.kv_blocks == blocks
     sms = H100.sm_count or 0
@@ -155,15 +161,8 @@ def test_per_sequence_runtime_work_grows_each_iteration_with_the_batch() -> None
     """Each decoding sequence adds the runtime's per-sequence work (1.1 us) to an iteration,
     on top of its GPU work."""
     from service.engine import constants as c
-    from service.engine.physics import serving as inf
-    from service.engine.physics.estimate import workload_rate
 
-    w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
-                 inference=InferenceSpec(prompt_tokens=512, output_tokens=256))
-    rate = workload_rate(w, H100)
-    assert rate is not None
-    with_cost = inf.ServingModel(w, H100, rate, 1, 450.0)
-    without = inf.ServingModel(w, H100, rate, 1, 450.0)
+    with_cost, without = _llama8b_serving(512, 1), _llama8b_serving(512, 1)
     without.per_seq_s = 0.0
     for batch in (1, 64, 256):
         extra = with_cost.timing(batch).decode.total_s - without.timing(batch).decode.total_s
