@@ -675,10 +675,12 @@ class Context:
         Throughput usually grows with the batch, but not always: tile and wave quantization
         (a GEMM of 399 rows takes 4 waves of 128-row tiles, one of 255 rows 2) and growing
         attention work can make a smaller batch faster per request; a runtime is tuned to the
-        best one (its max_num_seqs), not to the largest that fits. So the largest batch
-        meeting the limits and the batches below it on a :data:`CAPACITY_GRID_STEP` grid are
-        timed and the one with the most requests/s is kept (ties: the smaller batch). Kept
-        in the shared cache."""
+        best one (its max_num_seqs), not to the largest that fits. So every batch from the
+        largest meeting the limits down one :data:`CAPACITY_GRID_STEP` (25%), and a grid of
+        that step below, is timed and the one with the most requests/s is kept (ties: the
+        smaller batch). A tighter limit whose best batch lies in that top step is then never
+        better than the looser one (the property suite checks it). Kept in the shared
+        cache."""
         key = (tp, pp)
         found = self._capacity.get(key, 0)
         if found != 0:
@@ -690,7 +692,9 @@ class Context:
                 return None
             spec = self.workload.inference
             assert spec is not None
-            grid, x = {top}, float(top)
+            # every batch of the top grid step, then the grid below it
+            floor = max(1, math.ceil(top / CAPACITY_GRID_STEP))
+            grid, x = set(range(floor, top + 1)), float(floor)
             while x > 1.0:
                 x /= CAPACITY_GRID_STEP
                 grid.add(max(1, int(x)))
