@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ def add_recommend_parser(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=None, help="Default: the body's limit (10)")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_recommend)
+
+
+SHOWN_REJECTIONS = 15
+"""Rejected GPUs the table lists; the rest are counted (the JSON lists all)."""
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
@@ -71,8 +76,11 @@ def render_table(result: dict[str, Any]) -> str:
     if result["rejected"]:
         lines.append("")
         lines.append(f"ruled out ({len(result['rejected'])}):")
-        for r in result["rejected"][:15]:
+        for r in result["rejected"][:SHOWN_REJECTIONS]:
             lines.append(f"  {r['gpu']['slug']:<34} {r['reason'][:70]}  -> {r['fix']['detail']}")
+        more = len(result["rejected"]) - SHOWN_REJECTIONS
+        if more > 0:
+            lines.append(f"  ... and {more} more (--format json lists every one)")
     for w in result["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
@@ -113,5 +121,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             print(f"error: {exc.detail or exc.title}", file=sys.stderr)
             return 2
     data = result.model_dump(mode="json")
-    print(json.dumps(data, indent=2) if args.format == "json" else render_table(data))
+    try:
+        print(json.dumps(data, indent=2) if args.format == "json" else render_table(data))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader left (`| head`): not an error; send what is still buffered nowhere so
+        # that the interpreter's own flush at exit does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -111,3 +111,31 @@ def test_serve_prints_the_url_it_listens_on(tmp_path: Path) -> None:
         assert page.status_code == 200 and "/ui" in page.text and "/docs" in page.text
     finally:
         stop(proc)
+
+
+def test_recommend_counts_the_rejections_it_does_not_list_and_survives_a_closed_pipe(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    workload = tmp_path / "big.json"
+    workload.write_text(json.dumps({
+        "kind": "inference", "model": {"preset": "llama-3.1-405b"}, "precision": "bf16",
+        "inference": {"prompt_tokens": 2048, "output_tokens": 512},
+        "constraints": {"max_gpus": 8}, "limit": 3,  # a >64 KB answer: more than a pipe holds
+    }))
+    out = json.loads(_cli(url, "recommend", str(workload), "--format", "json").stdout)
+    rejected = len(out["rejected"])
+    assert rejected > 15
+    table = _cli(url, "recommend", str(workload)).stdout
+    assert f"ruled out ({rejected}):" in table
+    assert f"... and {rejected - 15} more (--format json lists every one)" in table
+    # `gpu-advisor recommend ... | head -1`: the reader closes the pipe after one line
+    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "--database-url", url,
+                             "recommend", str(workload), "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO_ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
