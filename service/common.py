@@ -58,8 +58,8 @@ class SnapshotCache(Generic[K, V]):
             while len(self._data) > self._slots:
                 self._data.popitem(last=False)
         # No gc.freeze() here: it freezes every object alive at that moment, in-flight
-        # requests' garbage cycles included, which then are never collected (issue 10, finding
-        # 9: a long-running server leaked). The price: a full collection re-walks the snapshots
+        # requests' garbage cycles included, which then are never collected (a long-running
+        # server would leak). The price: a full collection re-walks the snapshots
         # (~0.1 s at 5,000 GPUs), and CPython runs one only when long-lived objects grew by a
         # quarter since the last, i.e. about once per snapshot rebuild, not per request.
 

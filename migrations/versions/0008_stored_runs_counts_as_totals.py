@@ -5,7 +5,7 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-01 16:00:00
 
-Issue 20 changed the answer's shape: a candidate's ``gpu_count`` is the total it runs and pays
+The answer's shape changed: a candidate's ``gpu_count`` is the total it runs and pays
 for (it was one replica's group; ``cost.gpus`` was the total), with ``replicas`` and
 ``gpus_per_replica`` beside it; an estimate carries ``parallel_efficiency``,
 ``capacity_batch_size`` and ``offered_requests_per_s``. Stored runs are rewritten so reading an

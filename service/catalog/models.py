@@ -34,8 +34,8 @@ _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=T
 
 MIN_TFLOPS = 0.001
 """Smallest peak accepted [TFLOPS] (1 GFLOPS; the smallest catalog figure is 0.25). Below it the
-engine's times overflow to infinity: a fuzzed 5e-324 TFLOPS GPU made a ranking divide by zero
-(issue 10, live fuzz). Null means the precision is not supported."""
+engine's times overflow to infinity (a 5e-324 TFLOPS GPU would make a ranking divide by
+zero). Null means the precision is not supported."""
 MIN_BANDWIDTH_GB_S = 1.0
 """Smallest memory or GPU-to-GPU bandwidth accepted [GB/s] (catalog minimum: 32), same reason;
 a GPU without a fast link has interconnect_bandwidth_gb_s null."""

@@ -212,7 +212,7 @@ QUOTE_NOT_NULL = frozenset(
 )
 
 
-# --- imports and price history (issue 5) ---------------------------------------------------
+# --- imports and price history -------------------------------------------------------------
 
 ImportFormat = Literal["skypilot", "generic"]
 

@@ -186,7 +186,7 @@ def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) 
     alive (modules, settings, those snapshots) into the collector's permanent generation once.
 
     A server process calls this at start-up, before it accepts a request, so no request's
-    garbage is frozen (issue 10, finding 9: freezing on every snapshot write leaked). What it
+    garbage is frozen (freezing on every snapshot write would leak it). What it
     buys: a full collection no longer re-walks the snapshots (hundreds of thousands of objects
     at 5,000 GPUs), which otherwise costs ~25% of a recommendation's CPU time at that scale.
     The snapshots are acyclic, so refcounting still frees them when they are replaced.

@@ -112,7 +112,7 @@ rounding of a provider's price list), and the fastest of them wins."""
 COST_GUARD_RATIO = 10.0
 COST_GUARD_TIME = 0.10
 """Objective ``time``: no answer spends :data:`COST_GUARD_RATIO` times more than another for
-under :data:`COST_GUARD_TIME` less time (issue 20's rule): after the tolerance pick, an answer
+under :data:`COST_GUARD_TIME` less time: after the tolerance pick, an answer
 within 10% of its time at a tenth of its cost or less replaces it."""
 INF = math.inf
 _Evaluated = tuple[GpuSpec, list[_Option], list[Notice]]
@@ -293,7 +293,8 @@ def padded(workload: Workload, est: Estimate) -> bool:
     target load needs, or more pipeline stages than the model and the load need: the extras
     would idle or only shave the batch (a few percent of latency on a memory-bound decode),
     so the same GPU type at a smaller count serves the load for less. Such counts are not
-    offered (issue 20: 23 replicas of TP8 at batch 1 for 40 requests/s), except at the
+    offered (23 replicas of TP8 at batch 1 would serve 40 requests/s a few percent faster
+    than one), except at the
     smallest count the offers allow (a whole instance is paid for anyway), and never when
     GPUs would hold no replica (:func:`_evaluate_gpu`)."""
     spec = workload.inference
