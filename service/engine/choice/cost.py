@@ -38,12 +38,12 @@ Rules (all pure arithmetic on the quote and the estimate):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from service.engine.cache import Memo, memo_of
 from service.engine.constants import POWER_UTILIZATION
+from service.engine.physics.estimate import copies_needed
 from service.engine.physics.parallelism import network_gb_s
 from service.engine.recommend_types import (
     RENTAL_PRICING,
@@ -311,10 +311,7 @@ def replicas_needed(workload: Workload, est: Estimate) -> int:
     spec = workload.inference
     if workload.kind != "inference" or spec is None or not spec.target_requests_per_s:
         return 1
-    rps = est.requests_per_s or 0.0
-    if rps <= 0:
-        return 1
-    return max(1, math.ceil(spec.target_requests_per_s / rps - 1e-9))
+    return copies_needed(spec.target_requests_per_s, est.requests_per_s or 0.0)
 
 
 def is_llm_serving(workload: Workload) -> bool:

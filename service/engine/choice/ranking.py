@@ -69,7 +69,12 @@ from service.engine.choice import explain as ex
 from service.engine.choice import search as se
 from service.engine.choice.explain import Failure
 from service.engine.choice.explain import Option as _Option
-from service.engine.physics.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
+from service.engine.physics.estimate import (
+    copies_needed,
+    estimate,
+    gpu_count_candidates,
+    min_gpus_to_fit,
+)
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import (
@@ -289,18 +294,14 @@ def idle_gpus(workload: Workload, est: Estimate) -> bool:
 
 
 def padded(workload: Workload, est: Estimate) -> bool:
-    """Whether a serving option holds GPUs no replica uses, more model replicas than its
-    target load needs, or more pipeline stages than the model and the load need: the extras
-    would idle or only shave the batch (a few percent of latency on a memory-bound decode),
-    so the same GPU type at a smaller count serves the load for less. Such counts are not
-    offered (23 replicas of TP8 at batch 1 would serve 40 requests/s a few percent faster
-    than one), except at the
-    smallest count the offers allow (a whole instance is paid for anyway), and never when
-    GPUs would hold no replica (:func:`_evaluate_gpu`)."""
+    """Whether a serving option holds more model replicas than its target load needs, or more
+    pipeline stages than the model and the load need: the extras would idle or only shave the
+    batch (a few percent of latency on a memory-bound decode), so the same GPU type at a
+    smaller count serves the load for less. Such counts are not offered (23 replicas of TP8 at
+    batch 1 would serve 40 requests/s a few percent faster than one), except at the smallest
+    count the offers allow (a whole instance is paid for anyway). GPUs that no replica uses
+    are :func:`idle_gpus`, never offered."""
     spec = workload.inference
-    group = est.parallelism.tensor_parallel * est.parallelism.pipeline_parallel
-    if spec is not None and est.gpu_count % group:
-        return True  # GPUs no replica uses (24 GPUs, TP8 x PP2 replicas)
     if est.pipeline_deeper_than_needed:
         return True  # 64 H100s in 8 stages where 2 stages carry the load
     if spec is None or not spec.target_requests_per_s or not est.replicas or est.replicas <= 1:
@@ -308,7 +309,7 @@ def padded(workload: Workload, est: Estimate) -> bool:
     per_replica = (est.requests_per_s or 0.0) / est.replicas
     if per_replica <= 0:
         return False
-    return math.ceil(spec.target_requests_per_s / per_replica - 1e-9) < est.replicas
+    return copies_needed(spec.target_requests_per_s, per_replica) < est.replicas
 
 
 def _probe(

@@ -394,10 +394,9 @@ def _training_fixes(
 # ---------------------------------------------------------------- inference
 
 
-def _copies(spec_target: float | None, capacity_rps: float) -> int:
-    """Copies of a GPU group needed to carry ``spec_target`` requests/s when one group
-    completes ``capacity_rps`` at capacity (1 without a target); as
-    :func:`service.engine.choice.cost.replicas_needed`."""
+def copies_needed(spec_target: float | None, capacity_rps: float) -> int:
+    """Copies of a GPU group (or replicas) needed to carry ``spec_target`` requests/s when one
+    completes ``capacity_rps`` at capacity (1 without a target or a capacity)."""
     if not spec_target or capacity_rps <= 0:
         return 1
     return max(1, math.ceil(spec_target / capacity_rps - 1e-9))
@@ -427,12 +426,8 @@ def operating_batch(
 
     if capacity_batch <= 1 or covers(1):
         return 1
-    grid, x = {capacity_batch}, float(capacity_batch)
-    while x > 1.0:
-        x /= inf.CAPACITY_GRID_STEP
-        grid.add(max(1, int(x)))
     below = 1
-    for g in sorted(grid):
+    for g in sorted(inf.batch_grid(capacity_batch)):
         if g > 1 and covers(g):
             return next(b for b in range(below + 1, g + 1) if b == g or covers(b))
         below = g
@@ -453,7 +448,7 @@ def _shallower_pipeline_carries(
             batch = ctx.capacity_batch(tp, p)
             if batch is not None:
                 per_replica = inf.requests_per_s(spec, ctx.timing(tp, p, batch), p, 1)
-                if _copies(target, per_replica) <= replicas:
+                if copies_needed(target, per_replica) <= replicas:
                     return True
         p //= 2
     return False
@@ -508,12 +503,12 @@ def _estimate_inference(
         load_t = cap_t
         padded = False
         if target and spec.batch_size is None:
-            per_replica = target / (_copies(target, capacity) * in_group)
+            per_replica = target / (copies_needed(target, capacity) * in_group)
             op = operating_batch(ctx, o_tp, o_pp, batch, per_replica)
             load_t = ctx.timing(o_tp, o_pp, op)
             # more replicas in the group than the load needs: its latency is bought with
             # idle copies; any split that is not padded wins over it
-            padded = in_group > 1 and _copies(target, capacity / in_group) < in_group
+            padded = in_group > 1 and copies_needed(target, capacity / in_group) < in_group
         if padded and not was_padded:
             continue
         if latency_mode:
@@ -539,10 +534,11 @@ def _estimate_inference(
     offered = None
     deeper = False
     if target:
-        offered = target / _copies(target, requests_s)
+        copies = copies_needed(target, requests_s)
+        offered = target / copies
         if spec.batch_size is None and pp > 1:
-            deeper = _shallower_pipeline_carries(
-                ctx, tp, pp, target, _copies(target, requests_s) * placement.replicas)
+            deeper = _shallower_pipeline_carries(ctx, tp, pp, target,
+                                                 copies * placement.replicas)
     if target is not None and requests_s < target:
         replicas_needed = math.ceil(target / (requests_s / placement.replicas))
         warnings.append(

@@ -536,6 +536,15 @@ CAPACITY_GRID_STEP = 1.25
 the limits (about 30 timings from 1,024 down to 1)."""
 
 
+def batch_grid(top: int) -> set[int]:
+    """``top`` and the batches below it on a :data:`CAPACITY_GRID_STEP` grid, down to 1."""
+    grid, x = {top}, float(top)
+    while x > 1.0:
+        x /= CAPACITY_GRID_STEP
+        grid.add(max(1, int(x)))
+    return grid
+
+
 def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     """The best batch given the largest meeting the limits and the memory maximum."""
     hi = max(1, min(max_fit, int(c.MAX_AUTO_BATCH)))
@@ -694,10 +703,7 @@ class Context:
             assert spec is not None
             # every batch of the top grid step, then the grid below it
             floor = max(1, math.ceil(top / CAPACITY_GRID_STEP))
-            grid, x = set(range(floor, top + 1)), float(floor)
-            while x > 1.0:
-                x /= CAPACITY_GRID_STEP
-                grid.add(max(1, int(x)))
+            grid = set(range(floor, top + 1)) | batch_grid(floor)
             return max(sorted(grid), key=lambda b: requests_per_s(
                 spec, self.timing(tp, pp, b), pp, 1))
 
