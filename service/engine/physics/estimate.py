@@ -418,18 +418,21 @@ def operating_batch(
     answer is the least covering batch above the last grid batch that does not cover (a
     wiggle below that is missed: at most one grid step, 25%). The capacity batch always
     covers a load at most the capacity."""
-    spec = ctx.workload.inference
-    assert spec is not None
-
-    def covers(b: int) -> bool:
-        return inf.requests_per_s(spec, ctx.timing(tp, pp, b), pp, 1) >= load_rps * (1 - 1e-9)
-
-    if capacity_batch <= 1 or covers(1):
+    if capacity_batch <= 1:
+        return 1
+    need = load_rps * (1 - 1e-9)
+    # the grid in one array evaluation (batch 1 first), then the batches below the first
+    # covering grid batch in another
+    grid = sorted(inf.batch_grid(capacity_batch) | {1})
+    rates = ctx.requests_per_s_at(tp, pp, grid)
+    if rates[0] >= need:
         return 1
     below = 1
-    for g in sorted(inf.batch_grid(capacity_batch)):
-        if g > 1 and covers(g):
-            return next(b for b in range(below + 1, g + 1) if b == g or covers(b))
+    for g, rate in zip(grid[1:], rates[1:], strict=True):
+        if rate >= need:
+            between = list(range(below + 1, g))
+            return next((b for b, r in zip(between, ctx.requests_per_s_at(tp, pp, between),
+                                           strict=True) if r >= need), g)
         below = g
     return capacity_batch
 

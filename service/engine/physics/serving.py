@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import kernels
+from service.engine.physics import batched, kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
@@ -703,15 +705,28 @@ class Context:
             assert spec is not None
             # every batch of the top grid step, then the grid below it
             floor = max(1, math.ceil(top / CAPACITY_GRID_STEP))
-            grid = set(range(floor, top + 1)) | batch_grid(floor)
-            return max(sorted(grid), key=lambda b: requests_per_s(
-                spec, self.timing(tp, pp, b), pp, 1))
+            grid = sorted(set(range(floor, top + 1)) | batch_grid(floor))
+            rates = self.requests_per_s_at(tp, pp, grid)
+            return grid[rates.index(max(rates))]  # the first (smallest) of equal rates
 
         shared = (self.workload, self.gpu, self.rate, tp, pp)
         best = compute() if self.memo is None else self.memo.get(
             "serving_capacity_batch", shared, compute)
         self._capacity[key] = best
         return best
+
+    def requests_per_s_at(self, tp: int, pp: int, batches: list[int]) -> list[float]:
+        """Requests/s of one replica of split (tp, pp) at each of ``batches``: all at once
+        through the array form of the serving model (:mod:`batched`), or batch by batch through
+        the scalar one for models without it (CNNs) and for one or two batches."""
+        roof = self.model(tp, pp)
+        if len(batches) > 2 and batched.supported(roof):
+            rates: list[float] = batched.requests_per_s(
+                roof, np.array(batches, dtype=np.float64)).tolist()
+            return rates
+        spec = self.workload.inference
+        assert spec is not None
+        return [requests_per_s(spec, self.timing(tp, pp, b), pp, 1) for b in batches]
 
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the

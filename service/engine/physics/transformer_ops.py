@@ -70,6 +70,8 @@ class LayerOps:
         self.up = self.shape(self.up_n, h)
         self.down = self.shape(h, self.down_k)
         self.head = self.shape(self.vocab_n, h)
+        self.stacked: object | None = None
+        """The five GEMM shapes as arrays, built by :mod:`batched` on first use."""
 
     def shape(self, n: float, k: float) -> GemmShape:
         return GemmShape(self.dev, n, k, in_bytes=self.act_b, weight_bytes=self.w_b,

@@ -1,0 +1,220 @@
+"""The serving model evaluated over many batch sizes at once (numpy arrays).
+
+:class:`~serving.ServingModel` times one batch per call, kernel by kernel, in Python floats:
+the reference. The searches over the batch (the throughput-best batch of a split, the least
+batch carrying an offered load) ask it for tens to hundreds of batches each, and that loop of
+probes was most of a recommendation's time. Here the same operators are timed for a whole
+vector of batches in one pass: every formula of :class:`~kernels.GemmShape.time`,
+:meth:`~transformer_ops.LayerOps.forward` and :class:`~serving.ServingModel`'s phases,
+written elementwise, in the same order of operations (IEEE double arithmetic elementwise is
+the scalar arithmetic, so the figures agree with the reference to rounding: the differential
+test in ``tests/unit/test_batched.py`` holds them within 1e-12 relative).
+
+Only arrays of batches, and read-only attributes of the scalar objects: nothing here keeps
+state, so a result depends on its arguments alone. CNN/detector models (``GenericModel``)
+have no array form; callers fall back to the scalar model for them.
+
+Units: seconds [s], requests/s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from service.engine import constants as c
+from service.engine.physics.transformer_ops import LayerOps
+from service.engine.types import GenericModel, TransformerModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from service.engine.physics.serving import ServingModel
+
+Array = NDArray[np.float64]
+Phase = tuple[Array, Array, Array, Array]
+"""(compute_s, memory_s, comm_s, stall_s) per batch, as :data:`serving._Phase`."""
+
+
+def supported(model: ServingModel) -> bool:
+    """Whether ``model`` has an array form (transformers: decoders and encoders)."""
+    return not isinstance(model.model, GenericModel)
+
+
+class GemmStack:
+    """The GEMMs of a :class:`LayerOps` (QKV, attention output, MLP up, MLP down, LM head: rows
+    0-4) as arrays indexed [GEMM, tile shape, 1], so all five are timed in one pass."""
+
+    ROWS = 5
+
+    def __init__(self, ops: LayerOps) -> None:
+        shapes = (ops.qkv, ops.out, ops.up, ops.down, ops.head)
+        self.sms = float(shapes[0].sms)
+        self.per_flop = shapes[0].per_flop
+        self.tiles = len(shapes[0].shapes)
+
+        def column(values: list[float]) -> Array:
+            return np.array(values, dtype=np.float64)[:, None]
+
+        def table(i: int) -> Array:
+            return np.array([[t[i] for t in sh.shapes] for sh in shapes],
+                            dtype=np.float64)[:, :, None]
+
+        self.k = column([sh.k for sh in shapes])[:, :, None]
+        self.weight_s = column([sh.weight_s for sh in shapes])
+        self.row_s = column([sh.row_s for sh in shapes])
+        self.live = ~np.array([sh.empty for sh in shapes])[:, None]
+        self.tile_m, self.n_tiles = table(0), table(1)
+        self.split_cap, self.tile_flops = table(2), table(3)
+
+
+def stack(ops: LayerOps) -> GemmStack:
+    """The :class:`GemmStack` of ``ops``, built once (``ops`` lives in the shared cache)."""
+    found = ops.stacked
+    if not isinstance(found, GemmStack):
+        found = ops.stacked = GemmStack(ops)
+    return found
+
+
+def gemm_times(st: GemmStack, m: Array, groups: Array | float) -> tuple[Array, Array]:
+    """:meth:`GemmShape.time` of the stack's GEMMs: row ``g`` of ``m`` (and of ``groups``) is
+    GEMM ``g``'s row count per element. Each element tries the tile shapes in the same order
+    and stops at the same one as the scalar loop: the first whose running minimum of work makes
+    the kernel memory-bound (a running minimum, then the first index at or below the memory
+    time's work equivalent)."""
+    sms = st.sms
+    memory = (st.weight_s + m * st.row_s) * groups
+    enough = memory / st.per_flop
+    m3 = m[:, None, :]
+    g3 = groups[:, None, :] if isinstance(groups, np.ndarray) else groups
+    # >= 1 wherever the answer is kept (m > 0); 1 elsewhere keeps the divisions finite
+    tiles = np.maximum(np.ceil(m3 / st.tile_m) * st.n_tiles * g3, 1.0)
+    # >= 1 (only where tiles < sms is it used, and there it is >= 1 already)
+    split = np.maximum(np.minimum(np.floor_divide(sms, tiles), st.split_cap), 1.0)
+    splitting = (tiles < sms) & (split > 1)
+    tiles = np.where(splitting, tiles * split, tiles)
+    depth = np.where(splitting, st.k / split, st.k)
+    work = np.ceil(tiles / sms) * st.tile_flops * depth
+    least = np.minimum.accumulate(work, axis=1)
+    bound = least <= enough[:, None, :]
+    first = np.where(bound.any(axis=1), bound.argmax(axis=1), st.tiles - 1)
+    best = np.take_along_axis(least, first[:, None, :], axis=1)[:, 0, :]
+    keep = st.live & (m > 0)
+    return np.where(keep, best * st.per_flop, 0.0), np.where(keep, memory, 0.0)
+
+
+def forward_and_head(
+    ops: LayerOps, tokens: Array, attn_flops: Array, attn_bytes: Array, head_rows: Array,
+    touched: Array | float = 1.0,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """:meth:`LayerOps.forward` (compute_s, memory_s, total_s) and :meth:`LayerOps.lm_head`
+    (compute_s, memory_s) for every element."""
+    st = stack(ops)
+    m = np.empty((GemmStack.ROWS, tokens.shape[0]))
+    m[0] = m[1] = tokens
+    m[4] = head_rows
+    groups: Array | float = 1.0
+    if ops.moe:
+        g = np.maximum(1.0, ops.experts * touched)
+        m[2] = m[3] = tokens * ops.top_k / g
+        groups = np.ones_like(m)
+        groups[2] = groups[3] = g
+        elementwise = ops.elementwise * tokens * (1.0 + (ops.top_k - 1) * 0.5)
+    else:
+        m[2] = m[3] = tokens
+        elementwise = ops.elementwise * tokens
+    comp, memo = gemm_times(st, m, groups)
+    dev = ops.dev
+    attn_c, attn_m = attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s
+    top = np.maximum(comp, memo)
+    compute = comp[0] + comp[1] + comp[2] + comp[3] + attn_c
+    memory = memo[0] + memo[1] + memo[2] + memo[3] + attn_m
+    total = top[0] + top[1] + top[2] + top[3] + np.maximum(attn_c, attn_m)
+    mem_s = elementwise / dev.bytes_s
+    return (compute, memory + mem_s, total + mem_s + ops.kernels_s, comp[4], memo[4])
+
+
+def _iteration(
+    sm: ServingModel, rows: Array, attn_flops: Array, attn_bytes: Array, head_rows: Array
+) -> Phase:
+    """:meth:`ServingModel._iteration` for every element."""
+    model = sm.model
+    touched: Array | float = 1.0
+    if sm.ops.moe and isinstance(model, TransformerModel) and model.experts > 1:
+        touched = 1.0 - (1.0 - model.experts_per_token / model.experts) ** np.maximum(rows, 1.0)
+    lc, lm, lt, hc, hm = forward_and_head(sm.ops, rows, attn_flops, attn_bytes, head_rows,
+                                          touched)
+    layers = sm.layers
+    compute = lc * layers + hc
+    memory = lm * layers + hm
+    total = lt * layers + np.maximum(hc, hm) + sm.fixed_s + sm.per_seq_s * head_rows
+    links = _comm(sm, rows) + _pipeline(sm, rows)
+    comm = links if isinstance(links, np.ndarray) else np.full_like(rows, links)
+    return compute, memory, comm, np.maximum(0.0, total - np.maximum(compute, memory))
+
+
+def _comm(sm: ServingModel, tokens: Array) -> Array | float:
+    """:meth:`ServingModel._comm` for every element."""
+    if sm.tp <= 1:
+        return 0.0
+    nbytes = tokens * sm.h * sm.act_b
+    out = 2.0 * sm.layers * (sm.comm_vol * nbytes / sm.link_s + sm.coll_latency)
+    return np.where(tokens <= 0, 0.0, out)
+
+
+def _pipeline(sm: ServingModel, tokens: Array) -> Array | float:
+    """:meth:`ServingModel._pipeline` for every element."""
+    if sm.pp <= 1:
+        return 0.0
+    nbytes = tokens * sm.h * sm.act_b
+    return (sm.pp - 1) * (nbytes / sm.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
+
+
+def _kv_read(sm: ServingModel, seqs: Array) -> Array:
+    """:meth:`ServingModel._kv_read` for every element."""
+    sms = sm.dev.sms
+    blocks = np.maximum(seqs * sm.kv_blocks, 1e-300)  # > 0: the division stays finite
+    stretch = np.where(blocks < sms, sms / blocks, 1.0)
+    return np.where(seqs <= 0, 0.0, seqs * sm.ctx * sm.kv_layer * stretch)
+
+
+def decode(sm: ServingModel, batches: Array) -> Phase:
+    """:meth:`ServingModel._decode` (the steady-state iteration, TPOT) at every batch."""
+    share = batches / sm.out
+    kv = _kv_read(sm, batches)
+    return _iteration(sm, batches + share * sm.s,
+                      batches * sm.decode_attn + share * sm.prompt_attn,
+                      kv + share * sm.prompt_attn_bytes, batches)
+
+
+def prefill(sm: ServingModel, batches: Array) -> Phase:
+    """:meth:`ServingModel._prefill` (TTFT) at every batch."""
+    k = sm.chunks
+    rest = batches - 1.0
+    chunk = _iteration(sm, sm.s / k + rest, sm.prompt_attn / k + rest * sm.decode_attn,
+                       sm.prompt_attn_bytes / k + _kv_read(sm, rest), 1.0 + rest)
+    return chunk[0] * k, chunk[1] * k, chunk[2] * k, chunk[3] * k
+
+
+def encode(sm: ServingModel, batches: Array) -> Phase:
+    """An encoder's forward pass (:meth:`ServingModel.phases`' non-decoder branch)."""
+    rows = batches * sm.tokens
+    return _iteration(sm, rows, batches * sm.prompt_attn, batches * sm.prompt_attn_bytes,
+                      np.zeros_like(batches))
+
+
+def total(phase: Phase) -> Array:
+    """:attr:`PhaseTime.total_s` of every element."""
+    return np.maximum(phase[0], phase[1]) + phase[3] + phase[2]
+
+
+def requests_per_s(sm: ServingModel, batches: Array) -> Array:
+    """:func:`serving.requests_per_s` of one replica at every batch: a decoder completes
+    ``batch`` requests every ``output_tokens`` iterations (only the decode phase is timed),
+    an encoder ``batch`` per forward pass; ``pp`` batches in flight."""
+    if sm.decoder:
+        cycle = sm.spec.output_tokens * total(decode(sm, batches))
+    else:
+        cycle = total(encode(sm, batches))
+    rps: Array = batches / cycle * sm.pp * 1
+    return rps
