@@ -247,9 +247,9 @@ def groups(scored: Sequence[Scored]) -> list[GroupReport]:
 
 
 SPEARMAN_MIN_GPUS = 5
-"""Groups of at least this many GPUs carry the Spearman headline: over 3 or 4 GPUs rho takes
-only a handful of values (1.0, 0.8, 0.5, ... over 3), so one swapped pair moves it a lot and a
-perfect score is likely by chance (1 in 6 over 3 GPUs, 1 in 24 over 4)."""
+"""Groups of at least this many GPUs carry the Spearman headline: over 3 GPUs rho is one of
+1.0, 0.5, -0.5, -1.0 and over 4 it moves in steps of 0.2, so one swapped pair moves it a lot
+and a perfect score comes by chance often (1 in 6 over 3 GPUs, 1 in 24 over 4)."""
 
 
 @dataclass(frozen=True)
@@ -342,6 +342,10 @@ def render_families(scored: Sequence[Scored], not_held_out: Sequence[Scored] = (
     return "\n".join(lines)
 
 
+def _rho(value: float) -> str:
+    return "-" if value != value else f"{value:.3f}"
+
+
 def _points_table(scored: Sequence[Scored]) -> list[str]:
     lines = [
         "| point | GPU x n | metric | published | engine | error |",
@@ -381,11 +385,12 @@ def render(
         "",
         f"{s.points} points, {s.gpus} GPUs, {len(reports)} groups.{left_out}",
         f"Median Spearman per group, groups of >= {SPEARMAN_MIN_GPUS} GPUs "
-        f"({s.groups_spearman}): engine {s.median_spearman:.3f}, "
-        f"datasheet peak {s.median_baseline_spearman:.3f}.",
+        f"({s.groups_spearman}): engine {_rho(s.median_spearman)}, "
+        f"datasheet peak {_rho(s.median_baseline_spearman)}.",
         f"Median Spearman per group, groups of 3-{SPEARMAN_MIN_GPUS - 1} GPUs "
-        f"({s.groups_spearman_small}, little signal each): engine {s.median_spearman_small:.3f}, "
-        f"datasheet peak {s.median_baseline_spearman_small:.3f}.",
+        f"({s.groups_spearman_small}, little signal each): engine "
+        f"{_rho(s.median_spearman_small)}, datasheet peak "
+        f"{_rho(s.median_baseline_spearman_small)}.",
         f"Pairwise order: engine {s.pairwise:.1%}, datasheet peak {s.baseline_pairwise:.1%}.",
         f"Best GPU named: engine {s.best_named:.0%}, datasheet peak {s.baseline_best_named:.0%}.",
         f"Median absolute error: {s.median_abs_error:.1%}.",
