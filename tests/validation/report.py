@@ -3,16 +3,23 @@
 ``python -m tests.validation.report [points.csv ...]`` (``make validate``) prints, per workload
 group, the engine's Spearman rank correlation across GPUs and its pairwise order accuracy next
 to the datasheet-peak baseline (GPUs ordered by their dense peak at the workload's precision,
-the order the engine gave before v2), and the median absolute error of the engine's figures.
+the order the engine gave before v2), and the median absolute error of the engine's figures;
+per source family, the points, their median absolute error and the worst one; and the headline
+(median error, pairwise order, Spearman medians for groups of >= 5 GPUs and of 3-4 apart).
 
 Points are CSV rows (see ``points.csv``): a workload as the API takes it, a catalog GPU and
-count, a metric and the published value. Files are read here, never by the engine.
+count, a metric and the published value, and where it was published: ``source_family`` (the
+publisher's benchmark series) and ``source_key`` (one measurement campaign: suite + round +
+submitter for MLPerf, the system for TOP500, the page or file otherwise; ``;`` between keys
+when a row drew on several). A held-out point that shares a key with a calibration row is not
+held out: the headline leaves it out and lists it. Files are read here, never by the engine.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 import sys
 from collections.abc import Iterable, Sequence
@@ -44,6 +51,8 @@ class Point:
     value: float
     workload: Workload
     source: str
+    source_family: str
+    source_keys: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,50 @@ def load(path: Path = POINTS) -> list[Point]:
                 value=float(row["value"]),
                 workload=spec.to_engine(),
                 source=row["source"],
+                source_family=row["source_family"],
+                source_keys=parse_source_keys(row["source_key"]),
             ))
     return out
+
+
+def parse_source_keys(text: str) -> frozenset[str]:
+    return frozenset(k.strip() for k in text.split(";") if k.strip())
+
+
+_MLPERF_REPO = re.compile(r"github\.com/mlcommons/(inference|training)_results_(v[0-9.]+)")
+_MLPERF_SUBMITTER = re.compile(r"closed/([^/]+)/")
+_MLPERF_NAMED = re.compile(r"MLPerf (Inference|Training) (v[0-9.]+) closed \(([^)]+)\)")
+
+
+def derived_source_key(source: str, locator: str) -> str | None:
+    """The source key that a row's ``source`` and ``source_locator`` name, where they name one.
+
+    MLPerf: ``mlperf-<suite>-<round>/<submitter>``, read from the results repository and the
+    ``closed/<submitter>/`` path, or from "MLPerf <Suite> <round> closed (<submitter>)".
+    Another GitHub repository: the repository and the file path that opens the locator. None
+    when the row names no such thing (a paper, a TOP500 system, a recalled figure): its
+    ``source_key`` column is then the only identity.
+    """
+    repo = _MLPERF_REPO.fullmatch(source)
+    if repo:
+        submitter = _MLPERF_SUBMITTER.match(locator)
+        if submitter is None:
+            return None
+        return f"mlperf-{repo[1]}-{repo[2]}/{submitter[1].lower()}"
+    named = _MLPERF_NAMED.match(source)
+    if named:
+        return f"mlperf-{named[1].lower()}-{named[2]}/{named[3].lower()}"
+    if source.startswith("github.com/") and locator:
+        path = locator.split()[0].rstrip(",:")
+        if "/" in path or "." in path:
+            return f"{source}/{path}"
+    return None
+
+
+def same_source(points: Iterable[Point], calibration: Iterable[Point]) -> list[Point]:
+    """Points that share a source key with a calibration row (so are not held out)."""
+    used = set().union(*(c.source_keys for c in calibration))
+    return [p for p in points if p.source_keys & used]
 
 
 def _metric(p: Point, est: Estimate) -> float:
@@ -195,12 +246,24 @@ def groups(scored: Sequence[Scored]) -> list[GroupReport]:
     return out
 
 
+SPEARMAN_MIN_GPUS = 5
+"""Groups of at least this many GPUs carry the Spearman headline: over 3 GPUs rho is one of
+1.0, 0.5, -0.5, -1.0 and over 4 it moves in steps of 0.2, so one swapped pair moves it a lot
+and a perfect score comes by chance often (1 in 6 over 3 GPUs, 1 in 24 over 4)."""
+
+
 @dataclass(frozen=True)
 class Summary:
     points: int
     gpus: int
     median_spearman: float
+    """Median over groups of >= ``SPEARMAN_MIN_GPUS`` GPUs."""
     median_baseline_spearman: float
+    groups_spearman: int
+    median_spearman_small: float
+    """Median over groups of 3 to ``SPEARMAN_MIN_GPUS - 1`` GPUs (reported apart)."""
+    median_baseline_spearman_small: float
+    groups_spearman_small: int
     pairwise: float
     baseline_pairwise: float
     median_abs_error: float
@@ -220,7 +283,8 @@ def _mean(values: list[float]) -> float:
 
 
 def summarize(scored: Sequence[Scored], reports: Sequence[GroupReport]) -> Summary:
-    ranked = [r for r in reports if r.n >= 3]
+    ranked = [r for r in reports if r.n >= SPEARMAN_MIN_GPUS]
+    small = [r for r in reports if 3 <= r.n < SPEARMAN_MIN_GPUS]
     compared = [r for r in reports if r.n >= 2]
     pairs = sum(r.pairs for r in reports)
     return Summary(
@@ -228,6 +292,10 @@ def summarize(scored: Sequence[Scored], reports: Sequence[GroupReport]) -> Summa
         gpus=len({s.point.gpu.slug for s in scored}),
         median_spearman=_median([r.spearman for r in ranked]),
         median_baseline_spearman=_median([r.baseline_spearman for r in ranked]),
+        groups_spearman=len(ranked),
+        median_spearman_small=_median([r.spearman for r in small]),
+        median_baseline_spearman_small=_median([r.baseline_spearman for r in small]),
+        groups_spearman_small=len(small),
         pairwise=sum(r.pairs_ok for r in reports) / pairs if pairs else NAN,
         baseline_pairwise=sum(r.baseline_pairs_ok for r in reports) / pairs if pairs else NAN,
         median_abs_error=statistics.median(abs(s.error) for s in scored),
@@ -236,7 +304,68 @@ def summarize(scored: Sequence[Scored], reports: Sequence[GroupReport]) -> Summa
     )
 
 
-def render(scored: Sequence[Scored], reports: Sequence[GroupReport]) -> str:
+@dataclass(frozen=True)
+class FamilyReport:
+    family: str
+    n: int
+    median_abs_error: float
+    worst: Scored
+    """The point with the largest absolute error."""
+
+
+def families(scored: Sequence[Scored]) -> list[FamilyReport]:
+    by: dict[str, list[Scored]] = {}
+    for s in scored:
+        by.setdefault(s.point.source_family, []).append(s)
+    return [
+        FamilyReport(
+            family=name,
+            n=len(items),
+            median_abs_error=statistics.median(abs(s.error) for s in items),
+            worst=max(items, key=lambda s: abs(s.error)),
+        )
+        for name, items in sorted(by.items())
+    ]
+
+
+def render_families(scored: Sequence[Scored], not_held_out: Sequence[Scored] = ()) -> str:
+    """Per source family: points, median absolute error, worst point; families whose points
+    share a source with calibration are listed apart (they are not in the headline)."""
+    lines = [
+        "| source family | points | median abs err | worst point |",
+        "|---|---|---|---|",
+    ]
+    for label, items in (("", scored), (" (same source as calibration)", not_held_out)):
+        for f in families(items):
+            lines.append(f"| {f.family}{label} | {f.n} | {f.median_abs_error:.0%} | "
+                         f"{f.worst.point.id} {f.worst.error:+.0%} |")
+    return "\n".join(lines)
+
+
+def _rho(value: float) -> str:
+    return "-" if value != value else f"{value:.3f}"
+
+
+def _points_table(scored: Sequence[Scored]) -> list[str]:
+    lines = [
+        "| point | GPU x n | metric | published | engine | error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for x in scored:
+        p = x.point
+        lines.append(f"| {p.id} | {p.gpu.slug} x{p.gpu_count} | {p.metric} | {p.value:,.4g} | "
+                     f"{x.predicted:,.4g} | {x.error:+.0%} |")
+    return lines
+
+
+def render(
+    scored: Sequence[Scored],
+    reports: Sequence[GroupReport],
+    not_held_out: Sequence[Scored] = (),
+) -> str:
+    """The per-group table, the headline and the per-family table over ``scored``, then each
+    point; ``not_held_out`` (points sharing a source with calibration) only in the per-family
+    table and a list of their own."""
     lines = [
         "| group | GPUs | Spearman (engine / peak) | pairwise (engine / peak) | median abs err |"
         " best named (engine / peak) |",
@@ -248,31 +377,46 @@ def render(scored: Sequence[Scored], reports: Sequence[GroupReport]) -> str:
         best = f"{'yes' if r.best_named else 'no'} / {'yes' if r.baseline_best_named else 'no'}"
         lines.append(f"| {r.group} | {r.n} | {rho} | {pw} | {r.median_abs_error:.0%} | {best} |")
     s = summarize(scored, reports)
+    left_out = (
+        f" {len(not_held_out)} points that share a source with calibration are left out."
+        if not_held_out else ""
+    )
     lines += [
         "",
-        f"{s.points} points, {s.gpus} GPUs, {len(reports)} groups.",
-        f"Median Spearman per group (>= 3 GPUs): engine {s.median_spearman:.3f}, "
-        f"datasheet peak {s.median_baseline_spearman:.3f}.",
+        f"{s.points} points, {s.gpus} GPUs, {len(reports)} groups.{left_out}",
+        f"Median Spearman per group, groups of >= {SPEARMAN_MIN_GPUS} GPUs "
+        f"({s.groups_spearman}): engine {_rho(s.median_spearman)}, "
+        f"datasheet peak {_rho(s.median_baseline_spearman)}.",
+        f"Median Spearman per group, groups of 3-{SPEARMAN_MIN_GPUS - 1} GPUs "
+        f"({s.groups_spearman_small}, little signal each): engine "
+        f"{_rho(s.median_spearman_small)}, datasheet peak "
+        f"{_rho(s.median_baseline_spearman_small)}.",
         f"Pairwise order: engine {s.pairwise:.1%}, datasheet peak {s.baseline_pairwise:.1%}.",
         f"Best GPU named: engine {s.best_named:.0%}, datasheet peak {s.baseline_best_named:.0%}.",
         f"Median absolute error: {s.median_abs_error:.1%}.",
         "",
-        "| point | GPU x n | metric | published | engine | error |",
-        "|---|---|---|---|---|---|",
+        render_families(scored, not_held_out),
+        "",
+        *_points_table(scored),
     ]
-    for x in scored:
-        p = x.point
-        lines.append(f"| {p.id} | {p.gpu.slug} x{p.gpu_count} | {p.metric} | {p.value:,.4g} | "
-                     f"{x.predicted:,.4g} | {x.error:+.0%} |")
+    if not_held_out:
+        lines += ["", "Not held out (same source as a calibration row):", "",
+                  *_points_table(not_held_out)]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str]) -> int:
     paths = [Path(a) for a in argv] or [POINTS]
+    calibration = load(CALIBRATION)
     for path in paths:
         scored = score(load(path))
+        shared = (
+            set() if path.resolve() == CALIBRATION.resolve()
+            else {p.id for p in same_source((s.point for s in scored), calibration)}
+        )
+        held = [s for s in scored if s.point.id not in shared]
         print(f"## {path.name}\n")
-        print(render(scored, groups(scored)))
+        print(render(held, groups(held), [s for s in scored if s.point.id in shared]))
         print()
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -27,10 +28,19 @@ vendor factor comes from the same-round ratio."""
 
 def _tolerance(point_id: str) -> float:
     return WIDER.get(point_id, CALIBRATION_TOLERANCE)
-MIN_MEDIAN_SPEARMAN = 0.97
+
+
+# Held-out thresholds, on the validation set disjoint by source from calibration (80 points).
+MIN_MEDIAN_SPEARMAN = 0.95
+"""Median Spearman over groups of >= 5 GPUs (0.964 there). Groups of 3-4 are reported apart
+and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6. This was 0.97 over
+every group of >= 3 GPUs when the set still held the sources calibration was read from."""
 MIN_SPEARMAN_MARGIN = 0.05
 MIN_PAIRWISE = 0.92
 MAX_MEDIAN_ABS_ERROR = 0.20
+MAX_FAMILY_MEDIAN_ABS_ERROR = 0.35
+"""No source family's median absolute error above this (worst today: MLPerf v4.1 Lenovo 2x L4,
+32%; Lambda 29%; llm-foundry 28%)."""
 MIN_BEST_NAMED = 0.80
 
 
@@ -44,18 +54,62 @@ def held_out() -> list[r.Scored]:
     return r.score(r.load(r.POINTS))
 
 
-def test_at_most_twelve_calibration_points_and_disjoint_from_validation() -> None:
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_at_most_twelve_calibration_points_and_a_broad_validation_set() -> None:
     cal = r.load(r.CALIBRATION)
     assert 1 <= len(cal) <= 12
     held = r.load(r.POINTS)
+    assert len(held) >= 60
+    assert len({p.gpu.slug for p in held}) >= 10
+    assert {p.kind for p in held} == {"training", "inference", "compute"}
+
+
+@pytest.mark.parametrize("path", [r.POINTS, r.CALIBRATION], ids=lambda p: p.name)
+def test_every_row_names_its_source_family_and_key(path: Path) -> None:
+    """The source columns agree with what ``source`` / ``source_locator`` name, where they
+    name a results repository or a file; MLPerf keys are suite + round + submitter and the
+    family is that key."""
+    for row in _rows(path):
+        keys = r.parse_source_keys(row["source_key"])
+        assert row["source_family"] and keys, row["id"]
+        derived = r.derived_source_key(row["source"], row["source_locator"])
+        if derived is not None:
+            assert derived in keys, (row["id"], derived, keys)
+        if derived is not None and derived.startswith("mlperf-"):
+            assert row["source_family"] == derived, row["id"]
+
+
+def test_source_keys_ignore_the_commit_and_the_table() -> None:
+    """Two versions or tables of one page are one source (the issue this test was written
+    for: TensorRT-LLM's perf-overview v0.17 table held out against its v1.0 table)."""
+    repo = "github.com/NVIDIA/TensorRT-LLM"
+    a = r.derived_source_key(repo, "docs/source/performance/perf-overview.md (v1.0 tables), x")
+    b = r.derived_source_key(
+        repo, "docs/source/performance/perf-overview.md @ 258c7540 (table 'version 0.17')"
+    )
+    assert a == b == f"{repo}/docs/source/performance/perf-overview.md"
+    mlperf = "github.com/mlcommons/inference_results_v3.1"
+    assert r.derived_source_key(mlperf, "closed/NVIDIA/results/L4x1_TRT/bert-99/...") == (
+        r.derived_source_key("MLPerf Inference v3.1 closed (NVIDIA)", "")
+    ) == "mlperf-inference-v3.1/nvidia"
+
+
+def test_validation_is_disjoint_from_calibration_by_source() -> None:
+    """No held-out point comes from a source a calibration row was read from: same MLPerf
+    suite, round and submitter, same TOP500 system, or same page or file (any version)."""
+    cal = r.load(r.CALIBRATION)
+    held = r.load(r.POINTS)
+    shared = r.same_source(held, cal)
+    assert not shared, f"{len(shared)} share a source: {sorted(p.id for p in shared)}"
 
     def setup(p: r.Point) -> tuple[object, ...]:
         return (p.gpu.slug, p.gpu_count, p.metric, p.workload)
 
     assert not {setup(p) for p in cal} & {setup(p) for p in held}
-    assert len(held) >= 60
-    assert len({p.gpu.slug for p in held}) >= 10
-    assert {p.kind for p in held} == {"training", "inference", "compute"}
 
 
 def test_every_calibration_row_is_in_calibration_md() -> None:
@@ -86,6 +140,11 @@ def test_held_out_median_error(held_out: list[r.Scored]) -> None:
     assert summary.median_abs_error <= MAX_MEDIAN_ABS_ERROR
 
 
+def test_no_source_family_far_off(held_out: list[r.Scored]) -> None:
+    worst = max(r.families(held_out), key=lambda f: f.median_abs_error)
+    assert worst.median_abs_error <= MAX_FAMILY_MEDIAN_ABS_ERROR, worst
+
+
 def _passes(scored: list[r.Scored], cal: list[r.Scored]) -> bool:
     summary = r.summarize(scored, r.groups(scored))
     return (
@@ -93,6 +152,7 @@ def _passes(scored: list[r.Scored], cal: list[r.Scored]) -> bool:
         and summary.median_spearman >= MIN_MEDIAN_SPEARMAN
         and summary.pairwise >= MIN_PAIRWISE
         and summary.median_abs_error <= MAX_MEDIAN_ABS_ERROR
+        and all(f.median_abs_error <= MAX_FAMILY_MEDIAN_ABS_ERROR for f in r.families(scored))
         and summary.best_named >= MIN_BEST_NAMED
     )
 
