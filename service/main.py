@@ -21,6 +21,7 @@ from service.config import Settings, get_settings
 from service.db import SQLITE_BEGIN, make_engine
 from service.db_deadline import install_db_deadline
 from service.errors import PROBLEM_JSON, Problem, install_error_handlers
+from service.estimates.service import ENGINE_CACHE
 from service.guards import (
     AdmissionMiddleware,
     BodyTimeoutMiddleware,
@@ -30,6 +31,7 @@ from service.guards import (
 from service.health import router as health_router
 from service.observability import (
     BodySizeLimitMiddleware,
+    CacheCollector,
     Metrics,
     ObservabilityMiddleware,
     configure_logging,
@@ -122,6 +124,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.settings = settings
     app.state.engine = engine
     app.state.metrics = Metrics()
+    app.state.metrics.registry.register(CacheCollector(ENGINE_CACHE.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)

@@ -7,9 +7,12 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +41,28 @@ class Metrics:
             "Time spent ranking GPUs for one recommendation (engine + offer selection)",
             buckets=LATENCY_BUCKETS, registry=self.registry,
         )
+
+
+class CacheCollector(Collector):
+    """The engine cache's tables at scrape time: entries and estimated bytes per table
+    (``stats``: the cache's :meth:`~service.engine.cache.EngineCache.stats`)."""
+
+    def __init__(self, stats: Callable[[], Mapping[str, tuple[int, int]]]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        entries = GaugeMetricFamily(
+            "gpu_advisor_engine_cache_entries",
+            "Entries in each table of this process's shared engine cache", labels=["table"])
+        size = GaugeMetricFamily(
+            "gpu_advisor_engine_cache_bytes",
+            "Estimated bytes held by each table of this process's shared engine cache",
+            labels=["table"])
+        for table, (count, nbytes) in sorted(self._stats().items()):
+            entries.add_metric([table], count)
+            size.add_metric([table], nbytes)
+        yield entries
+        yield size
 
 
 class JsonFormatter(logging.Formatter):

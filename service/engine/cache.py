@@ -2,20 +2,27 @@
 
 The engine keeps no module-global caches. Two kinds of memo exist:
 
-* :class:`EngineCache`: results that are pure functions of frozen inputs and are themselves
-  immutable (estimates, the smallest GPU count that fits, the fastest training layout and
-  splits, serving timings and batch limits, ranking floors). Shared across requests and
-  threads: bounded per table, inserts under a lock, clearable.
-* :class:`Memo`: one call's scratch space (the per-GPU inference contexts, whose own memo
-  dicts fill as a recommendation walks the GPU counts). Never shared between requests; it
-  reads and fills the shared :class:`EngineCache` it was given, if any.
+* :class:`EngineCache`: results that are pure functions of frozen inputs that many requests
+  share -- a GPU's :class:`~physics.kernels.Device`, a model shape's layer GEMMs on it, a
+  GPU's network figures, the offer index of a quote snapshot, rendered provisioning text:
+  the tables of :data:`SHARED_TABLES`, keyed by shapes and catalog rows, never by a whole
+  workload. Shared across requests and threads: bounded per table, inserts under a lock,
+  clearable, measured (:meth:`EngineCache.stats`, exported on ``/metrics``).
+* :class:`Memo`: one call's scratch space. Everything keyed by the request's workload
+  (estimates, serving timings and batch searches, ranking floors and options, the per-GPU
+  inference contexts) lives here and is dropped with the request: a varied stream of
+  workloads would only fill a shared table with entries no later request asks for, and keep
+  them for the collector to walk.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from itertools import islice
 from typing import Any, TypeVar
 
 V = TypeVar("V")
@@ -32,6 +39,47 @@ the largest ordinary table stays under ~30 MB per process; an ``offer_index`` en
 whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
 4,096 of them, ~8 MB."""
+
+
+SHARED_TABLES = frozenset({
+    "device", "layer_ops", "network_gpu", "offer_index", "count_candidates", "skypilot_yaml",
+})
+"""The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
+shapes, offer snapshots, provisioning tasks); every other table is one call's
+(:meth:`Memo.get`)."""
+
+SAMPLED_ENTRIES = 8
+"""Entries per table whose size :meth:`EngineCache.stats` measures (the mean stands for all)."""
+
+
+_NOT_DATA = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+             types.MethodType)
+
+
+def deep_size(obj: object, limit: int = 20_000) -> int:
+    """Bytes of ``obj`` and of the objects it references (each counted once; classes, modules
+    and functions not counted; at most ``limit`` objects walked)."""
+    seen: set[int] = set()
+    stack, total = [obj], 0
+    while stack and len(seen) < limit:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, _NOT_DATA):
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, list | tuple | set | frozenset):
+            stack.extend(o)
+        else:
+            fields = getattr(o, "__dict__", None)
+            if isinstance(fields, dict):
+                stack.append(fields)
+            for slot in getattr(type(o), "__slots__", ()):
+                if hasattr(o, slot):
+                    stack.append(getattr(o, slot))
+    return total
 
 
 class EngineCache:
@@ -85,6 +133,23 @@ class EngineCache:
         with self._lock:
             return {name: len(t) for name, t in self._tables.items()}
 
+    def stats(self) -> dict[str, tuple[int, int]]:
+        """Per table: (entries, estimated bytes): the mean :func:`deep_size` of up to
+        :data:`SAMPLED_ENTRIES` entries (key and value) times the entries. Values shared
+        between entries (a Device inside every LayerOps) count in each: an upper estimate."""
+        with self._lock:
+            tables = {name: list(islice(reversed(t.items()), SAMPLED_ENTRIES))
+                      for name, t in self._tables.items()}
+            counts = {name: len(t) for name, t in self._tables.items()}
+        out: dict[str, tuple[int, int]] = {}
+        for name, sample in tables.items():
+            if not sample:
+                out[name] = (0, 0)
+                continue
+            mean = sum(deep_size(item) for item in sample) / len(sample)
+            out[name] = (counts[name], int(mean * counts[name]))
+        return out
+
 
 class Memo:
     """One call's memo: private scratch tables plus the shared :class:`EngineCache`."""
@@ -94,8 +159,9 @@ class Memo:
         self._local: dict[tuple[str, Hashable], Any] = {}
 
     def get(self, table: str, key: Hashable, compute: Callable[[], V]) -> V:
-        """Shared when an :class:`EngineCache` was given, else memoized for this call only."""
-        if self.shared is not None:
+        """Kept in the shared :class:`EngineCache` when ``table`` is one of
+        :data:`SHARED_TABLES` and a cache was given, else memoized for this call only."""
+        if self.shared is not None and table in SHARED_TABLES:
             return self.shared.get(table, key, compute)
         return self.scratch(table, key, compute)
 

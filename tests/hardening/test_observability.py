@@ -89,3 +89,25 @@ def test_metrics_count_requests_and_latency_per_route(client: TestClient) -> Non
     assert _sample(text, "gpu_advisor_http_requests_total",
                    route="unmatched", method="GET", status="404") == 2
     assert not re.search(r'route="/random', text)
+
+
+def test_metrics_report_the_engine_cache_and_it_keeps_no_workload_tables(
+        client: TestClient) -> None:
+    """After two different recommendations the shared engine cache holds only the tables
+    keyed by GPUs, model shapes, offers and provisioning tasks (SHARED_TABLES), never one
+    keyed by a whole workload, and /metrics reports each table's entries and bytes."""
+    from service.engine.cache import SHARED_TABLES
+    from service.estimates.service import ENGINE_CACHE
+
+    ENGINE_CACHE.clear()
+    other = {**WORKLOAD, "inference": {**WORKLOAD["inference"], "prompt_tokens": 1234}}
+    for body in (WORKLOAD, other):
+        assert client.post("/v1/recommendations", json=body).status_code == 200
+    tables = ENGINE_CACHE.stats()
+    assert set(tables) <= SHARED_TABLES, set(tables) - SHARED_TABLES
+    assert tables["layer_ops"][0] > 0 and tables["layer_ops"][1] > 1000 * tables["layer_ops"][0]
+    text = client.get("/metrics").text
+    assert "# TYPE gpu_advisor_engine_cache_entries gauge" in text
+    for table, (entries, nbytes) in tables.items():
+        assert _sample(text, "gpu_advisor_engine_cache_entries", table=table) == entries
+        assert _sample(text, "gpu_advisor_engine_cache_bytes", table=table) > 0
