@@ -108,6 +108,6 @@ def test_metrics_report_the_engine_cache_and_it_keeps_no_workload_tables(
     assert tables["layer_ops"][0] > 0 and tables["layer_ops"][1] > 1000 * tables["layer_ops"][0]
     text = client.get("/metrics").text
     assert "# TYPE gpu_advisor_engine_cache_entries gauge" in text
-    for table, (entries, nbytes) in tables.items():
+    for table, (entries, _nbytes) in tables.items():
         assert _sample(text, "gpu_advisor_engine_cache_entries", table=table) == entries
         assert _sample(text, "gpu_advisor_engine_cache_bytes", table=table) > 0

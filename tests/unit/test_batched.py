@@ -145,3 +145,29 @@ def test_searches_pick_the_reference_batches(index: int) -> None:
                 load = top * share
                 assert operating_batch(ctx, tp, pp, capacity, load) == (
                     _reference_operating_batch(ctx, tp, pp, capacity, load)), (gpu.slug, share)
+
+
+@pytest.mark.parametrize("name", ["llm-serving", "llm-training", "cnn-edge", "fp64-simulation",
+                                  "too-big"])
+def test_a_recommendation_leaves_no_reference_cycles(name: str) -> None:
+    """Every object a recommendation builds is freed by reference counting when it returns
+    (no per-request cycles for the collector to find: its full passes were the pauses of a
+    long soak). Fails if an inference context keeps the request's memo that keeps it."""
+    import gc
+
+    from service.engine.choice.ranking import recommend
+    from service.workloads.examples import EXAMPLES
+    from tests.unit.catalog_data import load_offers
+
+    example = EXAMPLES[name]
+    workload = WorkloadSpec.model_validate(example["workload"]).to_engine()
+    gpus, offers, cache = load_gpus(), load_offers(), EngineCache()
+    recommend(workload, gpus, offers, cache=cache)  # fills the shared tables first
+    gc.collect()
+    gc.disable()
+    try:
+        recommend(workload, gpus, offers, objective=example.get("objective", "balanced"),
+                  cache=cache)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -570,7 +570,10 @@ class Context:
         memo: Memo | None = None,
     ) -> None:
         self.workload, self.gpu, self.precision, self.rate = workload, gpu, precision_used, rate
-        self.memo = memo
+        # its own memo over the caller's shared cache, not the caller's memo: the caller's
+        # keeps this context, and a context keeping it back would make every request's
+        # figures a reference cycle, freed only by the collector
+        self.memo = None if memo is None else Memo(memo.shared)
         self.usable = mem.usable_memory_bytes(gpu.memory_gb)
         self.seqs_cap = max_num_seqs(workload, gpu)
         model = workload.model
@@ -665,18 +668,12 @@ class Context:
         return found
 
     def timing(self, tp: int, pp: int, batch: int) -> Timing:
-        """The split's :class:`Timing` at ``batch`` (immutable: kept in the shared cache, so a
-        repeated request builds no serving model at all)."""
+        """The split's :class:`Timing` at ``batch``, once per context (every count of the GPU
+        type asks for the same few batches)."""
         local = (tp, pp, batch)
         found = self._timings.get(local)
         if found is None:
-            if self.memo is None:
-                found = self.model(tp, pp).timing(batch)
-            else:
-                key = (self.workload, self.gpu, self.rate, tp, pp, batch)
-                found = self.memo.get("serving_timing", key,
-                                      lambda: self.model(tp, pp).timing(batch))
-            self._timings[local] = found
+            found = self._timings[local] = self.model(tp, pp).timing(batch)
         return found
 
     def capacity_batch(self, tp: int, pp: int = 1) -> int | None:
@@ -690,8 +687,7 @@ class Context:
         largest meeting the limits down one :data:`CAPACITY_GRID_STEP` (25%), and a grid of
         that step below, is timed and the one with the most requests/s is kept (ties: the
         smaller batch). A tighter limit whose best batch lies in that top step is then never
-        better than the looser one (the property suite checks it). Kept in the shared
-        cache."""
+        better than the looser one (the property suite checks it). Once per context."""
         key = (tp, pp)
         found = self._capacity.get(key, 0)
         if found != 0:
@@ -709,10 +705,7 @@ class Context:
             rates = self.requests_per_s_at(tp, pp, grid)
             return grid[rates.index(max(rates))]  # the first (smallest) of equal rates
 
-        shared = (self.workload, self.gpu, self.rate, tp, pp)
-        best = compute() if self.memo is None else self.memo.get(
-            "serving_capacity_batch", shared, compute)
-        self._capacity[key] = best
+        best = self._capacity[key] = compute()
         return best
 
     def requests_per_s_at(self, tp: int, pp: int, batches: list[int]) -> list[float]:
@@ -731,19 +724,12 @@ class Context:
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
         batch that fits memory (a larger one could never run: ``clamp_batch`` of it and of
-        the unbounded search agree): an int, kept in the shared cache across requests."""
+        the unbounded search agree): an int, once per context."""
         key = (tp, pp)
         found = self._limits.get(key)
         if found is None:
-            shared = (self.workload, self.gpu, self.rate, tp, pp)
-            hi = self.batch_cap(tp, pp)
-
-            def compute() -> int:
-                return largest_meeting(self.model(tp, pp), hi)
-
-            found = compute() if self.memo is None else self.memo.get(
-                "serving_limit_batch", shared, compute)
-            self._limits[key] = found
+            found = self._limits[key] = largest_meeting(self.model(tp, pp),
+                                                        self.batch_cap(tp, pp))
         return found
 
 
