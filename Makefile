@@ -10,7 +10,7 @@ UV ?= uv
 # `make run` and `make test` may start together on a fresh clone: one venv install at a time.
 FLOCK := $(shell command -v flock >/dev/null 2>&1 && echo flock $(VENV).install.lock)
 
-.PHONY: run test lint typecheck ci bench validate openapi screenshots lock clean
+.PHONY: run test test-fast lint typecheck ci bench validate openapi screenshots lock clean
 
 # Every version comes from the committed lock (pinned by `make lock`), the build backend
 # included; the project itself is installed editable, without dependencies and built with that
@@ -28,6 +28,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile
+
+# The suite without the slow tests (races, overload, live servers) and the browser tests: quick
+# feedback while working; `make test` (or .ci/run) before a merge.
+FAST_MARKERS := not slow and not browser
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "$(FAST_MARKERS)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check service gpu_advisor_client tests bench migrations
