@@ -36,7 +36,7 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile -m "$(FAST_MARKERS)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check service gpu_advisor_client tests bench migrations
+	$(BIN)/ruff check service gpu_advisor_client examples tests bench migrations
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
