@@ -1,5 +1,6 @@
 # The API image: every dependency from the committed lock (requirements.lock, `make lock`), the
-# app itself installed as a regular (non-editable) package, and an unprivileged user at run time.
+# app itself installed as a regular (non-editable) package built with the lock's setuptools (no
+# build isolation, so nothing unpinned is fetched), and an unprivileged user at run time.
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
@@ -8,7 +9,7 @@ RUN /opt/venv/bin/pip install -r /tmp/requirements.lock
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN /opt/venv/bin/pip install --no-deps . && /opt/venv/bin/pip check
+RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . && /opt/venv/bin/pip check
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH \

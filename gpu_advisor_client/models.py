@@ -299,21 +299,80 @@ class QuoteRef(_Response):
     multi_node: bool = False
 
 
+class _ReadsLikeADict(_Response):
+    """Also readable as the plain dict the client returned before this was typed:
+    ``cost["usd_per_hour"]``, ``cost.get("total_usd")``, ``"gpus" in cost`` (fields the server
+    added later included); iterating is pydantic's, (name, value) pairs."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key in type(self).model_fields:
+            return getattr(self, key)
+        extra = self.__pydantic_extra__ or {}
+        if key in extra:
+            return extra[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in type(self).model_fields
+                                         or key in (self.__pydantic_extra__ or {}))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+
+class Cost(_ReadsLikeADict):
+    """What a candidate costs. Money is null when ``known`` is false (no usable quote) and for
+    the figures that do not apply (``total_usd`` is for training and compute jobs,
+    ``usd_per_million_output_tokens`` for LLM serving, ``usd_per_1k_requests`` for other
+    serving, the ``owned`` figures for purchase quotes)."""
+
+    known: bool
+    usd_per_hour: float | None
+    """All instances of all replicas [USD/hour]; owned: amortisation + power."""
+    total_usd: float | None
+    """Training / compute: to finish [USD]."""
+    usd_per_million_output_tokens: float | None
+    usd_per_1k_requests: float | None
+    replicas: int
+    instances: int
+    """Instances rented or bought, all replicas."""
+    gpus: int
+    """GPUs paid for, all replicas (= the candidate's ``gpu_count``)."""
+    owned: bool
+    amortized_usd_per_hour: float | None
+    power_usd_per_hour: float | None
+    break_even_months: float | None
+    energy_kwh: float | None
+    """To finish (training / compute) or per hour of serving [kWh]."""
+
+
+class Provision(_ReadsLikeADict):
+    """Ready-to-use provisioning: a SkyPilot task and Kubernetes manifests."""
+
+    skypilot_yaml: str | None
+    """A SkyPilot task (add ``run:``); null for owned hardware, providers that are not SkyPilot
+    clouds and GPUs without a SkyPilot name (``skypilot_note`` says which)."""
+    skypilot_note: str | None
+    kubernetes: list[dict[str, Any]]
+    """Complete manifests (Deployment + Service, StatefulSets, or a Job), as plain objects."""
+    kubernetes_note: str | None
+
+
 class Candidate(_Response):
     rank: int
     gpu: GpuRef
     gpu_count: int
-    """GPUs the answer runs and pays for, every replica included (= cost["gpus"])."""
+    """GPUs the answer runs and pays for, every replica included (= cost.gpus)."""
     replicas: int
     gpus_per_replica: int
     quote: QuoteRef | None
     estimate: Estimate
-    cost: dict[str, Any]
+    cost: Cost
     score: float | None
     pareto_optimal: bool
     reasons: list[str]
     warnings: list[Notice]
-    provision: dict[str, Any] | None
+    provision: Provision
 
 
 class Rejection(_Response):
@@ -372,7 +431,8 @@ SERVER_SCHEMAS: dict[type[BaseModel], str] = {
     WorkloadSubmission: "WorkloadSubmission", RunRequest: "RunRequest",
     Gpu: "GpuPublic", Quote: "QuotePublic", PriceChange: "PriceChangePublic",
     Preset: "PresetOut", GpuRef: "GpuRef", Memory: "MemoryOut", Throughput: "ThroughputOut",
-    Estimate: "EstimateOut", QuoteRef: "QuoteRef", Candidate: "CandidateOut",
+    Estimate: "EstimateOut", QuoteRef: "QuoteRef", Cost: "CostOut", Provision: "ProvisionOut",
+    Candidate: "CandidateOut",
     Rejection: "RejectionOut", RecommendationResult: "RecommendationResult",
     Fix: "FixOut", Notice: "WarningOut",
     StoredWorkload: "WorkloadPublic", Run: "RunOut", RunSummary: "RunSummary",

@@ -127,3 +127,27 @@ def reader_headers(session: Session) -> dict[str, str]:
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def browser_skip_notice(reports: list[pytest.TestReport]) -> list[str]:
+    """The loud lines for skipped browser tests (none when every browser test ran)."""
+    skipped = [r for r in reports if r.nodeid.startswith("tests/browser/")]
+    if not skipped:
+        return []
+    reasons = sorted({str(r.longrepr[2]).removeprefix("Skipped: ")
+                      if isinstance(r.longrepr, tuple) else str(r.longrepr) for r in skipped})
+    return [f"{len(skipped)} BROWSER TESTS SKIPPED: {'; '.join(reasons)}",
+            "The pages (/docs, /redoc, /ui) were NOT tested. Install Debian's chromium and "
+            "chromium-driver (apt-get install chromium chromium-driver); .ci/run does, and fails "
+            "when it cannot."]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """A missing Chromium skips the browser tests: say so at the end, where nobody misses it,
+    instead of one more 's' in the progress line (the xdist controller sees every report)."""
+    lines = browser_skip_notice(terminalreporter.stats.get("skipped", []))
+    if lines:
+        terminalreporter.write_sep("!", red=True, bold=True)
+        for line in lines:
+            terminalreporter.write_line(line, red=True, bold=True)
+        terminalreporter.write_sep("!", red=True, bold=True)

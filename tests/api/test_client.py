@@ -4,22 +4,32 @@ database."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
+import httpx
 import pytest
 import uvicorn
+import yaml
 from sqlmodel import Session
 
 from gpu_advisor_client import (
     AdvisorClient,
     ApiError,
     AsyncAdvisorClient,
+    Cost,
     InferenceIn,
     ModelIn,
+    Provision,
+    RecommendationResult,
     Workload,
     WorkloadSubmission,
 )
@@ -29,7 +39,9 @@ from service.main import create_app
 from service.migrate import upgrade
 from service.security import create_key
 from service.seeding import seed
-from tests.conftest import PG_URL, create_pg_database, drop_pg_database
+from tests.conftest import PG_URL, REPO_ROOT, create_pg_database, drop_pg_database
+
+EXAMPLE = REPO_ROOT / "examples" / "client_quickstart.py"
 
 
 def _free_port() -> int:
@@ -152,3 +164,74 @@ def test_client_without_key_cannot_write(live: tuple[str, str, str]) -> None:
     with AdvisorClient(base) as api, pytest.raises(ApiError) as err:
         api.delete_quote(1)
     assert err.value.status == 401
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("client_quickstart", EXAMPLE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quickstart_example_reads_typed_cost_and_provision(live: tuple[str, str, str]) -> None:
+    """examples/client_quickstart.py against a live server: the #1 candidate's GPU, count, cost
+    per hour and SkyPilot task are typed fields equal to the API's JSON, field for field."""
+    base, _, _ = live
+    example = _example()
+    with AdvisorClient(base) as api:
+        gpus, best = example.quickstart(api)
+    assert gpus.total > 5 and len(gpus.data) == 5
+    memory = [g.memory_gb for g in gpus.data]
+    assert memory == sorted(memory, reverse=True)
+
+    assert best.rank == 1
+    assert isinstance(best.cost, Cost) and isinstance(best.provision, Provision)
+    cost, quote = best.cost, best.quote
+    assert cost.known and not cost.owned and quote is not None
+    assert cost.gpus == best.gpu_count == best.replicas * best.gpus_per_replica
+    assert quote.price_usd_per_hour is not None and cost.usd_per_hour is not None
+    assert cost.usd_per_hour == pytest.approx(cost.instances * quote.price_usd_per_hour,
+                                              rel=1e-5)
+    assert cost.usd_per_million_output_tokens and cost.usd_per_million_output_tokens > 0
+    assert cost.total_usd is None and cost.usd_per_1k_requests is None  # serving an LLM
+    sky = yaml.safe_load(best.provision.skypilot_yaml or "")
+    assert sky["resources"]["instance_type"] == quote.instance_type
+    assert sky["resources"]["accelerators"].endswith(f":{quote.gpu_count}")
+    assert sky["service"]["replicas"] == best.replicas
+    assert best.provision.skypilot_note is None
+    assert [m["kind"] for m in best.provision.kubernetes] == ["Deployment", "Service"]
+
+    # the typed objects hold exactly what the API sent (no field lost, none invented) ...
+    raw = httpx.post(f"{base}/v1/recommendations", params={"limit": 3}, timeout=60,
+                     json=example.WORKLOAD.model_dump(exclude_unset=True)).json()
+    top = raw["recommendations"][0]
+    assert best.cost.model_dump() == top["cost"]
+    assert best.provision.model_dump() == top["provision"]
+    assert best.model_dump(mode="json") == RecommendationResult.model_validate(raw) \
+        .recommendations[0].model_dump(mode="json")
+    # ... and still read like the dicts they were before they were typed
+    assert best.cost["usd_per_hour"] == cost.usd_per_hour and "gpus" in best.cost
+    assert best.provision["kubernetes"] == best.provision.kubernetes
+    assert best.cost.get("no_such_field", 0) == 0 and "no_such_field" not in best.cost
+    with pytest.raises(KeyError):
+        best.cost["no_such_field"]
+    newer = Cost.model_validate({**top["cost"], "usd_per_day": 1.0})  # a newer server's field
+    assert newer["usd_per_day"] == 1.0 and newer.usd_per_hour == cost.usd_per_hour
+
+
+def test_quickstart_example_runs_as_a_script(live: tuple[str, str, str]) -> None:
+    base, _, _ = live
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("GPU_ADVISOR_API_KEY", None)
+    out = subprocess.run([sys.executable, str(EXAMPLE), base], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    with AdvisorClient(base) as api:
+        best = api.recommend(_example().WORKLOAD, limit=3).recommendations[0]
+    assert best.cost.usd_per_hour is not None
+    text = out.stdout
+    assert f"best: {best.gpu_count} x {best.gpu.name} " in text
+    assert f"${best.cost.usd_per_hour:.2f}/hour" in text
+    assert (best.provision.skypilot_yaml or "").strip() in text
+    assert "2 Kubernetes manifests: Deployment, Service" in text

@@ -13,7 +13,15 @@ from typing import Any
 import httpx
 import pytest
 
-from gpu_advisor_client import AdvisorClient, ApiError, AsyncAdvisorClient, Retry
+from gpu_advisor_client import (
+    AdvisorClient,
+    ApiError,
+    AsyncAdvisorClient,
+    Candidate,
+    Cost,
+    Provision,
+    Retry,
+)
 from gpu_advisor_client.models import SERVER_SCHEMAS
 from tests.conftest import REPO_ROOT
 
@@ -75,6 +83,19 @@ def test_client_models_match_the_openapi_document(model: Any) -> None:
         assert ok, f"{model.__name__}.{name}: client {mine} vs API {theirs}"
         if request and "enum" in prop:
             assert prop["enum"] == server_props[name].get("enum"), (model.__name__, name)
+
+
+@pytest.mark.parametrize("model", [Candidate, Cost, Provision], ids=lambda m: m.__name__)
+def test_a_candidate_cost_and_provision_are_typed_field_for_field(model: Any) -> None:
+    """Every field the API sends in a candidate, its cost and its provisioning is a typed field
+    of the client (not a dict to dig in), required and nullable exactly as the API has it."""
+    server = COMPONENTS[SERVER_SCHEMAS[model]]
+    ours = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    assert set(ours["properties"]) == set(server["properties"])
+    assert set(ours.get("required", [])) == set(server.get("required", []))
+    for name, prop in ours["properties"].items():
+        assert ("null" in _types(prop)) == ("null" in _types(server["properties"][name])), name
+        assert prop.get("additionalProperties") is not True or name == "kubernetes", name
 
 
 class _Server:

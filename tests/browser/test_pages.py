@@ -18,7 +18,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from service.workloads.examples import EXAMPLES
 from tests.browser.chrome import outside, requested_urls, severe_console
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 WAIT_S = 60
 
 

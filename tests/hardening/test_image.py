@@ -16,9 +16,11 @@ from importlib import metadata
 from pathlib import Path
 
 import yaml
+from packaging.licenses import canonicalize_license_expression
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.conftest import REPO_ROOT
 
@@ -127,9 +129,37 @@ def test_make_ci_and_the_image_install_from_the_locks() -> None:
     stamp_rule = makefile.split("$(STAMP):", 1)[1].split("\nrun:", 1)[0]
     assert "requirements-dev.lock" in stamp_rule.splitlines()[0], "reinstall when the lock moves"
     assert "-r requirements-dev.lock" in stamp_rule
-    assert "--no-deps -e ." in stamp_rule and "'.[dev]'" not in stamp_rule
+    assert "--no-deps --no-build-isolation -e ." in stamp_rule and "'.[dev]'" not in stamp_rule
     ci = (REPO_ROOT / ".ci" / "run").read_text()
     assert ".venv/.installed" in ci
+
+
+def test_build_backend_is_pinned_in_both_locks_and_the_license_is_spdx() -> None:
+    """setuptools reads `project.license` as an SPDX string (the table form is deprecated, and
+    refused by setuptools releases from 2027-02-18); an uncapped backend would pick such a
+    release up on its own. So the backend is pinned exactly, the same version is in both locks,
+    and `make` and the image build with the locked one (no build isolation)."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    assert isinstance(project["license"], str), "use the SPDX string form: license = \"...\""
+    assert canonicalize_license_expression(project["license"]) == project["license"]
+    assert not any(c.startswith("License ::") for c in project.get("classifiers", [])), \
+        "license classifiers are refused next to an SPDX license expression"
+    (backend,) = [Requirement(r) for r in pyproject["build-system"]["requires"]]
+    assert canonicalize_name(backend.name) == "setuptools"
+    assert pyproject["build-system"]["build-backend"] == "setuptools.build_meta"
+    (spec,) = backend.specifier
+    assert spec.operator == "==", f"pin the build backend exactly, not {spec}"
+    assert Version(spec.version) >= Version("77"), "77 is the first to read an SPDX license"
+    for lock in ("requirements.lock", "requirements-dev.lock"):
+        assert _pins(lock).get("setuptools") == (spec.version, None), lock
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    lock_rule = makefile.split("\nlock:", 1)[1].split("\n\n", 1)[0]
+    assert lock_rule.count("$(BUILD_REQUIRES) | $(UV) pip compile pyproject.toml - ") == 2
+    dockerfile = re.sub(r"\\\n", " ", (REPO_ROOT / "Dockerfile").read_text())
+    project_installs = [ln for ln in dockerfile.splitlines()
+                        if "pip install" in ln and "requirements.lock" not in ln]
+    assert project_installs and all("--no-build-isolation" in ln for ln in project_installs)
 
 
 def test_this_environment_matches_the_lock() -> None:
