@@ -216,14 +216,20 @@ outliers (drawn as triangles at the edge)</label></span>
 <p id="plot-clipped" class="note"></p>
 <figcaption id="plot-caption"></figcaption></figure>
 <h3 id="table-h">Ranked GPUs</h3>
-<div class="scroll"><table id="ranked" aria-labelledby="table-h"><thead><tr>
+<p id="pareto-note" class="note"></p>
+<div class="scroll"><table id="ranked" aria-labelledby="table-h" aria-describedby="pareto-note">
+<thead><tr>
 <th scope="col">#</th><th scope="col">GPU</th><th scope="col">GPUs</th>
 <th scope="col">Offer</th><th scope="col" id="cost-h">Cost</th>
 <th scope="col" id="time-h">Time / latency</th>
-<th scope="col">Bound</th><th scope="col" id="pareto2-h">Pareto: cost, time</th>
-<th scope="col" id="pareto3-h">Pareto: cost, time, energy</th><th scope="col">Memory</th>
+<th scope="col">Bound</th>
+<th scope="col" id="pareto2-h"
+ title="The plot's staircase: nothing is both cheaper and faster">Pareto: cost, time</th>
+<th scope="col" id="pareto3-h"
+ title="The API's pareto_optimal: nothing is cheaper, faster and lower-energy at once">Pareto:
+cost, time, energy</th>
+<th scope="col">Memory</th>
 </tr></thead><tbody></tbody></table></div>
-<p id="pareto-note" class="note"></p>
 <h3 id="memory-h">Memory per GPU</h3>
 <div id="memory"></div>
 <h3 id="rejected-h">Rejected GPUs</h3>

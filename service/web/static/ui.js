@@ -418,7 +418,8 @@
 
     const legend = $("#plot-legend");
     [["front", "on the cost-time Pareto front (the dashed staircase)"],
-      ["ring", "on the cost-time-energy front only (the table's last Pareto column)"],
+      ...(pts.some((p) => !onFront.has(p) && p.c.pareto_optimal)
+        ? [["ring", "on the cost-time-energy front only (the table's last Pareto column)"]] : []),
       ["top", "#1: the top pick for the chosen objective"]].forEach(([k, t]) => {
       const li = el("li");
       li.append(el("span", { class: `swatch mark-${k}`, "aria-hidden": "true" }), document.createTextNode(t));
