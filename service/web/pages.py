@@ -204,13 +204,31 @@ take)</summary><pre id="body-preview"></pre></details>
 press Recommend.</p>
 <div id="results" hidden>
 <h3 id="plot-h">Cost vs time of every feasible candidate</h3>
-<figure><div id="plot"></div><figcaption id="plot-caption"></figcaption></figure>
+<div class="plot-controls" role="group" aria-label="Plot scales">
+<span class="check"><input type="checkbox" id="plot-log-x"><label for="plot-log-x">Log time
+axis</label></span>
+<span class="check"><input type="checkbox" id="plot-log-y"><label for="plot-log-y">Log cost
+axis</label></span>
+<span class="check"><input type="checkbox" id="plot-clip" checked><label for="plot-clip">Clip far
+outliers (drawn as triangles at the edge)</label></span>
+</div>
+<figure><div id="plot"></div><ul class="legend" id="plot-legend"></ul>
+<p id="plot-clipped" class="note"></p>
+<figcaption id="plot-caption"></figcaption></figure>
 <h3 id="table-h">Ranked GPUs</h3>
-<div class="scroll"><table id="ranked" aria-labelledby="table-h"><thead><tr>
+<p id="pareto-note" class="note"></p>
+<div class="scroll"><table id="ranked" aria-labelledby="table-h" aria-describedby="pareto-note">
+<thead><tr>
 <th scope="col">#</th><th scope="col">GPU</th><th scope="col">GPUs</th>
 <th scope="col">Offer</th><th scope="col" id="cost-h">Cost</th>
 <th scope="col" id="time-h">Time / latency</th>
-<th scope="col">Bound</th><th scope="col">Pareto</th><th scope="col">Memory</th>
+<th scope="col">Bound</th>
+<th scope="col" id="pareto2-h"
+ title="The plot's staircase: nothing is both cheaper and faster">Pareto: cost, time</th>
+<th scope="col" id="pareto3-h"
+ title="The API's pareto_optimal: nothing is cheaper, faster and lower-energy at once">Pareto:
+cost, time, energy</th>
+<th scope="col">Memory</th>
 </tr></thead><tbody></tbody></table></div>
 <h3 id="memory-h">Memory per GPU</h3>
 <div id="memory"></div>

@@ -1,6 +1,9 @@
 // gpu-advisor comparison page: form -> POST /v1/recommendations -> table, cost-time scatter
 // with its Pareto front, memory bar, rejected list; GPU comparison via /v1/gpus and
 // /v1/estimates. Plain DOM and hand-written SVG: no library, nothing fetched from another host.
+// Changing the example clears the answer on screen and ranks the new example; an answer that
+// arrives for an older request is dropped (`answerSeq`), so the page never shows one workload's
+// form with another's answer.
 "use strict";
 
 (function () {
@@ -11,6 +14,11 @@
   const form = $("#workload-form");
   let lastResult = null;
   let catalog = [];
+  // Bumped by every request and by every clear: an answer whose number is not the latest is
+  // dropped when it arrives.
+  let answerSeq = 0;
+  // The plot's scales: set from each answer's spread (see autoLog), changed by the checkboxes.
+  const view = { logX: false, logY: false, clip: true };
 
   // ---------- form <-> request body ----------
   function getPath(obj, path) {
@@ -107,11 +115,16 @@
     if (k.usd_per_1k_requests != null) return { v: k.usd_per_1k_requests, unit: "USD per 1,000 requests" };
     return { v: null, unit: "" };
   }
+  // name and unit apart, so a header or an axis reads "Latency per request [ms]", one bracket.
   function timeOf(c) {
     const e = c.estimate;
-    if (e.time_to_complete_hours != null) return { v: e.time_to_complete_hours, unit: "hours to finish", short: "h" };
-    if (e.latency_ms != null) return { v: e.latency_ms, unit: "latency per request [ms]", short: "ms" };
-    return { v: null, unit: "", short: "" };
+    if (e.time_to_complete_hours != null) return { v: e.time_to_complete_hours, name: "Time to finish", unit: "h" };
+    if (e.latency_ms != null) return { v: e.latency_ms, name: "Latency per request", unit: "ms" };
+    return { v: null, name: "Time", unit: "" };
+  }
+  function timeTitle(c) {
+    const t = timeOf(c);
+    return t.unit ? `${t.name} [${t.unit}]` : t.name;
   }
   function offerOf(c) {
     const q = c.quote;
@@ -130,13 +143,52 @@
     return e;
   }
 
+  // ---------- the two Pareto fronts ----------
+  // The plot's points: candidates with a price and a time (one per GPU type).
+  function plotPoints(result) {
+    return result.recommendations.map((c) => ({ c, x: timeOf(c).v, y: costOf(c).v }))
+      .filter((p) => p.x != null && p.y != null && p.x > 0 && p.y > 0);
+  }
+  // Points not beaten on both cost and time, sorted by time: the 2-D front drawn as a staircase.
+  // The API's pareto_optimal flag is the 3-D front (cost, time and energy): it holds every
+  // point of this one and may add points that this one beats on cost and time but that use less
+  // energy. A 3-D front has no staircase to draw on a cost-time plot, so the page shows both:
+  // the staircase, the 3-D-only points ringed, and a column for each front in the table.
+  function paretoFront(points) {
+    const sorted = points.slice().sort((a, b) => a.x - b.x || a.y - b.y);
+    const front = [];
+    let best = Infinity;
+    sorted.forEach((p) => { if (p.y < best) { front.push(p); best = p.y; } });
+    return front;
+  }
+  function costTimeFront(result) {
+    return new Set(paretoFront(plotPoints(result)).map((p) => p.c));
+  }
+
+  function renderParetoNote(result, front2) {
+    const note = $("#pareto-note");
+    const priced = plotPoints(result).map((p) => p.c);
+    const front3 = priced.filter((c) => c.pareto_optimal);
+    const only3 = front3.filter((c) => !front2.has(c));
+    if (!priced.length) { note.textContent = ""; return; }
+    let text = `Two Pareto columns. "Cost, time" is the plot's staircase: no candidate is both cheaper and faster ` +
+      `(${front2.size} here). "Cost, time, energy" is the API's pareto_optimal: no candidate is cheaper, faster and ` +
+      `lower-energy at once (${front3.length} here). Counting energy can only add candidates, those the staircase ` +
+      `beats on cost and time but that use less energy`;
+    text += only3.length
+      ? `: here ${only3.map((c) => `${c.gpu.name} x ${c.gpu_count}`).join(", ")} (ringed in the plot).`
+      : `; here it adds none.`;
+    note.textContent = text + ` "-": no price or no time, so on neither.`;
+  }
+
   // ---------- table ----------
-  function renderTable(result) {
+  function renderTable(result, front2) {
     const tbody = $("#ranked tbody");
     tbody.replaceChildren();
     const first = result.recommendations.find((c) => costOf(c).v != null) || result.recommendations[0];
     $("#cost-h").textContent = first ? `Cost [${costOf(first).unit}]` : "Cost";
-    $("#time-h").textContent = first ? `Time [${timeOf(first).unit}]` : "Time / latency";
+    $("#time-h").textContent = first ? timeTitle(first) : "Time / latency";
+    const plotted = new Set(plotPoints(result).map((p) => p.c));
     result.recommendations.forEach((c, i) => {
       const tr = el("tr", { "data-slug": c.gpu.slug });
       const cost = costOf(c), time = timeOf(c);
@@ -150,7 +202,8 @@
         el("td", { class: "num" }, cost.v == null ? "-" : fmt(cost.v)),
         el("td", { class: "num" }, time.v == null ? "-" : fmt(time.v)),
         el("td", {}, c.estimate.bound || "-"),
-        el("td", {}, c.pareto_optimal ? "yes" : "no"),
+        el("td", { class: "pareto2" }, plotted.has(c) ? (front2.has(c) ? "yes" : "no") : "-"),
+        el("td", { class: "pareto3" }, plotted.has(c) ? (c.pareto_optimal ? "yes" : "no") : "-"),
       );
       const td = el("td");
       const btn = el("button", { type: "button", class: "mem-btn", "aria-pressed": i === 0 ? "true" : "false",
@@ -174,12 +227,32 @@
     }
     return (v) => a + ((v - lo) / (hi - lo || 1)) * (b - a);
   }
-  function domain(values) {
-    let lo = Math.min(...values), hi = Math.max(...values);
-    const log = lo > 0 && hi / lo > 20;
+  // The default for each answer: log when the values span more than a factor of 20.
+  function autoLog(values) {
+    const lo = Math.min(...values), hi = Math.max(...values);
+    return lo > 0 && hi / lo > 20;
+  }
+  // One axis: its domain and, with clipping on, the value above which points are "far
+  // outliers" (beyond the upper quartile + 3 x the interquartile range, Tukey's far-out
+  // fence, taken on the log scale when the axis is log). Clipping happens only when those
+  // points would stretch the axis to more than 2.5x the span of the rest, and never hides a
+  // point of the front or the top pick (`keep`). Clipped points are drawn at the axis's edge.
+  function axisOf(values, log, clip, keep) {
+    const t = log ? Math.log10 : (v) => v;
+    let limit = Infinity;
+    if (clip && values.length >= 5) {
+      const s = values.map(t).sort((x, y) => x - y);
+      const q = (f) => { const i = (s.length - 1) * f, j = Math.floor(i); return s[j] + (s[Math.min(j + 1, s.length - 1)] - s[j]) * (i - j); };
+      const cut = Math.max(q(0.75) + 3 * (q(0.75) - q(0.25)), ...keep.map(t));
+      const rest = s.filter((v) => v <= cut);
+      const top = s[s.length - 1], low = s[0], restHi = rest[rest.length - 1];
+      if (top > cut && top - low > 2.5 * (restHi - low)) limit = log ? Math.pow(10, restHi) : restHi;
+    }
+    const shown = values.filter((v) => v <= limit);
+    let lo = Math.min(...shown), hi = Math.max(...shown);
     if (log) { lo = lo / 1.3; hi = hi * 1.3; }
     else { const pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.1 || 1; lo = Math.max(0, lo - pad); hi = hi + pad; }
-    return { lo, hi, log };
+    return { lo, hi, log, limit, clipped: values.length - shown.length };
   }
   function ticks(d) {
     const out = [];
@@ -194,78 +267,191 @@
     for (let v = Math.ceil(d.lo / step) * step; v <= d.hi; v += step) out.push(v);
     return out;
   }
-  // Points not beaten on both cost and time, sorted by time: the 2-D front drawn as a staircase.
-  function paretoFront(points) {
-    const sorted = points.slice().sort((a, b) => a.x - b.x || a.y - b.y);
-    const front = [];
-    let best = Infinity;
-    sorted.forEach((p) => { if (p.y < best) { front.push(p); best = p.y; } });
-    return front;
+
+  // ---------- label placement ----------
+  // Boxes are {x0, y0, x1, y1} in the SVG's user units.
+  function overlap(a, b) {
+    const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+    return w > 0 && h > 0 ? w * h : 0;
+  }
+  // The staircase as thin boxes, one per segment, so a label can be kept off the line.
+  function segmentBoxes(points, pad) {
+    const out = [];
+    for (let i = 1; i < points.length; i++) {
+      const [x0, y0] = points[i - 1], [x1, y1] = points[i];
+      out.push({ x0: Math.min(x0, x1) - pad, x1: Math.max(x0, x1) + pad, y0: Math.min(y0, y1) - pad, y1: Math.max(y0, y1) + pad });
+    }
+    return out;
+  }
+  // Greedy placement: each label (the top pick's first) tries spots around its point, nearest
+  // first, and takes the first that stays inside the plot and clear of every point, the
+  // staircase and the labels already placed. A label with no clear spot is left out (its point
+  // still names itself on hover and focus), except the top pick's, which takes the spot with
+  // the least overlap. A label set away from its point gets a leader line.
+  function placeLabels(root, items, obstacles, area) {
+    const placed = [];
+    items.forEach((it) => {
+      const text = svg("text", { x: 0, y: 0, class: "point-label" + (it.top ? " top" : ""), "data-slug": it.slug, "aria-hidden": "true" }, it.text);
+      root.append(text);
+      let bb;
+      try { bb = text.getBBox(); } catch (e) { bb = null; }
+      if (!bb || !bb.width) bb = { x: 0, y: -10, width: it.text.length * 6.2, height: 13 };
+      const w = bb.width + 2, h = bb.height;
+      // Spots at growing distances from the marker's edge, in 16 directions (east first); the
+      // label hangs off the spot on the side away from the point.
+      const spots = [];
+      [3, 8, 15, 24, 36, 52, 72].forEach((d) => {
+        for (let k = 0; k < 16; k++) {
+          const a = (k % 2 ? -1 : 1) * Math.ceil(k / 2) * Math.PI / 8, cos = Math.cos(a), sin = Math.sin(a);
+          const ax = it.x + (it.r + d) * cos, ay = it.y - (it.r + d) * sin;
+          spots.push([cos > 0.3 ? ax : cos < -0.3 ? ax - w : ax - w / 2, sin > 0.3 ? ay - h : sin < -0.3 ? ay : ay - h / 2]);
+        }
+      });
+      let best = null, bestCost = Infinity;
+      for (const [x0, y0] of spots) {
+        const box = { x0, y0, x1: x0 + w, y1: y0 + h };
+        if (box.x0 < area.x0 || box.x1 > area.x1 || box.y0 < area.y0 || box.y1 > area.y1) continue;
+        let cost = 0;
+        obstacles.concat(placed).forEach((o) => { cost += overlap(box, o); });
+        if (cost === 0) { best = box; bestCost = 0; break; }
+        if (cost < bestCost) { best = box; bestCost = cost; }
+      }
+      if (!best || (bestCost > 0 && !it.top)) { text.remove(); return; }
+      text.setAttribute("x", best.x0 + 1 - bb.x);
+      text.setAttribute("y", best.y0 - bb.y);
+      placed.push(best);
+      const cx = Math.max(best.x0, Math.min(it.x, best.x1)), cy = Math.max(best.y0, Math.min(it.y, best.y1));
+      const dist = Math.hypot(cx - it.x, cy - it.y);
+      if (dist > it.r + 8) {
+        const k = it.r / dist;
+        root.insertBefore(svg("line", { x1: it.x + (cx - it.x) * k, y1: it.y + (cy - it.y) * k, x2: cx, y2: cy,
+          class: "leader", "aria-hidden": "true" }), root.firstChild.nextSibling);
+      }
+    });
   }
 
   function renderPlot(result) {
     const box = $("#plot");
     box.replaceChildren();
-    const pts = result.recommendations.map((c) => ({ c, x: timeOf(c).v, y: costOf(c).v }))
-      .filter((p) => p.x != null && p.y != null && p.x > 0 && p.y > 0);
+    $("#plot-legend").replaceChildren();
+    $("#plot-clipped").textContent = "";
+    const pts = plotPoints(result);
     if (!result.recommendations.length) { box.append(el("p", {}, "No feasible candidate to plot.")); $("#plot-caption").textContent = ""; return; }
     if (!pts.length) { box.append(el("p", {}, "No candidate has both a price and a time: nothing to plot.")); $("#plot-caption").textContent = ""; return; }
     const W = 720, H = 400, m = { l: 78, r: 24, t: 16, b: 52 };
-    const dx = domain(pts.map((p) => p.x)), dy = domain(pts.map((p) => p.y));
-    const sx = scale(dx.lo, dx.hi, m.l, W - m.r, dx.log), sy = scale(dy.lo, dy.hi, H - m.b, m.t, dy.log);
-    const tUnit = timeOf(pts[0].c).unit, cUnit = costOf(pts[0].c).unit;
+    const front = paretoFront(pts);
+    const onFront = new Set(front);
+    const topPick = result.recommendations[0];
+    const keep = pts.filter((p) => onFront.has(p) || p.c === topPick);
+    const dx = axisOf(pts.map((p) => p.x), view.logX, view.clip, keep.map((p) => p.x));
+    const dy = axisOf(pts.map((p) => p.y), view.logY, view.clip, keep.map((p) => p.y));
+    const fx = scale(dx.lo, dx.hi, m.l, W - m.r, dx.log), fy = scale(dy.lo, dy.hi, H - m.b, m.t, dy.log);
+    // A clipped value sits just inside the plot's far edge.
+    const sx = (v) => (v > dx.limit ? W - m.r - 7 : fx(v)), sy = (v) => (v > dy.limit ? m.t + 7 : fy(v));
+    const tName = timeTitle(pts[0].c), tUnit = timeOf(pts[0].c).unit, cUnit = costOf(pts[0].c).unit;
     const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "group", "aria-labelledby": "plot-h", class: "scatter" });
+    box.append(root);  // in the document from the start, so labels can be measured
     const axes = svg("g", { class: "axes" });
     ticks(dx).forEach((v) => {
-      axes.append(svg("line", { x1: sx(v), x2: sx(v), y1: m.t, y2: H - m.b, class: "grid" }));
-      axes.append(svg("text", { x: sx(v), y: H - m.b + 16, "text-anchor": "middle" }, fmt(v, 2)));
+      axes.append(svg("line", { x1: fx(v), x2: fx(v), y1: m.t, y2: H - m.b, class: "grid" }));
+      axes.append(svg("text", { x: fx(v), y: H - m.b + 16, "text-anchor": "middle" }, fmt(v, 2)));
     });
     ticks(dy).forEach((v) => {
-      axes.append(svg("line", { x1: m.l, x2: W - m.r, y1: sy(v), y2: sy(v), class: "grid" }));
-      axes.append(svg("text", { x: m.l - 6, y: sy(v) + 4, "text-anchor": "end" }, fmt(v, 2)));
+      axes.append(svg("line", { x1: m.l, x2: W - m.r, y1: fy(v), y2: fy(v), class: "grid" }));
+      axes.append(svg("text", { x: m.l - 6, y: fy(v) + 4, "text-anchor": "end" }, fmt(v, 2)));
     });
     axes.append(svg("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: "axis" }));
     axes.append(svg("line", { x1: m.l, x2: m.l, y1: m.t, y2: H - m.b, class: "axis" }));
-    axes.append(svg("text", { x: (m.l + W - m.r) / 2, y: H - 10, "text-anchor": "middle", class: "label" },
-      `${tUnit}${dx.log ? " (log scale)" : ""}`));
-    axes.append(svg("text", { x: 14, y: (m.t + H - m.b) / 2, "text-anchor": "middle", class: "label",
-      transform: `rotate(-90 14 ${(m.t + H - m.b) / 2})` }, `${cUnit}${dy.log ? " (log)" : ""}`));
+    axes.append(svg("text", { x: (m.l + W - m.r) / 2, y: H - 10, "text-anchor": "middle", class: "label x-label" },
+      `${tName}${dx.log ? " (log scale)" : ""}`));
+    axes.append(svg("text", { x: 14, y: (m.t + H - m.b) / 2, "text-anchor": "middle", class: "label y-label",
+      transform: `rotate(-90 14 ${(m.t + H - m.b) / 2})` }, `Cost [${cUnit}]${dy.log ? " (log scale)" : ""}`));
     root.append(axes);
 
-    const front = paretoFront(pts);
-    let d = `M ${sx(front[0].x)} ${m.t} L ${sx(front[0].x)} ${sy(front[0].y)}`;
-    for (let i = 1; i < front.length; i++) d += ` L ${sx(front[i].x)} ${sy(front[i - 1].y)} L ${sx(front[i].x)} ${sy(front[i].y)}`;
-    d += ` L ${W - m.r} ${sy(front[front.length - 1].y)}`;
-    root.append(svg("path", { d, class: "pareto-line", "aria-hidden": "true" }));
+    const corners = [[sx(front[0].x), m.t], [sx(front[0].x), sy(front[0].y)]];
+    for (let i = 1; i < front.length; i++) corners.push([sx(front[i].x), sy(front[i - 1].y)], [sx(front[i].x), sy(front[i].y)]);
+    corners.push([W - m.r, sy(front[front.length - 1].y)]);
+    root.append(svg("path", { d: "M " + corners.map(([x, y]) => `${x} ${y}`).join(" L "), class: "pareto-line", "aria-hidden": "true" }));
 
-    const onFront = new Set(front);
+    const obstacles = segmentBoxes(corners, 2);
+    const clippedNames = [];
     pts.forEach((p) => {
       const c = p.c;
-      const label = `${c.gpu.name} x ${c.gpu_count}, ${offerOf(c)}: ${fmt(p.y)} ${cUnit}, ${fmt(p.x)} ${timeOf(c).short}` +
-        (onFront.has(p) ? " (on the cost-time Pareto front)" : "");
-      const g = svg("g", { class: "point" + (onFront.has(p) ? " front" : ""), tabindex: "0", role: "img", "aria-label": label, "data-slug": c.gpu.slug });
+      const cx = sx(p.x), cy = sy(p.y);
+      const offX = p.x > dx.limit, offY = p.y > dy.limit;
+      const only3 = !onFront.has(p) && c.pareto_optimal;
+      const kind = onFront.has(p) ? " (on the cost-time Pareto front)"
+        : only3 ? " (on the cost-time-energy Pareto front only)" : "";
+      const off = offX || offY ? ` (off the scale: drawn at the ${offY ? "top" : "right"} edge)` : "";
+      const label = `${c === topPick ? "#1 pick: " : ""}${c.gpu.name} x ${c.gpu_count}, ${offerOf(c)}: ${fmt(p.y)} ${cUnit}, ${fmt(p.x)} ${tUnit}` + kind + off;
+      const cls = ["point"];
+      if (onFront.has(p)) cls.push("front");
+      if (only3) cls.push("front3d");
+      if (c === topPick) cls.push("top");
+      if (off) cls.push("clipped");
+      const g = svg("g", { class: cls.join(" "), tabindex: "0", role: "img", "aria-label": label, "data-slug": c.gpu.slug });
       g.append(svg("title", {}, label));
-      g.append(svg("circle", { cx: sx(p.x), cy: sy(p.y), r: onFront.has(p) ? 6 : 4.5 }));
+      const r = onFront.has(p) ? 6 : 4.5;
+      if (off) {
+        // a triangle pointing off the scale: up for cost, right for time
+        const pts3 = offY ? [[cx, cy - 6], [cx - 6, cy + 5], [cx + 6, cy + 5]] : [[cx + 6, cy], [cx - 5, cy - 6], [cx - 5, cy + 6]];
+        g.append(svg("polygon", { points: pts3.map((q) => q.join(",")).join(" "), class: "clip-mark" }));
+        clippedNames.push(`${c.gpu.name} x ${c.gpu_count} (${fmt(p.y)} ${cUnit}, ${fmt(p.x)} ${tUnit})`);
+      } else {
+        g.append(svg("circle", { cx, cy, r }));
+      }
+      if (c === topPick) g.append(svg("circle", { cx, cy, r: r + 4, class: "top-ring" }));
       g.addEventListener("click", () => selectCandidate(c));
       g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); selectCandidate(c); } });
       root.append(g);
+      const rr = (c === topPick ? r + 4 : r) + 1.5;
+      obstacles.push({ x0: cx - rr, x1: cx + rr, y0: cy - rr, y1: cy + rr });
     });
-    // Label the front, skipping a label that would overlap one already placed.
-    const placed = [];
-    front.forEach((p) => {
-      const text = `${p.c.gpu.slug} x${p.c.gpu_count}`;
-      const w = text.length * 6.2, h = 13;
-      let x = sx(p.x) + 8, y = sy(p.y) - 8;
-      if (x + w > W - m.r) x = sx(p.x) - 8 - w;
-      const box = { x0: x, x1: x + w, y0: y - h, y1: y };
-      if (placed.some((b) => box.x0 < b.x1 && b.x0 < box.x1 && box.y0 < b.y1 && b.y0 < box.y1)) return;
-      placed.push(box);
-      root.append(svg("text", { x, y, class: "point-label", "aria-hidden": "true" }, text));
+    // Labels: the top pick always, then the cost-time front from the fastest.
+    const items = [];
+    const item = (p, top) => ({ x: sx(p.x), y: sy(p.y), r: top ? 10 : 6, top, slug: p.c.gpu.slug,
+      text: `${top ? "#1 " : ""}${p.c.gpu.slug} x${p.c.gpu_count}` });
+    const topPoint = pts.find((p) => p.c === topPick);
+    if (topPoint) items.push(item(topPoint, true));
+    front.forEach((p) => { if (p !== topPoint) items.push(item(p, false)); });
+    placeLabels(root, items, obstacles, { x0: m.l + 2, x1: W - m.r - 2, y0: m.t, y1: H - m.b - 2 });
+
+    const legend = $("#plot-legend");
+    [["front", "on the cost-time Pareto front (the dashed staircase)"],
+      ...(pts.some((p) => !onFront.has(p) && p.c.pareto_optimal)
+        ? [["ring", "on the cost-time-energy front only (the table's last Pareto column)"]] : []),
+      ["top", "#1: the top pick for the chosen objective"]].forEach(([k, t]) => {
+      const li = el("li");
+      li.append(el("span", { class: `swatch mark-${k}`, "aria-hidden": "true" }), document.createTextNode(t));
+      legend.append(li);
     });
-    box.append(root);
+    if (clippedNames.length) {
+      const where = [dy.clipped ? `cost above ${fmt(dy.limit)} ${cUnit}` : "", dx.clipped ? `time above ${fmt(dx.limit)} ${tUnit}` : ""]
+        .filter(Boolean).join(" or ");
+      $("#plot-clipped").textContent = `${clippedNames.length} far outlier${clippedNames.length > 1 ? "s" : ""} ` +
+        `(${where}) drawn as triangles at the plot's edge so the rest stay readable: ${clippedNames.join("; ")}. ` +
+        `Untick "Clip far outliers" to plot them in place.`;
+    }
     $("#plot-caption").textContent = `${pts.length} feasible priced candidates (one per GPU type, its best count and offer); ` +
       `${front.length} on the cost-time Pareto front (line: nothing below and to its left exists). ` +
       `Hover or focus a point for GPU x count and offer; press Enter to show its memory.`;
+  }
+
+  // Each answer starts from the default scales; the checkboxes then redraw the same answer.
+  function resetView(result) {
+    const pts = plotPoints(result);
+    view.logX = pts.length > 0 && autoLog(pts.map((p) => p.x));
+    view.logY = pts.length > 0 && autoLog(pts.map((p) => p.y));
+    view.clip = true;
+    $("#plot-log-x").checked = view.logX;
+    $("#plot-log-y").checked = view.logY;
+    $("#plot-clip").checked = view.clip;
+  }
+  function onViewChange() {
+    view.logX = $("#plot-log-x").checked;
+    view.logY = $("#plot-log-y").checked;
+    view.clip = $("#plot-clip").checked;
+    if (lastResult) renderPlot(lastResult);
   }
 
   function selectCandidate(c) {
@@ -345,15 +531,46 @@
     box.append(ul);
   }
 
+  // Takes the answer off the screen (table, plot, memory, rejected, warnings, the side-by-side
+  // table, any error), and makes an answer still on its way be dropped when it arrives.
+  function clearAnswer(message) {
+    answerSeq++;
+    lastResult = null;
+    $("#results").hidden = true;
+    $("#results").classList.remove("stale");
+    ["#ranked tbody", "#plot", "#plot-legend", "#memory", "#rejected", "#warnings"].forEach((s) => $(s).replaceChildren());
+    ["#plot-caption", "#plot-clipped", "#pareto-note"].forEach((s) => { $(s).textContent = ""; });
+    if ($("#compare-table")) {
+      $("#compare").replaceChildren();
+      $("#compare-status").textContent = "The workload changed: press Compare for the new one.";
+    }
+    $("#status").textContent = message;
+    $("#submit").disabled = false;
+  }
+
+  // An edit to the form leaves the answer up but dims it and says it is out of date.
+  function markStale(ev) {
+    if (!lastResult || ["example", "api-key"].includes(ev.target.id)) return;
+    if ($("#results").classList.contains("stale")) return;
+    $("#results").classList.add("stale");
+    $("#status").textContent = "The form has changed since this answer (dimmed below): press Recommend to update it.";
+  }
+
   async function recommend() {
+    const mine = ++answerSeq;
     const body = Object.assign(readForm(), { limit: 100 });
     $("#status").textContent = "Ranking...";
     $("#submit").disabled = true;
     try {
       const result = await call("POST", "/v1/recommendations", body);
+      if (mine !== answerSeq) return;  // the form changed meanwhile: a newer answer is coming
       lastResult = result;
       $("#results").hidden = false;
-      renderTable(result);
+      $("#results").classList.remove("stale");
+      const front2 = costTimeFront(result);
+      renderTable(result, front2);
+      renderParetoNote(result, front2);
+      resetView(result);
       renderPlot(result);
       renderMemory(result.recommendations[0]);
       renderRejected(result);
@@ -363,11 +580,12 @@
         ? `${result.recommendations.length} candidates, ${result.rejected.length} rejected; best (${result.objective}): ${top.gpu.name} x ${top.gpu_count}.`
         : `No GPU can run this workload; ${result.rejected.length} rejected.`;
     } catch (err) {
+      if (mine !== answerSeq) return;
       lastResult = null;
       $("#results").hidden = true;
       $("#status").textContent = "Error: " + err.message;
     } finally {
-      $("#submit").disabled = false;
+      if (mine === answerSeq) $("#submit").disabled = false;
     }
   }
 
@@ -425,9 +643,11 @@
     const status = $("#compare-status"), box = $("#compare");
     if (slugs.length < 2 || slugs.length > 4) { status.textContent = `Pick 2 to 4 GPUs (${slugs.length} picked).`; return; }
     status.textContent = "Estimating...";
+    const mine = answerSeq;
     try {
       const workload = workloadOf(readForm());
       const ests = await Promise.all(slugs.map((s) => estimateFor(workload, s)));
+      if (mine !== answerSeq) return;  // the example changed meanwhile
       const gpus = slugs.map((s) => catalog.find((g) => g.slug === s));
       const table = el("table", { id: "compare-table", "aria-labelledby": "compare-h" });
       const head = el("tr");
@@ -456,17 +676,22 @@
       box.replaceChildren(table);
       status.textContent = `Compared ${gpus.length} GPUs.`;
     } catch (err) {
-      status.textContent = "Error: " + err.message;
+      if (mine === answerSeq) status.textContent = "Error: " + err.message;
     }
   }
 
   // ---------- wiring ----------
   const exampleSelect = $("#example");
-  exampleSelect.addEventListener("change", () => fillForm(examples[exampleSelect.value]));
-  form.addEventListener("input", syncSections);
+  exampleSelect.addEventListener("change", () => {
+    fillForm(examples[exampleSelect.value]);
+    clearAnswer("");
+    recommend();
+  });
+  form.addEventListener("input", (ev) => { syncSections(); markStale(ev); });
   form.addEventListener("change", syncSections);
   form.addEventListener("submit", (ev) => { ev.preventDefault(); recommend(); });
   $("#compare-btn").addEventListener("click", compare);
+  ["#plot-log-x", "#plot-log-y", "#plot-clip"].forEach((s) => $(s).addEventListener("change", onViewChange));
   const wanted = new URLSearchParams(location.search).get("example");
   if (wanted && examples[wanted]) exampleSelect.value = wanted;
   fillForm(examples[exampleSelect.value]);
