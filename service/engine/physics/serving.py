@@ -585,6 +585,7 @@ class Context:
         self._limits: dict[tuple[int, int], int] = {}
         self._capacity: dict[tuple[int, int], int | None] = {}
         self._timings: dict[tuple[int, int, int], Timing] = {}
+        self._rates: dict[tuple[int, int], dict[int, float]] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
         self._splits: dict[int, list[tuple[int, int]]] = {}
 
@@ -709,17 +710,26 @@ class Context:
         return best
 
     def requests_per_s_at(self, tp: int, pp: int, batches: list[int]) -> list[float]:
-        """Requests/s of one replica of split (tp, pp) at each of ``batches``: all at once
-        through the array form of the serving model (:mod:`batched`), or batch by batch through
-        the scalar one for models without it (CNNs) and for one or two batches."""
-        roof = self.model(tp, pp)
-        if len(batches) > 2 and batched.supported(roof):
-            rates: list[float] = batched.requests_per_s(
-                roof, np.array(batches, dtype=np.float64)).tolist()
-            return rates
-        spec = self.workload.inference
-        assert spec is not None
-        return [requests_per_s(spec, self.timing(tp, pp, b), pp, 1) for b in batches]
+        """Requests/s of one replica of split (tp, pp) at each of ``batches``, memoized per
+        batch on this context (the capacity grid and every count's operating-batch search
+        share most of their batches): the ones not yet known all at once through the array
+        form of the serving model (:mod:`batched`), or batch by batch through the scalar one
+        for models without it (CNNs) and for one or two batches."""
+        known = self._rates.get((tp, pp))
+        if known is None:
+            known = self._rates[tp, pp] = {}
+        missing = [b for b in batches if b not in known]
+        if missing:
+            roof = self.model(tp, pp)
+            if len(missing) > 2 and batched.supported(roof):
+                rates: list[float] = batched.requests_per_s(
+                    roof, np.array(missing, dtype=np.float64)).tolist()
+            else:
+                spec = self.workload.inference
+                assert spec is not None
+                rates = [requests_per_s(spec, self.timing(tp, pp, b), pp, 1) for b in missing]
+            known.update(zip(missing, rates, strict=True))
+        return [known[b] for b in batches]
 
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
