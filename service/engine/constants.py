@@ -415,17 +415,18 @@ DRAM_ENERGY_PJ_PER_BYTE = _const(
 )
 TENSOR16_ENERGY_PJ_4N = _const(
     "tensor16_energy_pj_per_flop_4n",
-    0.582,
+    0.727,
     "pJ per dense 16-bit tensor FLOP at the boost voltage, TSMC 4N, board level",
     "NVIDIA's own power figure: the H100 SXM datasheet quotes its dense BF16 peak (989.4 "
-    "TFLOPS) at 1,830 MHz, below the 1,980 MHz boost, for a 700 W module; a saturated tensor "
-    "array (u = 1) at that clock with the static share and DRAM at achieved bandwidth fills "
-    "700 W: (700 - 0.15 x 700 - 3.35 TB/s x 0.8 x 31.2 pJ/B) / (1070.5 TFLOPS at boost x "
-    "(1830/1980)^2.5) = 0.582 pJ. A datasheet design point, not a measurement; the H100 PCIe "
-    "(1,620 MHz at 350 W) and NVL (1,545 MHz at 400 W) quotes, not used, imply clocks ~15% "
-    "above what this energy gives them. Order of magnitude check: Volta's HMMA spends ~1 pJ "
-    "per FLOP in the tensor core alone at 12 nm (Dally, Keckler & Kirk, 'Evolution of the "
-    "Graphics Processing Unit (GPU)', IEEE Micro 41(6), 2021) [recalled]",
+    "TFLOPS) at 1,830 MHz, below the 1,980 MHz boost, for a 700 W module; read as the clock "
+    "a large dense GEMM (gemm_efficiency, 0.8 of peak) holds at that limit, with the static "
+    "share and DRAM at achieved bandwidth: (700 - 0.15 x 700 - 3.35 TB/s x 0.8 x 31.2 pJ/B) "
+    "/ (0.8 x 1070.5 TFLOPS at boost x (1830/1980)^2.5) = 0.727 pJ. A datasheet design "
+    "point, not a measurement; the H100 PCIe (1,620 MHz at 350 W) and NVL (1,545 MHz at 400 "
+    "W) quotes, not used, imply ~15-20% more clock than this energy gives those parts. Order "
+    "of magnitude check: Volta's HMMA spends ~1 pJ per FLOP in the tensor core alone at 12 nm "
+    "(Dally, Keckler & Kirk, 'Evolution of the Graphics Processing Unit (GPU)', IEEE Micro "
+    "41(6), 2021) [recalled]; 0.727 x 3.57 (node) = 2.6 pJ per FLOP on the whole board",
 )
 NODE_ENERGY_FACTOR: tuple[tuple[str, float], ...] = (
     ("blackwell", 1.0),
@@ -513,7 +514,7 @@ _note(
     "23,514.8 tok/s, within 3-4% of NVIDIA's 8x H100 result of the same round (EE Times / "
     "HPCwire reports of the MLCommons table), although MI300X has 1.32x the FP8 peak and "
     "1.58x the bandwidth; set by CALIBRATION.md rows 9-10 (re-set from 0.78 with the power "
-    "model, which holds the 750 W MI300X at 0.93 of its 2,100 MHz on BF16 and at boost on "
+    "model, which holds the 750 W MI300X at 0.85 of its 2,100 MHz on BF16 and at boost on "
     "FP8, where the midpoint rule held 0.74)",
 )
 PCIE_COLLECTIVE_LATENCY_S = _const(

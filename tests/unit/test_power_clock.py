@@ -45,13 +45,15 @@ def test_other_architectures_quote_at_boost(slug: str) -> None:
 
 
 def test_the_4n_energy_reproduces_its_datasheet_design_point() -> None:
-    # a saturated BF16 array on the H100 SXM at its quoted 1,830 MHz fills 700 W
+    # a large BF16 GEMM on the H100 SXM holds the 1,830 MHz its peak is quoted at, at 700 W
     gpu = _gpu("nvidia-h100-sxm5-80gb")
     rate = _rate("nvidia-h100-sxm5-80gb", "bf16")
-    held = power.sustained_peak_share(gpu, rate, utilization=1.0)
-    assert held == pytest.approx(1.0, abs=0.005)
-    # at the GEMM share of peak it holds its boost clock: 1.08x the quoted peak
-    assert kernels.peak_share(gpu, rate) == pytest.approx(1980 / 1830, abs=0.005)
+    assert kernels.peak_share(gpu, rate) == pytest.approx(1.0, abs=0.005)
+    # a saturated array would hold less; a lighter load (FP8 GEMMs reach a smaller share of
+    # a doubled peak at half the energy per FLOP) holds boost: 1.08x the quoted peak
+    assert power.sustained_peak_share(gpu, rate, utilization=1.0) < 0.95
+    assert kernels.peak_share(gpu, _rate("nvidia-h100-sxm5-80gb", "fp8")) == pytest.approx(
+        1980 / 1830, abs=0.005)
 
 
 def test_low_power_ada_holds_boost_on_8bit_but_not_on_fp32_vector() -> None:
@@ -72,7 +74,7 @@ def test_the_clock_falls_with_the_power_limit_and_stays_in_base_boost() -> None:
     # floor: the base clock (1,125 MHz); cap: boost (1,755 MHz)
     assert shares[0] == pytest.approx(1125.0 / quoted, rel=1e-6)
     assert shares[-1] == pytest.approx(1755.0 / quoted, rel=1e-6)
-    assert 0.85 < shares[2] < 0.95  # 350 W: ~1,470 MHz under BF16 GEMMs
+    assert 0.78 < shares[2] < 0.9  # 350 W: ~1,350 MHz under BF16 GEMMs
 
 
 def test_fp64_matrix_work_throttles_more_than_16_bit_on_cdna2() -> None:
