@@ -52,6 +52,8 @@ def _gemm_utilization(rate: PeakRate) -> float:
     """Share of the unit's peak a large GEMM reaches at ``rate`` (what sets its power)."""
     if not rate.tensor:
         return c.EFF_NON_TENSOR
+    if rate.precision_used == "fp64":
+        return c.EFF_FP64_TENSOR  # DGEMM on matrix units (HPL's share)
     eight_bit = c.EFF_8BIT_GEMM if rate.precision_used in ("fp8", "int8") else 1.0
     return c.GEMM_EFFICIENCY * eight_bit
 
