@@ -423,7 +423,7 @@ TENSOR16_ENERGY_PJ_4N = _const(
     "share and DRAM at achieved bandwidth: (700 - 0.15 x 700 - 3.35 TB/s x 0.8 x 31.2 pJ/B) "
     "/ (0.8 x 1070.5 TFLOPS at boost x (1830/1980)^2.5) = 0.727 pJ. A datasheet design "
     "point, not a measurement; the H100 PCIe (1,620 MHz at 350 W) and NVL (1,545 MHz at 400 "
-    "W) quotes, not used, imply ~15-20% more clock than this energy gives those parts. Order "
+    "W) quotes, not used, are ~20% above the clocks this energy gives those parts. Order "
     "of magnitude check: Volta's HMMA spends ~1 pJ per FLOP in the tensor core alone at 12 nm "
     "(Dally, Keckler & Kirk, 'Evolution of the Graphics Processing Unit (GPU)', IEEE Micro "
     "41(6), 2021) [recalled]; 0.727 x 3.57 (node) = 2.6 pJ per FLOP on the whole board",
