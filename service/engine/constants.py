@@ -166,9 +166,11 @@ EFF_NON_TENSOR = _const(
 )
 EFF_FP64_TENSOR = _const(
     "efficiency_fp64_tensor",
-    0.77,
+    0.73,
     "fraction of fp64 tensor peak",
-    "HPL: A100 ~ 14/19.5 TFLOPS per GPU (Selene, TOP500), H100 ~ 50/67 (Eos) = 0.72-0.75",
+    "HPL: A100 ~ 14/19.5 TFLOPS per GPU (Selene, TOP500), H100 ~ 50/67 (Eos) = 0.72-0.75; "
+    "set by CALIBRATION.md row 6 (re-set from 0.77 when the power model let the A100 hold "
+    "its boost clock)",
 )
 EFF_MEMORY_BW = _const(
     "efficiency_memory_bandwidth",
@@ -247,12 +249,13 @@ ATTENTION_EFFICIENCY = _const(
 )
 TRAINING_KERNEL_FACTOR = _const(
     "training_kernel_factor",
-    0.62,
+    0.595,
     "x gemm_efficiency / attention_efficiency in transformer training",
     "transformer training kernels (forward, data- and weight-gradient GEMMs with fp32 main-"
     "gradient accumulation, attention backward) and the step's host/pipeline stalls reach "
     "less than inference GEMMs: Llama 2 pre-training sustained 39-43% MFU on A100 (Touvron et "
-    "al. 2023, Table 2), Llama 3 38-43% on H100; set by CALIBRATION.md rows 1-2",
+    "al. 2023, Table 2), Llama 3 38-43% on H100; set by CALIBRATION.md rows 1-2 (re-set from "
+    "0.62 with the power model)",
 )
 CONV_EFFICIENCY = _const(
     "conv_efficiency",
@@ -263,19 +266,22 @@ CONV_EFFICIENCY = _const(
 )
 CONV_INFERENCE_EFFICIENCY = _const(
     "conv_inference_efficiency",
-    0.55,
+    0.53,
     "fraction of the sustained-clock tensor peak",
     "TensorRT inference convolutions (forward only, batch norm folded, activations fused into "
     "the epilogue, tuned tactics) reach more of peak than cuDNN training convolutions (data "
     "and weight gradients); set by CALIBRATION.md row 5 (MLPerf Inference v3.1 ResNet-50 "
-    "offline INT8, 1x H100 SXM, 88,526 samples/s)",
+    "offline INT8, 1x H100 SXM, 88,526 samples/s; re-set from 0.55 with the power model, "
+    "which holds the H100 at boost, 1.08x its 1,830 MHz-quoted peak, where the midpoint rule "
+    "held 0.90 of boost)",
 )
 EFF_8BIT_GEMM = _const(
     "efficiency_8bit_gemm_factor",
-    0.75,
+    0.64,
     "x gemm_efficiency / attention_efficiency",
     "FP8/INT8 GEMMs reach a smaller share of their 2x peak (scaling epilogues, smaller "
-    "tiles per byte); set by CALIBRATION.md row 7 (TensorRT-LLM Llama 3.1 8B FP8 2048/128)",
+    "tiles per byte); set by CALIBRATION.md rows 7-8 (TensorRT-LLM Llama 3.1 8B FP8 "
+    "2048/128; re-set from 0.75 with the power model)",
 )
 KERNEL_OVERHEAD_S = _const(
     "kernel_overhead_s",
@@ -373,26 +379,143 @@ SUSTAINED_CLOCK_FRACTION_UNKNOWN = _const(
     "sustained_clock_fraction_unknown",
     0.85,
     "fraction of boost clock",
-    "median of the catalog GPUs whose base and boost clocks are known",
+    "used where a GPU's clocks or process node are unknown (physics/power.py cannot run): "
+    "the median of the base/boost midpoints of the catalog GPUs, conservative against the "
+    "power model, which holds most catalog parts at 0.93-1.0 of boost",
 )
-POWER_CLOCK_HEADROOM = _const(
-    "power_clock_headroom",
-    0.50,
-    "fraction of (boost - base) held under sustained matrix load",
-    "base clock is guaranteed at TDP under heavy load, boost is opportunistic; dense tensor "
-    "load sits between them (NVIDIA GPU Boost docs). Set by CALIBRATION.md row 8 (MLPerf "
-    "ResNet-50 INT8 on H100 PCIe, 350 W, vs the SXM row 5 constant)",
+# ------------------------------------------------------------- clocks under the power limit
+# (physics/power.py: P(f) = P_static + u x E_flop x R_boost x (f/f_boost)^alpha + E_byte x B)
+STATIC_POWER_FRACTION = _const(
+    "static_power_fraction",
+    0.15,
+    "fraction of the board power limit",
+    "power drawn whatever the clock: leakage, memory refresh and PHYs, board regulators, fans "
+    "(idle datacenter GPUs read 10-20% of their limit in nvidia-smi: A100 SXM ~50-60 of 400 "
+    "W, H100 SXM ~70-100 of 700 W); leakage grows with temperature under load, so we take "
+    "the upper-middle 15% [recalled]",
 )
-VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.78}
+DVFS_POWER_EXPONENT = _const(
+    "dvfs_power_exponent",
+    2.5,
+    "dynamic power ~ clock^exponent",
+    "CMOS dynamic power C V^2 f; over a GPU's DVFS range the supply voltage rises roughly "
+    "linearly with the clock above a floor, so power grows between f^2 and f^3 (Mei, Wang & "
+    "Chu 2017, 'A survey and measurement study of GPU DVFS on energy conservation', Digital "
+    "Communications and Networks 3(2): measured voltage/frequency pairs; AccelWattch, Kandiah "
+    "et al., MICRO 2021, scales dynamic power by V^2 f per DVFS state); we take the middle",
+)
+DRAM_ENERGY_PJ_PER_BYTE = _const(
+    "dram_energy_pj_per_byte",
+    31.2,
+    "pJ per DRAM byte moved",
+    "HBM2 access + I/O energy 3.9 pJ/bit (O'Connor et al., 'Fine-Grained DRAM: Energy-"
+    "Efficient DRAM for Extreme Bandwidth Systems', MICRO 2017, Table 1; GDDR5 14 pJ/bit). "
+    "One figure for every part: it understates GDDR6/LPDDR5 boards, whose memory power is a "
+    "small share of the budget at their bandwidth",
+)
+TENSOR16_ENERGY_PJ_4N = _const(
+    "tensor16_energy_pj_per_flop_4n",
+    0.727,
+    "pJ per dense 16-bit tensor FLOP at the boost voltage, TSMC 4N, board level",
+    "NVIDIA's own power figure: the H100 SXM datasheet quotes its dense BF16 peak (989.4 "
+    "TFLOPS) at 1,830 MHz, below the 1,980 MHz boost, for a 700 W module; read as the clock "
+    "a large dense GEMM (gemm_efficiency, 0.8 of peak) holds at that limit, with the static "
+    "share and DRAM at achieved bandwidth: (700 - 0.15 x 700 - 3.35 TB/s x 0.8 x 31.2 pJ/B) "
+    "/ (0.8 x 1070.5 TFLOPS at boost x (1830/1980)^2.5) = 0.727 pJ. A datasheet design "
+    "point, not a measurement; the H100 PCIe (1,620 MHz at 350 W) and NVL (1,545 MHz at 400 "
+    "W) quotes, not used, are ~20% above the clocks this energy gives those parts. Order "
+    "of magnitude check: Volta's HMMA spends ~1 pJ per FLOP in the tensor core alone at 12 nm "
+    "(Dally, Keckler & Kirk, 'Evolution of the Graphics Processing Unit (GPU)', IEEE Micro "
+    "41(6), 2021) [recalled]; 0.727 x 3.57 (node) = 2.6 pJ per FLOP on the whole board",
+)
+NODE_ENERGY_FACTOR: tuple[tuple[str, float], ...] = (
+    ("blackwell", 1.0),
+    ("hopper", 1.0),
+    ("ada", 1.0),
+    ("cdna 3", 1.0),
+    ("ga100", 1.43),
+    ("cdna 2", 1.43),
+    ("ampere", 2.14),
+    ("turing", 3.57),
+    ("volta", 3.57),
+    ("pascal", 3.57),
+)
+"""Energy per FLOP of an architecture's process node relative to TSMC 4N (first match of the
+catalog's architecture text, lower case; Ampere GA100 before the other Amperes)."""
+_note(
+    "node_energy_factor",
+    "4N/4NP/N5 (Hopper, Ada, Blackwell, CDNA 3 XCDs) 1.0; N7/N6 (GA100, CDNA 2) 1.43; "
+    "Samsung 8N (GA10x, Orin) 2.14; 16/12 nm (Pascal, Volta, Turing) 3.57",
+    "x energy per FLOP at TSMC 4N",
+    "TSMC's iso-speed power reductions: N5 vs N7 -30% (N7 = 1/0.7 = 1.43 x N5; 4N is an N5 "
+    "variant, N6 an N7 one), N7 vs 16FF+ -60% (16/12 nm = 1.43/0.4 = 3.57), 10FF vs 16FF+ "
+    "-40% for Samsung's 10 nm-class 8N (0.6 x 3.57 = 2.14) (TSMC technology announcements "
+    "for N5, N7, 10FF) [recalled]",
+)
+TENSOR16_FLOP_PER_CLOCK_PER_SM: tuple[tuple[str, float], ...] = (
+    ("hopper", 4096.0),
+    ("blackwell", 8192.0),
+)
+"""Dense 16-bit tensor FLOP per clock per SM of the architectures whose datasheets quote the
+tensor peak below the boost clock (every other architecture quotes at boost: A100 312 TFLOPS =
+108 x 2,048 x 1,410 MHz; MI300X 1,307 = 304 x 2,048 x 2,100 MHz; L40S 362 = 142 x 1,024 x
+2,490 MHz)."""
+_note(
+    "tensor16_flop_per_clock_per_sm",
+    "Hopper 4096, Blackwell 8192 (others quote at boost)",
+    "dense FLOP per clock per SM",
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 1,024 dense FP16 FMA per "
+    "clock per SM (4 tensor cores), H100 SXM 989.4 TFLOPS = 132 SMs x 4,096 x 1,830 MHz; "
+    "Blackwell doubles it per SM: B200 2,250 TFLOPS = 148 SMs x 8,192 x ~1,856 MHz",
+)
+ENERGY_RATIO_TENSOR_8BIT = _const(
+    "energy_ratio_tensor_8bit",
+    0.5,
+    "x the energy of a 16-bit tensor FLOP",
+    "FP8/INT8 tensor rates are 2x the 16-bit rate on the same array with the same operand "
+    "bytes per clock; board power per clock is dominated by operand movement (register file, "
+    "shared memory, L2), so a full-rate 8-bit array costs about what a 16-bit one does per "
+    "clock: half the energy per FLOP. (The multipliers alone are 5-7x cheaper: Horowitz, "
+    "'Computing's energy problem', ISSCC 2014: 8-bit int mult+add 0.23 pJ vs FP16 1.5 pJ at "
+    "45 nm; this is an upper bound of the 8-bit energy)",
+)
+ENERGY_RATIO_TENSOR_TF32 = _const(
+    "energy_ratio_tensor_tf32",
+    2.0,
+    "x the energy of a 16-bit tensor FLOP",
+    "TF32 runs at half the 16-bit rate on the same array (4-byte operands at half the rate: "
+    "the same bytes per clock), so about the same power per clock: twice the energy per FLOP",
+)
+ENERGY_RATIO_FP64 = _const(
+    "energy_ratio_fp64",
+    10.0,
+    "x the energy of a 16-bit tensor FLOP",
+    "FP64 FMA arithmetic vs FP16: Horowitz (ISSCC 2014, 45 nm) gives FP16 mult 1.1 + add "
+    "0.4 pJ and FP32 3.7 + 0.9 pJ; the multiplier grows as mantissa^1.55 between them "
+    "(11 -> 24 bits: 3.4x), so a 53-bit FP64 mult ~12.8 pJ + add ~2 pJ = ~10x an FP16 FMA. "
+    "Used for FP64 on matrix units (DMMA / MFMA F64) and vector units",
+)
+ENERGY_RATIO_VECTOR_FP32 = _const(
+    "energy_ratio_vector_fp32",
+    8.0,
+    "x the energy of a 16-bit tensor FLOP",
+    "an FP32 FMA on CUDA cores / SIMD lanes pays instruction fetch, decode and register-file "
+    "operand delivery for 2 FLOPs, which tensor instructions amortize over 128-1024 (Dally, "
+    "Keckler & Kirk, IEEE Micro 2021: overhead ~20x the op energy for HFMA, 16-22% for "
+    "HMMA / IMMA), plus FP32 arithmetic ~3x FP16 (Horowitz 2014); we take 8x [recalled]",
+)
+VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.675}
 _note(
     "vendor_efficiency",
-    "amd 0.78 (nvidia 1.0)",
+    "amd 0.675 (nvidia 1.0)",
     "x sustained peak",
     "software maturity of the vendor stack (ROCm/hipBLASLt/vLLM-ROCm vs CUDA/TensorRT-LLM), "
     "one factor per vendor: MLPerf Inference v4.1 closed, Llama-2-70B offline, 8x MI300X "
     "23,514.8 tok/s, within 3-4% of NVIDIA's 8x H100 result of the same round (EE Times / "
     "HPCwire reports of the MLCommons table), although MI300X has 1.32x the FP8 peak and "
-    "1.58x the bandwidth; set by CALIBRATION.md rows 9-10",
+    "1.58x the bandwidth; set by CALIBRATION.md rows 9-10 (re-set from 0.78 with the power "
+    "model, which holds the 750 W MI300X at 0.85 of its 2,100 MHz on BF16 and at boost on "
+    "FP8, where the midpoint rule held 0.74)",
 )
 PCIE_COLLECTIVE_LATENCY_S = _const(
     "pcie_collective_latency_s",
@@ -528,7 +651,16 @@ COMMON_KEYS = (
     "memory_reserve_fraction",
     "power_utilization",
     "sustained_clock_fraction_unknown",
-    "power_clock_headroom",
+    "static_power_fraction",
+    "dvfs_power_exponent",
+    "dram_energy_pj_per_byte",
+    "tensor16_energy_pj_per_flop_4n",
+    "node_energy_factor",
+    "tensor16_flop_per_clock_per_sm",
+    "energy_ratio_tensor_8bit",
+    "energy_ratio_tensor_tf32",
+    "energy_ratio_fp64",
+    "energy_ratio_vector_fp32",
     "vendor_efficiency",
     "gemm_tile",
     "split_k_min_depth",

@@ -187,8 +187,9 @@ def test_int8_inference_on_t4_l4_a10g_is_cost_effective() -> None:
         ).samples_per_s
         or 0
     )
-    # 2x the peak at 8 bits, a smaller share of it (efficiency_8bit_gemm_factor)
-    assert 1.3 * fp16 < int8 < 2.0 * fp16
+    # 2x the peak at 8 bits, a smaller share of it (efficiency_8bit_gemm_factor 0.64), on a
+    # clock the 70 W T4 holds higher on 8-bit work than on FP16 (physics/power.py)
+    assert 1.2 * fp16 < int8 < 2.0 * fp16
 
 
 def test_needs_n_gpus_fix() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from service.engine import estimate
+from service.engine.physics import kernels
 from service.engine.physics.performance import peak_rate
 from service.engine.types import (
     ComputeSpec,
@@ -37,6 +38,12 @@ def _peak_ratio(a: GpuSpec, b: GpuSpec, precision: str = "bf16") -> float:
     return ra.tflops / rb.tflops
 
 
+def _sustained_ratio(a: GpuSpec, b: GpuSpec, precision: str = "bf16") -> float:
+    ra, rb = peak_rate(a, precision), peak_rate(b, precision)  # type: ignore[arg-type]
+    assert ra is not None and rb is not None
+    return ra.tflops * kernels.peak_share(a, ra) / (rb.tflops * kernels.peak_share(b, rb))
+
+
 def _train(preset: str, batch: int, seq: int | None = None) -> Workload:
     return Workload(kind="training", precision="bf16", model=PRESETS[preset].model,
                     training=TrainingSpec(batch_size=batch, seq_len=seq, samples=1e6))
@@ -53,11 +60,12 @@ def _samples(w: Workload, gpu: GpuSpec, n: int = 1) -> float:
 def test_small_model_training_scales_with_bandwidth_more_than_peak(
     preset: str, batch: int, seq: int | None
 ) -> None:
-    # H100 SXM: 3.17x the A100's dense BF16 peak, 1.64x its bandwidth
+    # H100 SXM: 3.17x the A100's dense BF16 peak, each held at its quoted clock under GEMMs
+    # (physics/power.py), 1.64x its bandwidth
     w = _train(preset, batch, seq)
     speedup = _samples(w, H100) / _samples(w, A100)
     bandwidth = H100.memory_bandwidth_gb_s / A100.memory_bandwidth_gb_s
-    assert bandwidth < speedup < 0.85 * _peak_ratio(H100, A100)
+    assert bandwidth < speedup < 0.9 * _sustained_ratio(H100, A100)
 
 
 def test_pcie_and_sxm_variants_differ_beyond_their_datasheet_ratio() -> None:

@@ -16,6 +16,7 @@ from service.engine.constants import GB, MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
 from service.engine.physics.memory import usable_memory_bytes
+from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import (
     Candidate,
     Constraints,
@@ -173,7 +174,7 @@ def bound_reason(workload: Workload, gpu: GpuSpec, est: Estimate) -> str:
     if est.bound == "compute":
         rate = est.compute_tflops_used or 0.0
         unit = "TOPS" if est.precision_used in ("int8", "int4") else "TFLOPS"
-        clock = sustained_clock_fraction(gpu)
+        clock = sustained_clock_fraction(gpu, peak_rate(gpu, est.precision_used))
         return (
             f"{phase} is compute bound at {rate:g} {unit} dense {est.precision_used} per GPU, "
             f"held at ~{clock:.0%} of boost clock under its {gpu.tdp_w:g} W limit"

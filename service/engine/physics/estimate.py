@@ -168,12 +168,12 @@ def compute_job_efficiency(workload: Workload, rate: PeakRate) -> float:
 
 def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> tuple[float, float]:
     """(compute_s, memory_s) of a compute job on one GPU: its FLOPs at the sustained clock
-    (:func:`kernels.sustained_clock_fraction`) x efficiency x vendor factor, its bytes at
+    (:func:`kernels.peak_share`) x efficiency x vendor factor, its bytes at
     achieved bandwidth."""
     spec = workload.compute
     assert spec is not None
     eff = compute_job_efficiency(workload, rate)
-    sustained = rate.tflops * kernels.sustained_clock_fraction(gpu) * kernels.vendor_factor(gpu)
+    sustained = rate.tflops * kernels.peak_share(gpu, rate) * kernels.vendor_factor(gpu)
     return spec.total_tflop / (sustained * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
 
 

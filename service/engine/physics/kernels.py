@@ -23,7 +23,8 @@ import math
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine.physics.performance import PeakRate
+from service.engine.physics import power
+from service.engine.physics.performance import PeakRate, peak_rate
 from service.engine.types import GpuSpec
 
 _ceil = math.ceil
@@ -33,17 +34,35 @@ Kernel = tuple[float, float]
 """(compute_s, memory_s) of one kernel or of a run of kernels timed together."""
 
 
-def sustained_clock_fraction(gpu: GpuSpec) -> float:
-    """Share of the boost clock (at which datasheet peaks are quoted) a GPU holds under a
-    sustained matrix load: base + headroom x (boost - base), over boost. The base clock is what
-    the vendor guarantees at the power limit, so low-TDP cards with a wide base-boost gap
-    (T4, L4, L40S, H100 PCIe) keep a smaller share than SXM parts. Unknown clocks: the
-    catalog median (:data:`constants.SUSTAINED_CLOCK_FRACTION_UNKNOWN`)."""
-    base, boost = gpu.base_clock_mhz, gpu.boost_clock_mhz
-    if not base or not boost or boost <= 0:
+def sustained_clock_fraction(gpu: GpuSpec, rate: PeakRate | None = None) -> float:
+    """Share of the boost clock a GPU holds under sustained large-GEMM load at ``rate``
+    (default: its 16-bit tensor rate, else FP32), from the power model of
+    :mod:`physics.power`: the highest clock in [base, boost] whose power fits the board limit.
+    Unknown clocks or node: :data:`constants.SUSTAINED_CLOCK_FRACTION_UNKNOWN`."""
+    if rate is None:
+        rate = peak_rate(gpu, "bf16") or peak_rate(gpu, "fp64")
+    boost = gpu.boost_clock_mhz
+    if rate is None or not boost:
         return c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
-    base = min(base, boost)
-    return (base + c.POWER_CLOCK_HEADROOM * (boost - base)) / boost
+    quoted = power.quoted_clock_mhz(gpu, rate) or boost
+    return power.sustained_peak_share(gpu, rate, _gemm_utilization(rate)) * quoted / boost
+
+
+def _gemm_utilization(rate: PeakRate) -> float:
+    """Share of the unit's peak a large GEMM reaches at ``rate`` (what sets its power)."""
+    if not rate.tensor:
+        return c.EFF_NON_TENSOR
+    if rate.precision_used == "fp64":
+        return c.EFF_FP64_TENSOR  # DGEMM on matrix units (HPL's share)
+    eight_bit = c.EFF_8BIT_GEMM if rate.precision_used in ("fp8", "int8") else 1.0
+    return c.GEMM_EFFICIENCY * eight_bit
+
+
+def peak_share(gpu: GpuSpec, rate: PeakRate) -> float:
+    """Share of the datasheet peak behind ``rate`` that large GEMMs hold under the power
+    limit: sustained clock / the clock the peak is quoted at (above 1 for Hopper parts that
+    hold more than their 1,830 MHz quote)."""
+    return power.sustained_peak_share(gpu, rate, _gemm_utilization(rate))
 
 
 def vendor_factor(gpu: GpuSpec) -> float:
@@ -72,13 +91,14 @@ class Device:
     kernel_s: float
     """Fixed cost per kernel [s]."""
     clock_fraction: float
+    """Sustained clock of large GEMMs at the precision over the boost clock."""
     tensor: bool
 
 
 def device(gpu: GpuSpec, rate: PeakRate) -> Device:
     """The :class:`Device` for ``gpu`` running at ``rate`` (from :func:`peak_rate`)."""
-    clock = sustained_clock_fraction(gpu)
-    sustained = rate.tflops * 1e12 * clock * vendor_factor(gpu)
+    share = peak_share(gpu, rate)
+    sustained = rate.tflops * 1e12 * share * vendor_factor(gpu)
     if rate.tensor:
         # FP8/INT8 kernels reach a smaller share of their doubled peak
         eight_bit = c.EFF_8BIT_GEMM if rate.precision_used in ("fp8", "int8") else 1.0
@@ -88,7 +108,11 @@ def device(gpu: GpuSpec, rate: PeakRate) -> Device:
         conv_inference = sustained * c.CONV_INFERENCE_EFFICIENCY * eight_bit
     else:
         matrix = attention = conv = conv_inference = sustained * c.EFF_NON_TENSOR
-    vector_peak = (gpu.fp32_tflops or rate.tflops) * 1e12 * clock
+    vector_rate = PeakRate(gpu.fp32_tflops or rate.tflops,
+                           "fp32" if gpu.fp32_tflops else rate.precision_used, False)
+    vector_peak = vector_rate.tflops * 1e12 * peak_share(gpu, vector_rate)
+    boost = gpu.boost_clock_mhz
+    clock = share * (power.quoted_clock_mhz(gpu, rate) or boost or 1.0) / (boost or 1.0)
     return Device(
         matrix_flops_s=matrix,
         attention_flops_s=attention,

@@ -53,12 +53,15 @@ def _raw_rate(gpu: GpuSpec, precision: Precision) -> float | None:
 def peak_rate(gpu: GpuSpec, precision: Precision, *, matmul: bool = True) -> PeakRate | None:
     """Dense peak [TFLOPS] for ``precision`` on ``gpu``, falling back when unsupported.
 
-    FP64 uses the FP64 tensor rate for matrix work when the GPU has one, else the vector rate;
+    FP64 uses the FP64 tensor rate for matrix work when the GPU has a faster one than its vector
+    rate, else the vector rate;
     it never falls back to a lower precision. Returns None when nothing applies (e.g. no FP64).
     Consumer GeForce fp16/bf16 catalog figures already are the FP32-accumulate rate.
     """
     if precision == "fp64":
-        if matmul and gpu.fp64_tensor_tflops:
+        # DGEMM libraries use the matrix units only where they are faster (B200: 37 TFLOPS
+        # on either, so its FP64 work is timed on the vector path)
+        if matmul and gpu.fp64_tensor_tflops and gpu.fp64_tensor_tflops > (gpu.fp64_tflops or 0):
             return PeakRate(gpu.fp64_tensor_tflops, "fp64", True)
         if gpu.fp64_tflops:
             return PeakRate(gpu.fp64_tflops, "fp64", False)
