@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Table, bindparam, insert, update
@@ -43,6 +43,7 @@ from service.quotes.models import (
     SkippedRow,
     UnmatchedRow,
     UpdatedQuote,
+    observed_default,
 )
 from service.quotes.networks import fill_network
 
@@ -221,7 +222,10 @@ def run_import(
     start = time.perf_counter()
     now = utcnow()
     captured = as_utc(captured_at) if captured_at else now
-    observed = observed_at or captured.astimezone(UTC).date()
+    try:
+        observed = observed_at or observed_default(captured)
+    except ValueError as exc:
+        raise Unprocessable(str(exc), errors=[field_error("query.captured_at", str(exc))]) from exc
     provider = provider.lower() if provider else None
     parsed = parse_file(session, body=body, content_type=content_type, fmt=fmt,
                         provider=provider, source=source, captured_at=captured,

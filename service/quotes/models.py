@@ -9,7 +9,7 @@ from pydantic import ConfigDict, field_validator, model_validator
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from service.common import ObservedDate, UtcDatetime, utcnow
+from service.common import ObservedDate, UtcDatetime, latest_today, utcnow
 from service.quotes.networks import fill_network
 from service.text import no_control_chars
 
@@ -115,6 +115,16 @@ class Quote(QuoteFields, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+def observed_default(captured_at: datetime) -> date:
+    """observed_at when none is given: the UTC day of ``captured_at`` (the price is taken as
+    seen when it was read); a future day is refused, as a given observed_at would be."""
+    day = captured_at.astimezone(UTC).date()
+    if day > latest_today():
+        raise ValueError(f"captured_at ({day.isoformat()}) is in the future, so observed_at "
+                         "cannot default to its date; send observed_at")
+    return day
+
+
 class QuoteCreate(QuoteFields):
     model_config = _STRICT  # type: ignore[assignment]
 
@@ -131,7 +141,7 @@ class QuoteCreate(QuoteFields):
     def _shape(self) -> QuoteCreate:
         self.provider = self.provider.lower()
         if self.observed_at is None:
-            self.observed_at = self.captured_at.astimezone(UTC).date()
+            self.observed_at = observed_default(self.captured_at)
         check_price_shape(self.pricing, self.price_usd_per_hour, self.purchase_price_usd)
         if not (self.model_fields_set & set(NETWORK_FIELDS)):
             for k, v in fill_network(self.model_dump(include={"provider", "instance_type"}))\

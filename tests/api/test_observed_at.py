@@ -84,6 +84,24 @@ def test_observed_at_defaults_to_captured_at_day(client: TestClient,
     assert quote["observed_at"] == "2026-03-05" and quote["stale"] is True
 
 
+def test_a_future_captured_at_cannot_date_the_price(client: TestClient,
+                                                    admin_headers: dict[str, str]) -> None:
+    """Without observed_at, the captured_at day would date the price: a future one is refused
+    (POST: the problem names both fields; import: query.captured_at)."""
+    resp = client.post("/v1/quotes", json=new_quote(captured_at="2099-01-01T00:00:00Z"),
+                       headers=admin_headers)
+    body = assert_problem(resp, 422)
+    assert any("captured_at" in e["message"] and "observed_at" in e["message"]
+               for e in body["errors"])
+    with_date = new_quote(captured_at="2099-01-01T00:00:00Z", observed_at="2026-01-01")
+    assert client.post("/v1/quotes", json=with_date, headers=admin_headers).status_code == 201
+    resp = client.post("/v1/quotes/import", content=t4_file("1.5"),
+                       params={"format": "skypilot", "provider": "testcloud2",
+                               "captured_at": "2099-01-01T00:00:00Z"},
+                       headers={**admin_headers, **CSV})
+    assert_problem(resp, 422, "query.captured_at")
+
+
 def test_stale_boundary() -> None:
     """Stale means age_days > the limit, with the age counted from the start of the day; the
     list filter's date cut-off agrees with it on both sides of the boundary."""
