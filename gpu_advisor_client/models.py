@@ -9,7 +9,7 @@ models refuse unknown fields, so a typo fails before the call.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -186,7 +186,10 @@ class Quote(_Response):
     source: str
     captured_at: datetime
     valid_until: datetime | None = None
+    observed_at: date | None = None
+    """The day the source observed the price; age_days and stale count from it."""
     version: int
+    age_days: float | None = None
     stale: bool = False
     expired: bool = False
     network_gbps: float | None = None
@@ -294,6 +297,9 @@ class QuoteRef(_Response):
     pricing: str
     price_usd_per_hour: float | None
     purchase_price_usd: float | None
+    observed_at: date | None = None
+    age_days: float | None = None
+    stale: bool = False
     network_gbps: float | None = None
     network_fabric: str | None = None
     multi_node: bool = False

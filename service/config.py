@@ -29,7 +29,8 @@ class Settings(BaseSettings):
     max_import_bytes: int = Field(default=64 * 1024 * 1024, ge=1_024)
     """Body limit of POST /v1/quotes/import: a whole cloud catalog (AWS's is ~2.5 MB)."""
     stale_quote_days: float = Field(default=30.0, gt=0)
-    """A quote captured more than this many days ago is used with a warning."""
+    """A quote whose price was observed (observed_at) more than this many days ago is stale:
+    used, with a warning naming it."""
     electricity_usd_per_kwh: float = Field(default=0.15, ge=0)
     amortization_years: float = Field(default=3.0, gt=0)
     cors_origins: list[str] = Field(default_factory=list)

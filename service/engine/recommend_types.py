@@ -7,6 +7,7 @@ rented (or owned) set of GPUs, including every replica.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal
 
 from service.engine.types import Estimate, Fix, _cached_hash
@@ -80,7 +81,11 @@ class Offer:
     purchase_price_usd: float | None = None
     """One unit [USD]; purchase quotes only."""
     age_days: float = 0.0
+    """Days since the source observed the price (the caller computes it from observed_at)."""
     stale: bool = False
+    """The price is older than the caller's staleness limit: used, with a warning."""
+    observed_at: date | None = None
+    """The day the source observed the price; None = not given."""
     network_gbps: float | None = None
     """Network bandwidth of ONE instance [Gb/s] (purchase quotes: of one node built from the
     cards); None = unknown."""

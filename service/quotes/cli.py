@@ -9,8 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlmodel import Session
 
+from service.common import ObservedDate
 from service.errors import ProblemError
 
 
@@ -32,13 +34,19 @@ def cmd_import_quotes(args: argparse.Namespace) -> int:
         content_type = "application/json" if path.suffix.lower() == ".json" else "text/csv"
         source = args.source or str(path)
     captured = datetime.fromisoformat(args.captured_at) if args.captured_at else None
+    try:
+        observed = (TypeAdapter(ObservedDate).validate_python(args.observed_at)
+                    if args.observed_at else None)
+    except ValidationError as exc:
+        print(f"--observed-at: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return 2
     engine = make_engine(_settings(args).database_url)
     with Session(engine, expire_on_commit=False) as session:
         try:
             result = run_import(
                 session, body=body, content_type=content_type, fmt=args.format,
                 provider=args.provider, dry_run=args.dry_run, source=source,
-                captured_at=captured, who=f"cli:{getpass.getuser()}",
+                captured_at=captured, observed_at=observed, who=f"cli:{getpass.getuser()}",
             )
         except ProblemError as exc:
             session.rollback()
@@ -80,4 +88,6 @@ def add_import_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--dry-run", action="store_true", help="Report changes; write nothing")
     p.add_argument("--source", help="Where the prices came from (default: the file or URL)")
     p.add_argument("--captured-at", help="ISO time the prices were read (default: now)")
+    p.add_argument("--observed-at", help="YYYY-MM-DD the source observed the prices, e.g. a "
+                   "SkyPilot catalog's commit date (default: the captured-at date)")
     p.set_defaults(func=cmd_import_quotes)

@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -104,6 +104,8 @@ class ParsedQuote:
     source: str = "import"
     captured_at: datetime | None = None
     valid_until: datetime | None = None
+    observed_at: date | None = None
+    """None (SkyPilot rows: the file has no date): the import's observed_at."""
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -538,10 +540,11 @@ def _host_order(h: _Host) -> tuple[float, float, str]:
 
 def parse_generic(
     text: str, *, is_json: bool, provider: str | None, captured_at: datetime, source: str,
-    known_slugs: set[str],
+    known_slugs: set[str], observed_at: date | None = None,
 ) -> ParseResult:
     """Our own quote fields: a CSV with service/data/quotes.csv's header or a JSON list of
-    QuoteCreate objects. A row without captured_at / source gets the import's."""
+    QuoteCreate objects. A row without captured_at / source gets the import's; one without
+    observed_at gets the import's ``observed_at`` when given, else its captured_at's date."""
     records: list[tuple[int, dict[str, Any]]]
     if is_json:
         try:
@@ -569,7 +572,10 @@ def parse_generic(
     seen: dict[tuple[str, str, str, str], int] = {}
     wanted = provider.lower() if provider else None
     for n, rec in records:
-        rec = {"captured_at": captured_at, "source": source, **rec}
+        defaults: dict[str, Any] = {"captured_at": captured_at, "source": source}
+        if observed_at is not None:
+            defaults["observed_at"] = observed_at
+        rec = {**defaults, **rec}
         if wanted and "provider" not in rec:
             rec["provider"] = wanted
         try:
@@ -586,7 +592,8 @@ def parse_generic(
             row=n, gpu_slug=q.gpu_slug, provider=q.provider, region=q.region,
             instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
             price_usd_per_hour=q.price_usd_per_hour, purchase_price_usd=q.purchase_price_usd,
-            source=q.source, captured_at=q.captured_at, valid_until=q.valid_until)
+            source=q.source, captured_at=q.captured_at, valid_until=q.valid_until,
+            observed_at=q.observed_at)
         if parsed.key in seen:
             errors.add(n, "instance_type", f"duplicate of row {seen[parsed.key]} (same provider, "
                                            "region, instance_type and pricing)")

@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import Table, bindparam, insert, update
@@ -19,7 +19,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from service.common import as_utc, utcnow
+from service.common import as_date, as_utc, utcnow
 from service.errors import Conflict, Unprocessable, field_error
 from service.quotes.importers import (
     CatalogGpu,
@@ -43,6 +43,7 @@ from service.quotes.models import (
     SkippedRow,
     UnmatchedRow,
     UpdatedQuote,
+    observed_default,
 )
 from service.quotes.networks import fill_network
 
@@ -62,6 +63,7 @@ class _Existing:
     purchase_price_usd: float | None
     valid_until: datetime | None
     captured_at: datetime
+    observed_at: date
 
 
 @dataclass
@@ -92,7 +94,7 @@ def catalog_gpus(session: Session) -> list[CatalogGpu]:
 
 def parse_file(
     session: Session, *, body: bytes, content_type: str | None, fmt: ImportFormat,
-    provider: str | None, source: str, captured_at: datetime,
+    provider: str | None, source: str, captured_at: datetime, observed_at: date | None = None,
 ) -> ParseResult:
     try:
         text = decode(body)
@@ -104,7 +106,7 @@ def parse_file(
             return parse_skypilot(text, provider=provider, matcher=GpuMatcher(gpus))
         return parse_generic(text, is_json=looks_like_json(text, content_type),
                              provider=provider, captured_at=captured_at, source=source,
-                             known_slugs={g.slug for g in gpus})
+                             known_slugs={g.slug for g in gpus}, observed_at=observed_at)
     except ImportFormatError as exc:
         raise Unprocessable(str(exc), errors=[field_error(f, m) for f, m in exc.errors]) from exc
 
@@ -116,16 +118,17 @@ def _existing(session: Session, providers: set[str]) -> dict[tuple[str, str, str
     c = QUOTES.c
     stmt = core_select(c.provider, c.region, c.instance_type, c.pricing, c.id, c.gpu_slug,
                   c.gpu_count, c.price_usd_per_hour, c.purchase_price_usd, c.valid_until,
-                  c.captured_at).where(c.provider.in_(sorted(providers)))
+                  c.captured_at, c.observed_at).where(c.provider.in_(sorted(providers)))
     return {
         (r[0], r[1], r[2], r[3]): _Existing(r[4], r[5], r[6], r[7], r[8],
-                                            as_utc(r[9]) if r[9] else None, as_utc(r[10]))
+                                            as_utc(r[9]) if r[9] else None, as_utc(r[10]),
+                                            as_date(r[11]))
         for r in session.execute(stmt)
     }
 
 
 def _plan(quotes: list[ParsedQuote], existing: dict[tuple[str, str, str, str], _Existing],
-          captured_at: datetime) -> _Plan:
+          captured_at: datetime, observed_at: date) -> _Plan:
     plan = _Plan()
     for q in quotes:
         old = existing.get(q.key)
@@ -142,13 +145,14 @@ def _plan(quotes: list[ParsedQuote], existing: dict[tuple[str, str, str, str], _
             plan.updates.append((old, q))
         else:
             plan.unchanged += 1
-            if (q.captured_at or captured_at) > old.captured_at:
+            if ((q.captured_at or captured_at) > old.captured_at
+                    or (q.observed_at or observed_at) > old.observed_at):
                 plan.refresh.append((old, q))
     return plan
 
 
 def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: datetime,
-           captured_at: datetime, source: str) -> None:
+           captured_at: datetime, observed_at: date, source: str) -> None:
     conn = session.connection()
     c = QUOTES.c
     # the file has no network columns: each row gets its instance family's sourced default
@@ -158,7 +162,8 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
         "price_usd_per_hour": q.price_usd_per_hour, "purchase_price_usd": q.purchase_price_usd,
         "source": q.source if q.captured_at else source,
         "captured_at": q.captured_at or captured_at, "valid_until": q.valid_until,
-        "version": 1, "created_at": now, "updated_at": now,
+        "observed_at": q.observed_at or observed_at, "version": 1, "created_at": now,
+        "updated_at": now,
     }) for q in plan.inserts]
     for chunk in _chunks(rows):
         conn.execute(insert(QUOTES), list(chunk))
@@ -167,13 +172,15 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
         c.gpu_slug: bindparam("b_gpu_slug"), c.gpu_count: bindparam("b_gpu_count"),
         c.price_usd_per_hour: bindparam("b_price"), c.purchase_price_usd: bindparam("b_purchase"),
         c.valid_until: bindparam("b_valid_until"), c.source: bindparam("b_source"),
-        c.captured_at: bindparam("b_captured_at"), c.version: c.version + 1, c.updated_at: now,
+        c.captured_at: bindparam("b_captured_at"), c.observed_at: bindparam("b_observed_at"),
+        c.version: c.version + 1, c.updated_at: now,
     })
     params = [{
         "b_id": old.id, "b_gpu_slug": q.gpu_slug, "b_gpu_count": q.gpu_count,
         "b_price": q.price_usd_per_hour, "b_purchase": q.purchase_price_usd,
         "b_valid_until": q.valid_until, "b_source": q.source if q.captured_at else source,
         "b_captured_at": q.captured_at or captured_at,
+        "b_observed_at": q.observed_at or observed_at,
     } for old, q in plan.updates]
     for chunk in _chunks(params):
         conn.execute(set_price, list(chunk))
@@ -190,11 +197,14 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
     for chunk in _chunks(history):
         conn.execute(insert(HISTORY), list(chunk))
 
+    # the same price seen again: each date moves forward, never back
     touch = update(QUOTES).where(c.id == bindparam("b_id")).values({
-        c.captured_at: bindparam("b_captured_at"), c.source: bindparam("b_source"),
-        c.version: c.version + 1, c.updated_at: now,
+        c.captured_at: bindparam("b_captured_at"), c.observed_at: bindparam("b_observed_at"),
+        c.source: bindparam("b_source"), c.version: c.version + 1, c.updated_at: now,
     })
-    refresh = [{"b_id": old.id, "b_captured_at": q.captured_at or captured_at,
+    refresh = [{"b_id": old.id,
+                "b_captured_at": max(q.captured_at or captured_at, old.captured_at),
+                "b_observed_at": max(q.observed_at or observed_at, old.observed_at),
                 "b_source": q.source if q.captured_at else source} for old, q in plan.refresh]
     for chunk in _chunks(refresh):
         conn.execute(touch, list(chunk))
@@ -203,16 +213,25 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
 def run_import(
     session: Session, *, body: bytes, content_type: str | None, fmt: ImportFormat,
     provider: str | None, dry_run: bool, source: str, captured_at: datetime | None, who: str,
+    observed_at: date | None = None,
 ) -> ImportResult:
-    """Parse, diff against the stored quotes, and (unless ``dry_run``) write it all."""
+    """Parse, diff against the stored quotes, and (unless ``dry_run``) write it all.
+
+    ``observed_at``: the day the file's prices were observed, for rows without their own
+    (a SkyPilot catalog has no date column); default the UTC date of ``captured_at``."""
     start = time.perf_counter()
     now = utcnow()
     captured = as_utc(captured_at) if captured_at else now
+    try:
+        observed = observed_at or observed_default(captured)
+    except ValueError as exc:
+        raise Unprocessable(str(exc), errors=[field_error("query.captured_at", str(exc))]) from exc
     provider = provider.lower() if provider else None
     parsed = parse_file(session, body=body, content_type=content_type, fmt=fmt,
-                        provider=provider, source=source, captured_at=captured)
+                        provider=provider, source=source, captured_at=captured,
+                        observed_at=observed_at)
     existing = _existing(session, {q.provider for q in parsed.quotes})
-    plan = _plan(parsed.quotes, existing, captured)
+    plan = _plan(parsed.quotes, existing, captured, observed)
     import_id: int | None = None
     record: QuoteImport | None = None
     if not dry_run:
@@ -228,7 +247,7 @@ def run_import(
             import_id = record.id
             assert import_id is not None
             _apply(session, plan, import_id=import_id, who=who[:100], now=now,
-                   captured_at=captured, source=source)
+                   captured_at=captured, observed_at=observed, source=source)
         except IntegrityError as exc:
             raise Conflict("Quotes changed during the import (a concurrent write); retry",
                            errors=[field_error("body", "unique key taken concurrently")]) from exc
@@ -240,7 +259,8 @@ def run_import(
         session.expire_all()  # the bulk statements bypassed the identity map
     return ImportResult(
         import_id=import_id, dry_run=dry_run, provider=provider, format=fmt,
-        captured_at=captured, rows_read=parsed.rows_read, quotes_in_file=len(parsed.quotes),
+        captured_at=captured, observed_at=observed, rows_read=parsed.rows_read,
+        quotes_in_file=len(parsed.quotes),
         added=len(plan.inserts),
         added_quotes=[AddedQuote(
             row=q.row, gpu_slug=q.gpu_slug, region=q.region, instance_type=q.instance_type,

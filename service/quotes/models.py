@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Literal
 
 from pydantic import ConfigDict, field_validator, model_validator
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from service.common import UtcDatetime, utcnow
+from service.common import ObservedDate, UtcDatetime, latest_today, utcnow
 from service.quotes.networks import fill_network
 from service.text import no_control_chars
 
@@ -56,7 +56,9 @@ class QuoteFields(SQLModel):
         min_length=1, max_length=2000,
         description="Where the price comes from (URL, price list, import)",
     )
-    captured_at: datetime = Field(description="When the price was read")
+    captured_at: datetime = Field(
+        description="When the price was read from its source and recorded; how old the price "
+        "is counts from observed_at")
     valid_until: datetime | None = Field(default=None, description="Expiry; null = no expiry")
     network_gbps: float | None = Field(
         default=None, ge=MIN_NETWORK_GBPS, le=MAX_NETWORK_GBPS,
@@ -88,6 +90,11 @@ def check_price_shape(pricing: str | None, hourly: float | None, purchase: float
             raise ValueError("purchase_price_usd is only for pricing 'purchase'")
 
 
+OBSERVED_AT = (
+    "The day the source observed the price (a catalog's fetch, a price list's date, a launch "
+    "announcement), YYYY-MM-DD. age_days and stale count from the start of this day (UTC)")
+
+
 class Quote(QuoteFields, table=True):
     __tablename__ = "quotes"
     __table_args__ = (
@@ -102,9 +109,20 @@ class Quote(QuoteFields, table=True):
         sa_type=String(64), sa_column_args=[ForeignKey("gpus.slug", onupdate="CASCADE")],
         index=True,
     )
+    observed_at: date = Field(description=OBSERVED_AT)
     version: int = Field(default=1)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+def observed_default(captured_at: datetime) -> date:
+    """observed_at when none is given: the UTC day of ``captured_at`` (the price is taken as
+    seen when it was read); a future day is refused, as a given observed_at would be."""
+    day = captured_at.astimezone(UTC).date()
+    if day > latest_today():
+        raise ValueError(f"captured_at ({day.isoformat()}) is in the future, so observed_at "
+                         "cannot default to its date; send observed_at")
+    return day
 
 
 class QuoteCreate(QuoteFields):
@@ -113,12 +131,17 @@ class QuoteCreate(QuoteFields):
     captured_at: UtcDatetime = Field(description="When the price was read (UTC if no offset)")
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
     gpu_slug: str = Field(min_length=1, max_length=64, description="The GPU type (catalog slug)")
+    observed_at: ObservedDate | None = Field(
+        default=None, description=OBSERVED_AT + "; not in the future. Omitted: the UTC date of "
+        "captured_at (the price is taken as seen when it was read)")
 
     _text = field_validator("*")(no_control_chars)
 
     @model_validator(mode="after")
     def _shape(self) -> QuoteCreate:
         self.provider = self.provider.lower()
+        if self.observed_at is None:
+            self.observed_at = observed_default(self.captured_at)
         check_price_shape(self.pricing, self.price_usd_per_hour, self.purchase_price_usd)
         if not (self.model_fields_set & set(NETWORK_FIELDS)):
             for k, v in fill_network(self.model_dump(include={"provider", "instance_type"}))\
@@ -180,6 +203,8 @@ class QuoteUpdate(SQLModel):
         description="When the price was read (UTC if no offset)",
     )
     valid_until: UtcDatetime | None = Field(default=None, description="Expiry; null = none")
+    observed_at: ObservedDate | None = Field(
+        default=None, description=OBSERVED_AT + "; not in the future. Send it with a new price")
     network_gbps: float | None = Field(default=None, ge=MIN_NETWORK_GBPS, le=MAX_NETWORK_GBPS,
                                        description="Network bandwidth of one instance [Gb/s]")
     network_fabric: Fabric | None = Field(
@@ -201,14 +226,19 @@ class QuotePublic(QuoteFields):
     price_usd_per_gpu_hour: float | None = Field(
         default=None, description="price_usd_per_hour / gpu_count"
     )
-    age_days: float | None = Field(default=None, description="Days since captured_at")
-    stale: bool = Field(default=False, description="Older than the configured stale age")
+    observed_at: date = Field(description=OBSERVED_AT)
+    age_days: float | None = Field(
+        default=None, description="Days since the price was observed (the start of observed_at, "
+        "UTC), not since captured_at")
+    stale: bool = Field(
+        default=False,
+        description="age_days is over the configured limit (GPU_ADVISOR_STALE_QUOTE_DAYS)")
     expired: bool = Field(default=False, description="valid_until is in the past")
 
 
 QUOTE_NOT_NULL = frozenset(
     {"gpu_slug", "provider", "region", "instance_type", "gpu_count", "pricing", "source",
-     "captured_at", "multi_node"}
+     "captured_at", "observed_at", "multi_node"}
 )
 
 
@@ -351,6 +381,8 @@ class ImportResult(SQLModel):
     provider: str | None = Field(description="Provider the rows were for, when one was given")
     format: ImportFormat = Field(description="File format read")
     captured_at: datetime = Field(description="captured_at given to the imported quotes")
+    observed_at: date = Field(
+        description="observed_at given to the imported quotes that do not carry their own")
     rows_read: int = Field(description="Data rows in the file (header excluded)")
     quotes_in_file: int = Field(description="Quotes the rows make after merging zones")
     added: int = Field(description="Quotes added [count]")
@@ -358,7 +390,8 @@ class ImportResult(SQLModel):
         description="The quotes added (or, for a dry run, that would be added)"
     )
     updated: list[UpdatedQuote] = Field(description="Quotes whose price or size changed")
-    unchanged: int = Field(description="Same price; captured_at moved forward when newer")
+    unchanged: int = Field(
+        description="Same price; captured_at and observed_at moved forward when newer")
     ignored_rows: int = Field(description="CPU-only and host-machine rows, not quotes")
     skipped: list[SkippedRow] = Field(description="Rows skipped as invalid, with reasons")
     unmatched: list[UnmatchedRow] = Field(description="Rows naming no catalog GPU")

@@ -10,6 +10,7 @@ from service.common import (
     NOT_MODIFIED,
     IfMatch,
     IfNoneMatch,
+    ObservedDate,
     Offset,
     Page,
     UtcDatetime,
@@ -52,6 +53,7 @@ _EXAMPLE = {
     "price_usd_per_hour": 23.92,
     "source": "https://lambda.ai/pricing",
     "captured_at": "2026-11-30T00:00:00Z",
+    "observed_at": "2026-11-30",
 }
 _PURCHASE_EXAMPLE = {
     "gpu_slug": "nvidia-rtx-4090",
@@ -62,7 +64,8 @@ _PURCHASE_EXAMPLE = {
     "pricing": "purchase",
     "purchase_price_usd": 1599,
     "source": "NVIDIA launch MSRP, 2022-09-20 announcement",
-    "captured_at": "2022-09-20T00:00:00Z",
+    "captured_at": "2026-11-30T00:00:00Z",
+    "observed_at": "2022-09-20",
 }
 
 
@@ -85,7 +88,9 @@ def list_quotes(
     max_price_usd_per_hour: Annotated[float | None, Query(ge=0, le=100_000)] = None,
     include_expired: bool = False,
     freshness: Annotated[
-        service.Freshness, Query(description="fresh / stale against GPU_ADVISOR_STALE_QUOTE_DAYS")
+        service.Freshness,
+        Query(description="fresh / stale: observed_at within / beyond "
+                          "GPU_ADVISOR_STALE_QUOTE_DAYS")
     ] = "all",
     limit: Annotated[int, Query(ge=1)] = 100,
     offset: Offset = 0,
@@ -109,7 +114,9 @@ a 422 whose `errors[].field` names the row and column (`row 17.Price`; the CSV h
 
 **format=skypilot**: a SkyPilot catalog CSV (`InstanceType, AcceleratorName, AcceleratorCount,
 vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone`, in any order);
-`provider` is required. Each (region, instance type) gives one `on_demand` quote and, when a
+`provider` is required. The file has no date column: pass `observed_at`, the day the catalog
+was fetched (its commit date), or the quotes are dated `captured_at`'s day. Each (region,
+instance type) gives one `on_demand` quote and, when a
 `SpotPrice` is set, one `spot` quote, at the lowest price over its availability zones. Empty
 prices are skipped, CPU-only rows ignored. Accelerators are matched to catalog GPUs by alias,
 GpuInfo memory per GPU (within 12%) and the instance type (`pcie`); accelerators not in the
@@ -120,11 +127,13 @@ row of the same region and zone (the machine family sold with that GPU, else the
 
 **format=generic**: our own quote fields: a CSV with the header of `service/data/quotes.csv`
 or a JSON list of quote objects (as for `POST /v1/quotes`). Rows without `captured_at` or
-`source` get the query's. Unknown `gpu_slug`s are listed as `unmatched`.
+`source` get the query's; rows without `observed_at` get the query's `observed_at`, else their
+`captured_at`'s day. Unknown `gpu_slug`s are listed as `unmatched`.
 
 Existing quotes (same provider, region, instance_type, pricing) are updated when the price,
 GPU or count differs (the old price is kept in `/v1/quotes/{id}/history`); unchanged ones only
-get the newer `captured_at`. Quotes missing from the file are left alone. Every import is
+get the newer `captured_at` and `observed_at`. A malformed or future `observed_at` (query or
+row) is a 422 naming it. Quotes missing from the file are left alone. Every import is
 recorded (`GET /v1/quotes/imports`).
 """
 
@@ -171,12 +180,18 @@ def import_quotes(
         UtcDatetime | None, Query(description="When the prices were read (UTC if no offset); "
                                            "default now")
     ] = None,
+    observed_at: Annotated[
+        ObservedDate | None,
+        Query(description="The day the file's prices were observed (YYYY-MM-DD; not in the "
+                          "future), for rows without their own: a SkyPilot catalog's fetch "
+                          "date. Default: captured_at's date (UTC)"),
+    ] = None,
 ) -> ImportResult:
     """Import a price file, all or nothing (admin)."""
     return imports.run_import(
         session, body=body, content_type=request.headers.get("content-type"), fmt=format,
         provider=provider, dry_run=dry_run, source=source, captured_at=captured_at,
-        who=caller.name,
+        observed_at=observed_at, who=caller.name,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import func, or_, update
@@ -42,9 +42,27 @@ from service.quotes.models import (
 Freshness = Literal["all", "fresh", "stale"]
 
 
+def observed_start(observed_at: date) -> datetime:
+    """The start (UTC) of the day a price was observed: where its age counts from."""
+    return datetime.combine(observed_at, time(), tzinfo=UTC)
+
+
+def age_days(observed_at: date, now: datetime) -> float:
+    """Days from the start (UTC) of the observed day to ``now``; never negative."""
+    return max(0.0, (now - observed_start(observed_at)).total_seconds() / 86_400)
+
+
+def stale_before(now: datetime, stale_days: float) -> date:
+    """Quotes observed before this date are stale at ``now``: ``age_days > stale_days``, for
+    a day counted from its start, is ``observed_at < stale_before``."""
+    cutoff = now.astimezone(UTC) - timedelta(days=stale_days)
+    day = cutoff.date()
+    return day + timedelta(days=1) if cutoff.time() != time() else day
+
+
 def to_public(quote: Quote, *, now: datetime, stale_days: float) -> QuotePublic:
     captured = as_utc(quote.captured_at)
-    age_days = (now - captured).total_seconds() / 86_400
+    age = age_days(quote.observed_at, now)
     valid_until = as_utc(quote.valid_until) if quote.valid_until else None
     per_gpu = (
         quote.price_usd_per_hour / quote.gpu_count if quote.price_usd_per_hour is not None else None
@@ -57,8 +75,8 @@ def to_public(quote: Quote, *, now: datetime, stale_days: float) -> QuotePublic:
             "created_at": as_utc(quote.created_at),
             "updated_at": as_utc(quote.updated_at),
             "price_usd_per_gpu_hour": per_gpu,
-            "age_days": round(age_days, 3),
-            "stale": age_days > stale_days,
+            "age_days": round(age, 3),
+            "stale": age > stale_days,
             "expired": valid_until is not None and valid_until < now,
         }
     )
@@ -105,11 +123,11 @@ def list_quotes(
         stmt = stmt.where(col(Quote.price_usd_per_hour) <= max_price_usd_per_hour)
     if not include_expired:
         stmt = stmt.where(or_(col(Quote.valid_until).is_(None), col(Quote.valid_until) >= now))
-    cutoff = now - timedelta(days=stale_days)
+    cutoff = stale_before(now, stale_days)
     if freshness == "fresh":
-        stmt = stmt.where(col(Quote.captured_at) >= cutoff)
+        stmt = stmt.where(col(Quote.observed_at) >= cutoff)
     elif freshness == "stale":
-        stmt = stmt.where(col(Quote.captured_at) < cutoff)
+        stmt = stmt.where(col(Quote.observed_at) < cutoff)
     total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     order = (col(Quote.gpu_slug), col(Quote.provider), col(Quote.region),
              col(Quote.instance_type), col(Quote.pricing))
@@ -268,7 +286,7 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     ).label("rank")
     inner = sa_select(
         t.c.id, t.c.gpu_slug, t.c.provider, t.c.region, t.c.instance_type, t.c.gpu_count,
-        t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd, t.c.captured_at,
+        t.c.pricing, t.c.price_usd_per_hour, t.c.purchase_price_usd, t.c.observed_at,
         t.c.network_gbps, t.c.network_fabric, t.c.multi_node, t.c.network_source, rank,
     ).where(live).subquery()
     stmt = sa_select(*(c for c in inner.c if c.name != "rank")).where(inner.c.rank == 1)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -42,8 +43,13 @@ class QuoteRef(BaseModel):
     purchase_price_usd: float | None = Field(
         description="Price to buy one instance [USD]; null for hourly quotes",
     )
-    age_days: float = Field(description="Days since the price was read [days]")
-    stale: bool = Field(description="Older than the configured stale age: used, with a warning")
+    observed_at: date | None = Field(
+        default=None, description="The day the source observed the price (YYYY-MM-DD); null in "
+        "runs stored before this field existed")
+    age_days: float = Field(
+        description="Days since the price was observed (the start of observed_at, UTC) [days]")
+    stale: bool = Field(description="age_days is over the configured limit "
+                                    "(GPU_ADVISOR_STALE_QUOTE_DAYS): used, with a warning")
     network_gbps: float | None = Field(default=None,
                                        description="Network of one instance [Gb/s]")
     network_fabric: Fabric | None = Field(default=None, description="null = unknown")
@@ -201,7 +207,8 @@ def _quote(offer: Offer | None) -> dict[str, Any] | None:
         "instance_type": offer.instance_type, "gpu_count": offer.gpu_count,
         "pricing": offer.pricing, "price_usd_per_hour": offer.price_usd_per_hour,
         "purchase_price_usd": offer.purchase_price_usd,
-        "age_days": round(offer.age_days, 2), "stale": offer.stale,
+        "observed_at": offer.observed_at, "age_days": round(offer.age_days, 2),
+        "stale": offer.stale,
         "network_gbps": offer.network_gbps, "network_fabric": offer.fabric,
         "multi_node": offer.multi_node,
     }
@@ -245,6 +252,25 @@ def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
                       "kubernetes": [dict(m) for m in c.provision.kubernetes],
                       "kubernetes_note": c.provision.kubernetes_note},
     }
+
+
+def stale_price_warnings(candidates: Sequence[Candidate], *, stale_days: float) -> list[str]:
+    """One answer warning when a listed candidate is priced from a quote observed longer ago
+    than the staleness limit: which candidates, which offers, observed when, how old."""
+    stale = [c for c in candidates if c.offer is not None and c.offer.stale]
+    if not stale:
+        return []
+    parts = []
+    for c in stale:
+        o = c.offer
+        assert o is not None
+        day = f"observed {o.observed_at.isoformat()}, " if o.observed_at else ""
+        parts.append(f"#{c.rank} {c.gpu_slug}: quote {o.quote_id} {o.provider} "
+                     f"{o.instance_type} ({o.region}, {o.pricing}), {day}"
+                     f"{o.age_days:.0f} days old")
+    return [f"stale prices (observed more than {stale_days:g} days ago; check them before "
+            f"deploying) behind {len(stale)} of {len(candidates)} listed candidates: "
+            + "; ".join(parts)]
 
 
 def result_out(

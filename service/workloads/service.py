@@ -17,13 +17,14 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from service.catalog.service import catalog_snapshot
-from service.common import SnapshotCache, as_utc, lock_row
+from service.common import SnapshotCache, as_date, as_utc, lock_row
 from service.config import Settings
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.errors import Conflict, NotFound
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
+from service.quotes.service import age_days as quote_age_days
 from service.security import ApiKey, owner_scope
 from service.text import is_clean
 from service.workloads.models import (
@@ -35,7 +36,12 @@ from service.workloads.models import (
     WorkloadPublic,
     WorkloadSubmission,
 )
-from service.workloads.results import RecommendationResult, View, result_out
+from service.workloads.results import (
+    RecommendationResult,
+    View,
+    result_out,
+    stale_price_warnings,
+)
 
 
 def request_hash(submission: WorkloadSubmission) -> str:
@@ -168,12 +174,14 @@ def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> l
         return cached
     offers = []
     for q in snapshot.rows:
-        age = (minute - as_utc(q.captured_at)).total_seconds() / 86_400
+        observed = as_date(q.observed_at)
+        age = quote_age_days(observed, minute)
         offers.append(Offer(
             quote_id=q.id, gpu_slug=q.gpu_slug, provider=q.provider, region=q.region,
             instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
             price_usd_per_hour=q.price_usd_per_hour, purchase_price_usd=q.purchase_price_usd,
-            age_days=max(0.0, age), stale=age > stale_days, network_gbps=q.network_gbps,
+            age_days=age, stale=age > stale_days, observed_at=observed,
+            network_gbps=q.network_gbps,
             fabric=q.network_fabric, multi_node=bool(q.multi_node),
             network_source=q.network_source,
         ))
@@ -277,7 +285,8 @@ def recommend_for(
         constraints=submission.constraints,
         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
         generated_at=now,
-        extra_warnings=[],
+        extra_warnings=stale_price_warnings(rec.recommendations,
+                                            stale_days=settings.stale_quote_days),
         view=view,
     )
 

@@ -85,11 +85,12 @@ def test_0006_fills_quotes_and_rewrites_stored_runs(empty_url: str) -> None:  # 
                 " version FROM quotes"))}
             result = conn.execute(text("SELECT result FROM recommendation_runs")).scalar_one()
         p5 = rows["p5.48xlarge"]
+        # version: +1 for the filled network (0006), +1 for observed_at (0009, every row)
         assert (p5.network_gbps, p5.network_fabric, bool(p5.multi_node), p5.version) == (
-            3200, "efa", True, 2)
+            3200, "efa", True, 3)
         assert "AWS EC2" in p5.network_source
         lam = rows["gpu_8x_h100_sxm5"]
-        assert (lam.network_fabric, bool(lam.multi_node), lam.version) == (None, False, 1)
+        assert (lam.network_fabric, bool(lam.multi_node), lam.version) == (None, False, 2)
         result = result if isinstance(result, dict) else json.loads(result)
         parsed = RecommendationResult.model_validate(result)  # the new shape reads back
         mem, budget = parsed.rejected

@@ -496,6 +496,15 @@ def replica_layout(workload: Workload, est: Estimate, copies: int) -> tuple[int,
     return p.data_parallel * copies, group
 
 
+def stale_offer_message(offer: Offer) -> str:
+    """Names the offer whose price is past the staleness limit, when it was observed and how
+    many days ago, so the reader knows which price to re-check."""
+    day = f"{offer.observed_at.isoformat()}, " if offer.observed_at else ""
+    return (f"quote {offer.quote_id} is stale: the {offer.provider} {offer.instance_type} "
+            f"({offer.region}, {offer.pricing}) price was observed {day}"
+            f"{offer.age_days:.0f} days ago; check the current price")
+
+
 def candidate(
     workload: Workload,
     rank: int,
@@ -526,8 +535,7 @@ def candidate(
         if est.parallelism.nodes > 1:
             reasons.append(network_reason(offer, est))
         if offer.stale:
-            warnings.append(Notice(
-                "stale_quote", f"quote {offer.quote_id} is stale ({offer.age_days:g} days old)"))
+            warnings.append(Notice("stale_quote", stale_offer_message(offer)))
         if offer.pricing == "spot":
             warnings.append(Notice(
                 "spot_capacity", "spot capacity can be reclaimed at any time; checkpoint often"))
