@@ -424,6 +424,17 @@ PCIE_COLLECTIVE_LATENCY_S = _const(
     "NCCL small-message all-reduce over PCIe (through the host bridge, no P2P NVLink) is "
     "20-50 us in nccl-tests on 4-8 GPU PCIe servers, vs ~8 us on NVLink",
 )
+COLLECTIVE_ACTIVATION_BYTES = _const(
+    "collective_activation_bytes",
+    2.0,
+    "B per element of a serving TP all-reduce / pipeline hop",
+    "8-bit serving engines run GEMMs in FP8/INT8 but hand their outputs back in the model's "
+    "16-bit dtype, and the tensor-parallel all-reduce and the pipeline send/recv move those "
+    "16-bit tensors: vLLM's Fp8LinearMethod returns the input dtype (bf16/fp16) and "
+    "RowParallelLinear all-reduces that output; TensorRT-LLM's AllReduce plugin runs in the "
+    "network's fp16/bf16 dtype (FP8 all-reduce is a separate opt-in fusion) [recalled from "
+    "the vLLM / TensorRT-LLM sources]",
+)
 PIPELINE_STAGE_LATENCY_S = _const(
     "pipeline_stage_latency_s",
     2e-5,
@@ -603,6 +614,7 @@ INFERENCE_KEYS = (
     "conv_inference_efficiency",
     "pcie_collective_latency_s",
     "pipeline_stage_latency_s",
+    "collective_activation_bytes",
 )
 COMPUTE_KEYS = (
     "efficiency_compute_job",

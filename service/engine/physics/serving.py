@@ -292,17 +292,18 @@ class ServingModel:
 
     # ------------------------------------------------------------------ pieces
     def _comm(self, tokens: float) -> float:
-        """TP: two all-reduces per layer of ``tokens`` x h activations (Megatron-LM)."""
+        """TP: two all-reduces per layer of ``tokens`` x h activations (Megatron-LM), in the
+        16-bit dtype 8-bit engines all-reduce in (:data:`constants.COLLECTIVE_ACTIVATION_BYTES`)."""
         if self.tp <= 1 or tokens <= 0:
             return 0.0
-        nbytes = tokens * self.h * self.act_b
+        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         return 2.0 * self.layers * (self.comm_vol * nbytes / self.link_s + self.coll_latency)
 
     def _pipeline(self, tokens: float) -> float:
-        """PP: one send/recv of ``tokens`` x h activations per stage boundary."""
+        """PP: one send/recv of ``tokens`` x h 16-bit activations per stage boundary."""
         if self.pp <= 1:
             return 0.0
-        nbytes = tokens * self.h * self.act_b
+        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         return (self.pp - 1) * (nbytes / self.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
 
     def _iteration(
