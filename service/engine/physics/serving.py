@@ -619,6 +619,11 @@ class Context:
         all-reduces, stage hops) and the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
+        spec = self.workload.inference
+        if spec is not None and (spec.tensor_parallel or spec.pipeline_parallel):
+            pinned = (spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
+            if pinned[0] * pinned[1] <= gpu_count:
+                return [pinned]
         heads = self.heads
         per_node = max(1, self.gpu.max_gpus_per_node)
         tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
@@ -633,7 +638,6 @@ class Context:
             out += [(base, p) for base in sorted({1, fast[-1]})
                     for p in par.powers_of_two_upto(in_node_gpus // base)
                     if 1 < p <= self.layers]
-        spec = self.workload.inference
         batch = (spec.batch_size if spec is not None else None) or 1  # the estimate's least
         if gpu_count > per_node and not any(self.fits(t, p, batch) for t, p in out):
             # the model needs more than a node: pipeline stages across nodes
