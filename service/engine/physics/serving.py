@@ -133,6 +133,9 @@ class Timing:
     prefill: PhaseTime
     decode: PhaseTime | None
     batch: int
+    stage_s: float = 0.0
+    """PP: the busiest stage's busy time [s] in one iteration of one micro-batch (the decode
+    iteration; the forward pass for encoders), its send included; 0 without PP."""
 
     @property
     def ttft_s(self) -> float:
@@ -189,11 +192,20 @@ def meets(spec: InferenceSpec, t: Timing) -> bool:
 def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> float:
     """Requests/s of ``replicas`` copies at timing ``t``: continuous batching completes
     ``batch`` requests every ``output_tokens`` iterations; encoders/CNNs ``batch`` per forward
-    pass; ``pp`` batches in flight."""
+    pass; ``pp`` batches in flight (one per stage, as vLLM's virtual engines and TensorRT-LLM's
+    micro-batches run): a micro-batch's iteration is its round trip through every stage
+    (hops and the host's scheduling included, which no stage overlaps: the pipeline's
+    bubbles), unless ``pp`` x the busiest stage's time is longer -- the last stage also runs
+    the LM head, so stages are not equal (Narayanan et al. 2021 on stage imbalance)."""
     if t.decode is not None and spec.output_tokens > 0:
-        cycle = spec.output_tokens * t.decode.total_s
+        iteration = t.decode.total_s
+        if pp > 1 and pp * t.stage_s > iteration:
+            iteration = pp * t.stage_s
+        cycle = spec.output_tokens * iteration
     else:
         cycle = t.ttft_s
+        if pp > 1 and pp * t.stage_s > cycle:
+            cycle = pp * t.stage_s
     return t.batch / cycle * pp * replicas
 
 
@@ -387,9 +399,27 @@ class ServingModel:
         found = self._timings.get(batch)
         if found is None:
             pre, dec = self.phases(batch)
-            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch)
+            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch,
+                           self._stage_s(batch, pre if dec is None else dec))
             self._timings[batch] = found
         return found
+
+    def _stage_s(self, batch: int, phase: _Phase) -> float:
+        """PP: the last stage's share of one iteration -- ceil(L / pp) layers and the LM head,
+        by weights -- of its device and TP time (the host's fixed costs and the stage hops
+        taken out), plus its one send."""
+        model = self.model
+        if self.pp <= 1 or not isinstance(model, TransformerModel):
+            return 0.0
+        b = float(batch)
+        rows = b + b / self.out * self.s if self.decoder else b * self.tokens
+        head_rows = b if self.decoder else 0.0
+        hops = self._pipeline(rows)
+        work = _total(phase) - self.fixed_s - self.per_seq_s * head_rows - hops
+        head = float(model.vocab_size * model.hidden_size)
+        layer = max(0.0, model.params - head) / self.layers
+        share = (math.ceil(self.layers / self.pp) * layer + head) / (self.layers * layer + head)
+        return share * max(0.0, work) + hops / (self.pp - 1)
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
         """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""
