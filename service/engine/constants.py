@@ -406,10 +406,10 @@ POWER_CLOCK_HEADROOM = _const(
     "load sits between them (NVIDIA GPU Boost docs). Set by CALIBRATION.md row 8 (MLPerf "
     "ResNet-50 INT8 on H100 PCIe, 350 W, vs the SXM row 5 constant)",
 )
-VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.78}
+VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.73}
 _note(
     "vendor_efficiency",
-    "amd 0.78 (nvidia 1.0)",
+    "amd 0.73 (nvidia 1.0)",
     "x sustained peak",
     "software maturity of the vendor stack (ROCm/hipBLASLt/vLLM-ROCm vs CUDA/TensorRT-LLM), "
     "one factor per vendor: MLPerf Inference v4.1 closed, Llama-2-70B offline, 8x MI300X "
