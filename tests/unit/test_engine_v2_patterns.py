@@ -175,7 +175,8 @@ def _serving(model: str, precision: str, gpu: GpuSpec, tp: int, pp: int = 1) -> 
     from service.engine.physics.estimate import workload_rate
 
     w = Workload(kind="inference", precision=precision,  # type: ignore[arg-type]
-                 model=PRESETS[model].model, inference=InferenceSpec(prompt_tokens=1000, output_tokens=1000))
+                 model=PRESETS[model].model,
+                 inference=InferenceSpec(prompt_tokens=1000, output_tokens=1000))
     rate = workload_rate(w, gpu)
     assert rate is not None
     return inf.ServingModel(w, gpu, rate, tp, 450.0, pp=pp, pp_link_gb_s=25.0)
