@@ -227,7 +227,8 @@ class ServingModel:
       decoding sequences; TPOT is the steady-state iteration.
 
     PP: stages run one after another for one batch (the same operators, split in depth) plus
-    a send/recv per stage boundary; ``pp`` batches are in flight (throughput x pp).
+    a send/recv per stage boundary; ``pp`` batches are in flight, bounded by the busiest
+    stage (:func:`requests_per_s`).
     Estimate, ranking and lower bounds all time inference through this class."""
 
     def __init__(
