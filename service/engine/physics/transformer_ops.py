@@ -92,9 +92,16 @@ class LayerOps:
         kernels = [self.qkv.time(tokens), self.out.time(tokens)]
         if self.moe:
             groups = max(1.0, self.experts * touched)
-            rows = max(tokens * self.top_k / groups, self.busiest_expert_rows(tokens))
-            kernels.append(self.up.time(rows, groups))
-            kernels.append(self.down.time(rows, groups))
+            rows = tokens * self.top_k / groups
+            busiest = max(rows, self.busiest_expert_rows(tokens))
+            if groups > 1.0 and busiest > rows:
+                # the busiest expert runs its own rows; the others share the mean load
+                for shape in (self.up, self.down):
+                    (c0, m0), (c1, m1) = shape.time(rows, groups - 1.0), shape.time(busiest)
+                    kernels.append((c0 + c1, m0 + m1))
+            else:
+                kernels.append(self.up.time(rows, groups))
+                kernels.append(self.down.time(rows, groups))
             elementwise = self.elementwise * tokens * (1.0 + (self.top_k - 1) * 0.5)
         else:
             kernels.append(self.up.time(tokens))
@@ -114,12 +121,12 @@ class LayerOps:
         """Expected rows of the busiest expert when ``tokens`` tokens each pick k of E experts
         uniformly: an expert's load is Binomial(tokens, k/E), mean m = tokens k/E, sd
         s = sqrt(tokens (k/E)(1 - k/E)); the largest of E is ~ m + z_E s (normal approximation,
-        z_E = the expected largest of E standard normals: 1.42 for E = 8, 2.04 for E = 64),
-        at most ``tokens``. Every expert's grouped GEMM is timed at this load: the exact
-        figure where experts are padded to the busiest one's buffer (capacity-factor
-        runtimes: GShard / Switch Transformer pad to capacity = 1.0-1.25 x the mean, Fedus et
-        al. 2021, sec. 2.2) and an upper bound for dropless grouped GEMMs, whose extra tiles
-        follow the spread. It vanishes in relative terms as tokens grow (s / m ~ 1 / sqrt(m))."""
+        z_E = the expected largest of E standard normals, Blom's approximation: 1.43 for
+        E = 8, 2.34 for E = 64), at most ``tokens``. For scale: capacity-factor runtimes (GShard / Switch Transformer)
+        size every expert's buffer at 1.0-1.25 x the mean load (Fedus et al. 2021, sec. 2.2);
+        dropless grouped GEMMs (vLLM, TensorRT-LLM) pay the busiest expert's extra tiles.
+        The excess vanishes in relative terms as tokens grow (s / m ~ 1 / sqrt(m)).
+        :meth:`forward` runs the busiest expert at this load and the other E - 1 at the mean."""
         p = self.top_k / self.experts
         mean = tokens * p
         return min(tokens, mean + self.max_z * math.sqrt(tokens * p * (1.0 - p)))
