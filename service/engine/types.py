@@ -177,7 +177,8 @@ class InferenceSpec:
     pipeline_parallel: int | None = None
     """A pinned model split (TP degree, PP stages) per replica, as a measured deployment ran
     it; None = the engine's best split. Either given pins both (the other 1). A count too
-    small for the pinned group is judged on the engine's own splits."""
+    small for the pinned group, or a GPU whose node holds fewer GPUs than the TP degree, is
+    judged on the engine's own splits."""
 
 
 @dataclass(frozen=True)

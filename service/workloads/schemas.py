@@ -280,7 +280,8 @@ class InferenceInput(_Strict):
         description=(
             "Pin the model split per replica to this tensor-parallel degree [GPUs] (as a "
             "measured deployment ran it); null = the engine picks the best split. Transformer "
-            "models only; must divide the attention heads"
+            "models only; a power of 2 dividing the attention heads, at most a node's GPUs "
+            "(a larger TP is not pinned)"
         ),
     )
     pipeline_parallel: int | None = Field(
@@ -311,7 +312,10 @@ class InferenceInput(_Strict):
         out: list[tuple[str, str]] = []
         if isinstance(model, TransformerModel):
             tp, pp = self.tensor_parallel or 1, self.pipeline_parallel or 1
-            if model.attention_heads % tp:
+            if tp & (tp - 1):
+                out.append(("inference.tensor_parallel",
+                            f"tensor_parallel {tp} is not a power of 2"))
+            elif model.attention_heads % tp:
                 out.append(("inference.tensor_parallel",
                             f"tensor_parallel {tp} does not divide the model's "
                             f"{model.attention_heads} attention heads"))

@@ -140,7 +140,10 @@ def test_a_pinned_tp_pp_split_is_used(client: TestClient) -> None:
     assert (p["tensor_parallel"], p["pipeline_parallel"], p["data_parallel"]) == (4, 1, 2)
 
 
-def test_a_pinned_tp_that_does_not_divide_the_heads_is_422(client: TestClient) -> None:
-    problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=3)), 422,
+def test_a_pinned_tp_must_be_a_power_of_2_dividing_the_heads(client: TestClient) -> None:
+    problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=128)), 422,
                              "body.workload.inference.tensor_parallel")
     assert "64 attention heads" in problem["errors"][0]["message"]
+    problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=6)), 422,
+                             "body.workload.inference.tensor_parallel")
+    assert "power of 2" in problem["errors"][0]["message"]

@@ -651,12 +651,13 @@ class Context:
         if self.heads is None:
             return [(1, 1)]
         spec = self.workload.inference
+        per_node = max(1, self.gpu.max_gpus_per_node)
         if spec is not None and (spec.tensor_parallel or spec.pipeline_parallel):
+            # a pinned split, where the count holds it and its TP group fits in one node
             pinned = (spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
-            if pinned[0] * pinned[1] <= gpu_count:
+            if pinned[0] <= per_node and pinned[0] * pinned[1] <= gpu_count:
                 return [pinned]
         heads = self.heads
-        per_node = max(1, self.gpu.max_gpus_per_node)
         tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
         fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
         out = [(t, 1) for t in tps]

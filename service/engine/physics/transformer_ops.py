@@ -122,8 +122,9 @@ class LayerOps:
         uniformly: an expert's load is Binomial(tokens, k/E), mean m = tokens k/E, sd
         s = sqrt(tokens (k/E)(1 - k/E)); the largest of E is ~ m + z_E s (normal approximation,
         z_E = the expected largest of E standard normals, Blom's approximation: 1.43 for
-        E = 8, 2.34 for E = 64), at most ``tokens``. For scale: capacity-factor runtimes (GShard / Switch Transformer)
-        size every expert's buffer at 1.0-1.25 x the mean load (Fedus et al. 2021, sec. 2.2);
+        E = 8, 2.34 for E = 64), at most ``tokens``. For scale: capacity-factor runtimes
+        (GShard / Switch Transformer) size every expert's buffer at 1.0-1.25 x the mean load
+        (Fedus et al. 2021, sec. 2.2);
         dropless grouped GEMMs (vLLM, TensorRT-LLM) pay the busiest expert's extra tiles.
         The excess vanishes in relative terms as tokens grow (s / m ~ 1 / sqrt(m)).
         :meth:`forward` runs the busiest expert at this load and the other E - 1 at the mean."""
