@@ -79,6 +79,9 @@ class InferenceIn(_Request):
     max_num_seqs: int | None = None
     """The runtime's cap on sequences per replica (vLLM max_num_seqs); None: its default."""
     effective_prompt_tokens: int | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    """A pinned TP / PP split per replica; None: the engine's best split."""
 
 
 class ComputeIn(_Request):

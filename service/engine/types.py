@@ -173,6 +173,12 @@ class InferenceSpec:
     """Mean real (unpadded) tokens per sample when the runtime batches without padding
     (TensorRT / FasterTransformer remove-padding kernels); work is counted on these, memory
     is still sized for ``prompt_tokens``. None = padded (every sample costs prompt_tokens)."""
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    """A pinned model split (TP degree, PP stages) per replica, as a measured deployment ran
+    it; None = the engine's best split. Either given pins both (the other 1). A count too
+    small for the pinned group, or a GPU whose node holds fewer GPUs than the TP degree, is
+    judged on the engine's own splits."""
 
 
 @dataclass(frozen=True)

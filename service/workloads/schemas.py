@@ -275,13 +275,57 @@ class InferenceInput(_Strict):
         ),
     )
 
+    tensor_parallel: int | None = Field(
+        default=None, ge=1, le=1024,
+        description=(
+            "Pin the model split per replica to this tensor-parallel degree [GPUs] (as a "
+            "measured deployment ran it); null = the engine picks the best split. Transformer "
+            "models only; a power of 2 dividing the attention heads, at most a node's GPUs "
+            "(a larger TP is not pinned)"
+        ),
+    )
+    pipeline_parallel: int | None = Field(
+        default=None, ge=1, le=1024,
+        description=(
+            "Pin the pipeline stages per replica [count]; null = the engine picks. Pinning "
+            "either pins both (the other defaults to 1); a GPU count smaller than tensor x "
+            "pipeline is judged on the engine's own splits"
+        ),
+    )
+
     def to_engine(self) -> InferenceSpec:
         return InferenceSpec(**self.model_dump())
 
     def errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
         """Checks that need the resolved model or more than one field: (field, message)."""
+        layout = self._layout_errors(model)
         if self.effective_prompt_tokens is None:
+            return layout
+        return layout + self._padding_errors(model)
+
+    def _layout_errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
+        if self.tensor_parallel is None and self.pipeline_parallel is None:
             return []
+        if model is not None and not isinstance(model, TransformerModel):
+            return [("inference.tensor_parallel",
+                     "a pinned TP/PP split applies to transformer models only")]
+        out: list[tuple[str, str]] = []
+        if isinstance(model, TransformerModel):
+            tp, pp = self.tensor_parallel or 1, self.pipeline_parallel or 1
+            if tp & (tp - 1):
+                out.append(("inference.tensor_parallel",
+                            f"tensor_parallel {tp} is not a power of 2"))
+            elif model.attention_heads % tp:
+                out.append(("inference.tensor_parallel",
+                            f"tensor_parallel {tp} does not divide the model's "
+                            f"{model.attention_heads} attention heads"))
+            if pp > model.layers:
+                out.append(("inference.pipeline_parallel",
+                            f"pipeline_parallel {pp} exceeds the model's {model.layers} layers"))
+        return out
+
+    def _padding_errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
+        assert self.effective_prompt_tokens is not None
         field = "inference.effective_prompt_tokens"
         if model is not None and not isinstance(model, TransformerModel):
             return [(field, "effective_prompt_tokens applies to transformer models only")]

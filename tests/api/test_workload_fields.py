@@ -121,3 +121,29 @@ def test_parallel_efficiency_in_estimates(client: TestClient) -> None:
 def test_bad_scaling_fields_are_422(client: TestClient, field: str, value: Any) -> None:
     assert_problem(client.post("/v1/estimates", json=_dgemm(**{field: value})), 422,
                    f"body.workload.compute.{field}")
+
+
+def _llama(**inference: Any) -> dict[str, Any]:
+    return {
+        "workload": {
+            "kind": "inference", "model": {"preset": "llama-3.1-70b"}, "precision": "fp8",
+            "inference": {"prompt_tokens": 1000, "output_tokens": 1000, **inference},
+        },
+        "gpu_slug": H100, "gpu_count": 8,
+    }
+
+
+def test_a_pinned_tp_pp_split_is_used(client: TestClient) -> None:
+    resp = client.post("/v1/estimates", json=_llama(tensor_parallel=4, pipeline_parallel=1))
+    assert resp.status_code == 200, resp.text
+    p = resp.json()["parallelism"]
+    assert (p["tensor_parallel"], p["pipeline_parallel"], p["data_parallel"]) == (4, 1, 2)
+
+
+def test_a_pinned_tp_must_be_a_power_of_2_dividing_the_heads(client: TestClient) -> None:
+    problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=128)), 422,
+                             "body.workload.inference.tensor_parallel")
+    assert "64 attention heads" in problem["errors"][0]["message"]
+    problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=6)), 422,
+                             "body.workload.inference.tensor_parallel")
+    assert "power of 2" in problem["errors"][0]["message"]

@@ -7,6 +7,7 @@ old engine (one efficiency per model family) gave exactly the datasheet ratio in
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -175,3 +176,84 @@ def test_per_sequence_runtime_work_grows_each_iteration_with_the_batch() -> None
     for batch in (1, 64, 256):
         extra = with_cost.timing(batch).decode.total_s - without.timing(batch).decode.total_s
         assert extra == pytest.approx(batch * c.SEQUENCE_STEP_OVERHEAD_S, rel=1e-6)
+
+
+def _serving(model: str, precision: str, gpu: GpuSpec, tp: int, pp: int = 1) -> Any:
+    from service.engine.physics import serving as inf
+    from service.engine.physics.estimate import workload_rate
+
+    w = Workload(kind="inference", precision=precision,  # type: ignore[arg-type]
+                 model=PRESETS[model].model,
+                 inference=InferenceSpec(prompt_tokens=1000, output_tokens=1000))
+    rate = workload_rate(w, gpu)
+    assert rate is not None
+    return inf.ServingModel(w, gpu, rate, tp, 450.0, pp=pp, pp_link_gb_s=25.0)
+
+
+def test_fp8_tp_all_reduce_moves_16_bit_activations() -> None:
+    """vLLM / TensorRT-LLM all-reduce the GEMM's 16-bit output under FP8: the same bytes as
+    bf16, not half of them."""
+    fp8 = _serving("llama-3.1-70b", "fp8", H100, 4)
+    bf16 = _serving("llama-3.1-70b", "bf16", H100, 4)
+    assert fp8.act_b == 1.0
+    assert fp8._comm(4096.0) == pytest.approx(bf16._comm(4096.0))
+
+
+def test_busiest_expert_load_is_the_binomial_maximum() -> None:
+    """k of E uniform routing: the busiest of Mixtral's 8 experts carries mean + 1.42 sd of a
+    Binomial(T, 2/8); the excess over the mean shrinks as 1 / sqrt(T)."""
+    ops = _serving("mixtral-8x7b", "fp8", H100, 4).ops
+    mean, sd = 4096 * 0.25, math.sqrt(4096 * 0.25 * 0.75)
+    assert ops.busiest_expert_rows(4096.0) == pytest.approx(mean + 1.43 * sd, rel=2e-3)
+    assert ops.busiest_expert_rows(1.0) <= 1.0
+    small, large = (ops.busiest_expert_rows(t) / (t * 0.25) for t in (64.0, 65536.0))
+    assert small > 1.25 > 1.02 > large > 1.0
+
+
+def test_pipeline_throughput_is_bound_by_its_busiest_stage() -> None:
+    """PP8 of Llama-3.1-70B: the last stage runs 10 layers and the 128k-vocabulary LM head
+    (~1.2 layers of weights), so 8 x its time exceeds the round trip and throughput falls
+    below 8 x batch / round trip; PP1 is untouched."""
+    from service.engine.physics import serving as inf
+
+    roof = _serving("llama-3.1-70b", "bf16", H100, 1, pp=8)
+    t = roof.timing(64)
+    assert t.decode is not None
+    ideal = 64 / (1000 * t.decode.total_s) * 8
+    got = inf.requests_per_s(roof.spec, t, 8, 1)
+    assert 0.85 * ideal < got < 0.95 * ideal
+    flat = _serving("llama-3.1-70b", "bf16", H100, 1).timing(64)
+    assert flat.stage_s == 0.0
+
+
+def test_a_workload_can_pin_its_tp_pp_split() -> None:
+    """The TensorRT-LLM table ran Llama-3.1-70B FP8 as one TP4 replica on 4 x H200; unpinned
+    the engine serves 4 x TP1 (the model fits one H200). A count too small for the pin is
+    judged on the engine's own splits."""
+    spec = InferenceSpec(prompt_tokens=1000, output_tokens=1000)
+    model = PRESETS["llama-3.1-70b"].model
+    h200 = GPUS["nvidia-h200-sxm-141gb"]
+
+    def run(n: int, tp: int | None, pp: int | None = None) -> Any:
+        w = Workload(kind="inference", precision="fp8", kv_cache_precision="fp8", model=model,
+                     inference=replace(spec, tensor_parallel=tp, pipeline_parallel=pp))
+        return estimate(w, h200, n)
+
+    free, pinned = run(4, None), run(4, 4)
+    assert free.parallelism.tensor_parallel == 1 and free.parallelism.data_parallel == 4
+    p = pinned.parallelism
+    assert (p.tensor_parallel, p.pipeline_parallel, p.data_parallel) == (4, 1, 1)
+    assert (pinned.tokens_per_s or 0) < (free.tokens_per_s or 0)
+    assert run(8, 4).parallelism.data_parallel == 2
+    assert run(2, 4).parallelism.tensor_parallel <= 2
+
+
+def test_a_pinned_split_is_checked_against_the_model() -> None:
+    from service.workloads.schemas import InferenceInput
+
+    model = PRESETS["llama-3.1-70b"].model
+    bad = InferenceInput(prompt_tokens=10, output_tokens=10, tensor_parallel=3,
+                         pipeline_parallel=200)
+    fields = {f for f, _ in bad.errors(model)}
+    assert fields == {"inference.tensor_parallel", "inference.pipeline_parallel"}
+    assert not InferenceInput(prompt_tokens=10, output_tokens=10, tensor_parallel=8).errors(model)

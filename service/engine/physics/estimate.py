@@ -257,7 +257,7 @@ def _estimate_training(
         )
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     step_s = step.total_s
-    samples_s = spec.batch_size / step_s
+    samples_s = _sustained_samples_s(workload, n, spec.batch_size / step_s, seq)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
     hours = _training_hours(workload, samples_s, seq)
     power = _power_w(gpu, n)
@@ -307,6 +307,14 @@ def _estimate_training(
     )
 
 
+def _sustained_samples_s(workload: Workload, n: int, healthy_samples_s: float, seq: int
+                         ) -> float:
+    """Samples/s over the whole job: the healthy step rate times the goodput of ``n`` GPUs
+    over the job's length (:func:`training.goodput`)."""
+    return healthy_samples_s * tr.goodput(
+        n, _training_hours(workload, healthy_samples_s, seq))
+
+
 def _runs(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> bool:
     """Whether training runs on ``n`` GPUs: its plan fits memory and no replica idles (what
     :func:`_estimate_training` calls feasible), without building the estimate."""
@@ -339,13 +347,16 @@ def _training_efficiency(
     rate = workload_rate(workload, gpu)
     assert rate is not None
     best = samples_s / n
+    seq = (spec.seq_len or 1) if isinstance(workload.model, TransformerModel) else 1
     for m in gpu_count_candidates(gpu, n, memo):
         if m < needed or m >= n:
             continue
         plan = tr.plan_training(workload, gpu, m, rate, memo=memo)
         if plan.fits and plan.step is not None and not splits.idle_replicas(
                 workload, plan.layout.parallelism.data_parallel):
-            best = max(best, spec.batch_size / plan.step.total_s / m)
+            sustained = _sustained_samples_s(workload, m, spec.batch_size / plan.step.total_s,
+                                             seq)
+            best = max(best, sustained / m)
     return (samples_s / n) / best
 
 

@@ -135,6 +135,9 @@ class Timing:
     prefill: PhaseTime
     decode: PhaseTime | None
     batch: int
+    stage_s: float = 0.0
+    """PP: the busiest stage's busy time [s] in one iteration of one micro-batch (the decode
+    iteration; the forward pass for encoders), its send included; 0 without PP."""
 
     @property
     def ttft_s(self) -> float:
@@ -191,11 +194,20 @@ def meets(spec: InferenceSpec, t: Timing) -> bool:
 def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> float:
     """Requests/s of ``replicas`` copies at timing ``t``: continuous batching completes
     ``batch`` requests every ``output_tokens`` iterations; encoders/CNNs ``batch`` per forward
-    pass; ``pp`` batches in flight."""
+    pass; ``pp`` batches in flight (one per stage, as vLLM's virtual engines and TensorRT-LLM's
+    micro-batches run): a micro-batch's iteration is its round trip through every stage
+    (hops and the host's scheduling included, which no stage overlaps: the pipeline's
+    bubbles), unless ``pp`` x the busiest stage's time is longer -- the last stage also runs
+    the LM head, so stages are not equal (Narayanan et al. 2021 on stage imbalance)."""
     if t.decode is not None and spec.output_tokens > 0:
-        cycle = spec.output_tokens * t.decode.total_s
+        iteration = t.decode.total_s
+        if pp > 1 and pp * t.stage_s > iteration:
+            iteration = pp * t.stage_s
+        cycle = spec.output_tokens * iteration
     else:
         cycle = t.ttft_s
+        if pp > 1 and pp * t.stage_s > cycle:
+            cycle = pp * t.stage_s
     return t.batch / cycle * pp * replicas
 
 
@@ -217,7 +229,8 @@ class ServingModel:
       decoding sequences; TPOT is the steady-state iteration.
 
     PP: stages run one after another for one batch (the same operators, split in depth) plus
-    a send/recv per stage boundary; ``pp`` batches are in flight (throughput x pp).
+    a send/recv per stage boundary; ``pp`` batches are in flight, bounded by the busiest
+    stage (:func:`requests_per_s`).
     Estimate, ranking and lower bounds all time inference through this class."""
 
     def __init__(
@@ -294,17 +307,18 @@ class ServingModel:
 
     # ------------------------------------------------------------------ pieces
     def _comm(self, tokens: float) -> float:
-        """TP: two all-reduces per layer of ``tokens`` x h activations (Megatron-LM)."""
+        """TP: two all-reduces per layer of ``tokens`` x h activations (Megatron-LM), in the
+        16-bit dtype 8-bit engines all-reduce in (:data:`constants.COLLECTIVE_ACTIVATION_BYTES`)."""
         if self.tp <= 1 or tokens <= 0:
             return 0.0
-        nbytes = tokens * self.h * self.act_b
+        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         return 2.0 * self.layers * (self.comm_vol * nbytes / self.link_s + self.coll_latency)
 
     def _pipeline(self, tokens: float) -> float:
-        """PP: one send/recv of ``tokens`` x h activations per stage boundary."""
+        """PP: one send/recv of ``tokens`` x h 16-bit activations per stage boundary."""
         if self.pp <= 1:
             return 0.0
-        nbytes = tokens * self.h * self.act_b
+        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         return (self.pp - 1) * (nbytes / self.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
 
     def _iteration(
@@ -388,9 +402,27 @@ class ServingModel:
         found = self._timings.get(batch)
         if found is None:
             pre, dec = self.phases(batch)
-            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch)
+            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch,
+                           self._stage_s(batch, pre if dec is None else dec))
             self._timings[batch] = found
         return found
+
+    def _stage_s(self, batch: int, phase: _Phase) -> float:
+        """PP: the last stage's share of one iteration -- ceil(L / pp) layers and the LM head,
+        by weights -- of its device and TP time (the host's fixed costs and the stage hops
+        taken out), plus its one send."""
+        model = self.model
+        if self.pp <= 1 or not isinstance(model, TransformerModel):
+            return 0.0
+        b = float(batch)
+        rows = b + b / self.out * self.s if self.decoder else b * self.tokens
+        head_rows = b if self.decoder else 0.0
+        hops = self._pipeline(rows)
+        work = _total(phase) - self.fixed_s - self.per_seq_s * head_rows - hops
+        head = float(model.vocab_size * model.hidden_size)
+        layer = max(0.0, model.params - head) / self.layers
+        share = (math.ceil(self.layers / self.pp) * layer + head) / (self.layers * layer + head)
+        return share * max(0.0, work) + hops / (self.pp - 1)
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
         """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""
@@ -624,8 +656,14 @@ class Context:
         all-reduces, stage hops) and the estimate keeps the best."""
         if self.heads is None:
             return [(1, 1)]
-        heads = self.heads
+        spec = self.workload.inference
         per_node = max(1, self.gpu.max_gpus_per_node)
+        if spec is not None and (spec.tensor_parallel or spec.pipeline_parallel):
+            # a pinned split, where the count holds it and its TP group fits in one node
+            pinned = (spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
+            if pinned[0] <= per_node and pinned[0] * pinned[1] <= gpu_count:
+                return [pinned]
+        heads = self.heads
         tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
         fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
         out = [(t, 1) for t in tps]
@@ -638,7 +676,6 @@ class Context:
             out += [(base, p) for base in sorted({1, fast[-1]})
                     for p in par.powers_of_two_upto(in_node_gpus // base)
                     if 1 < p <= self.layers]
-        spec = self.workload.inference
         batch = (spec.batch_size if spec is not None else None) or 1  # the estimate's least
         if gpu_count > per_node and not any(self.fits(t, p, batch) for t, p in out):
             # the model needs more than a node: pipeline stages across nodes

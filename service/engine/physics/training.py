@@ -194,6 +194,21 @@ def training_device(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> kernels
     return dev
 
 
+def goodput(gpu_count: int, healthy_hours: float | None) -> float:
+    """Share of a job's wall time that advances training [0-1]: interruptions arrive at
+    :data:`constants.TRAINING_INTERRUPTIONS_PER_GPU_HOUR` x ``gpu_count`` per hour and each
+    costs :data:`constants.TRAINING_HOURS_LOST_PER_INTERRUPTION` (restart, reload, steps
+    since the last checkpoint), or half the job when it is shorter than twice that
+    (``healthy_hours``: the job's length at the healthy step rate; None: unknown, taken as
+    long). goodput = 1 / (1 + rate x lost): ~0.9 at 16k GPUs (Llama 3's 'higher than 90%'),
+    ~0.99 at 1k, ~1 on one node. Kernel efficiency (the healthy step) is separate:
+    :data:`constants.TRAINING_KERNEL_FACTOR`."""
+    lost_h = c.TRAINING_HOURS_LOST_PER_INTERRUPTION
+    if healthy_hours is not None:
+        lost_h = min(lost_h, healthy_hours / 2.0)
+    return 1.0 / (1.0 + c.TRAINING_INTERRUPTIONS_PER_GPU_HOUR * gpu_count * lost_h)
+
+
 def training_floor_rate(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> float:
     """FLOP/s no kernel of a training step exceeds on ``gpu`` (the ranking's lower bounds and
     the layout walk's stop test divide FLOPs by it): the GEMM rate for transformers, the
