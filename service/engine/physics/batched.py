@@ -37,18 +37,21 @@ Phase = tuple[Array, Array, Array, Array]
 
 
 def supported(model: ServingModel) -> bool:
-    """Whether ``model`` has an array form (transformers: decoders and encoders)."""
-    return not isinstance(model.model, GenericModel)
+    """Whether ``model``'s requests/s have an array form: transformers (decoders and
+    encoders) without pipeline stages."""
+    return not isinstance(model.model, GenericModel) and model.pp == 1
 
 
 class GemmStack:
     """The GEMMs of a :class:`LayerOps` (QKV, attention output, MLP up, MLP down, LM head: rows
-    0-4) as arrays indexed [GEMM, tile shape, 1], so all five are timed in one pass."""
-
-    ROWS = 5
+    0-4; MoE layers also the busiest expert's up and down: rows 5-6) as arrays indexed [GEMM,
+    tile shape, 1], so all are timed in one pass."""
 
     def __init__(self, ops: LayerOps) -> None:
-        shapes = (ops.qkv, ops.out, ops.up, ops.down, ops.head)
+        shapes = [ops.qkv, ops.out, ops.up, ops.down, ops.head]
+        if ops.moe:
+            shapes += [ops.up, ops.down]
+        self.rows = len(shapes)
         self.sms = float(shapes[0].sms)
         self.per_flop = shapes[0].per_flop
         self.tiles = len(shapes[0].shapes)
@@ -110,20 +113,34 @@ def forward_and_head(
     """:meth:`LayerOps.forward` (compute_s, memory_s, total_s) and :meth:`LayerOps.lm_head`
     (compute_s, memory_s) for every element."""
     st = stack(ops)
-    m = np.empty((GemmStack.ROWS, tokens.shape[0]))
+    m = np.empty((st.rows, tokens.shape[0]))
     m[0] = m[1] = tokens
     m[4] = head_rows
     groups: Array | float = 1.0
     if ops.moe:
+        # the busiest expert runs its own rows (rows 5-6; none where it is no busier than the
+        # mean), the other experts share the mean load (LayerOps.forward)
         g = np.maximum(1.0, ops.experts * touched)
-        m[2] = m[3] = tokens * ops.top_k / g
+        rows = tokens * ops.top_k / g
+        p = ops.top_k / ops.experts
+        mean = tokens * p
+        busiest = np.maximum(rows, np.minimum(
+            tokens, mean + ops.max_z * np.sqrt(tokens * p * (1.0 - p))))
+        apart = (g > 1.0) & (busiest > rows)
+        m[2] = m[3] = rows
+        m[5] = m[6] = np.where(apart, busiest, 0.0)
         groups = np.ones_like(m)
-        groups[2] = groups[3] = g
+        groups[2] = groups[3] = np.where(apart, g - 1.0, g)
         elementwise = ops.elementwise * tokens * (1.0 + (ops.top_k - 1) * 0.5)
     else:
         m[2] = m[3] = tokens
         elementwise = ops.elementwise * tokens
     comp, memo = gemm_times(st, m, groups)
+    if ops.moe:
+        comp[2] += comp[5]
+        comp[3] += comp[6]
+        memo[2] += memo[5]
+        memo[3] += memo[6]
     dev = ops.dev
     attn_c, attn_m = attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s
     top = np.maximum(comp, memo)
@@ -157,7 +174,7 @@ def _comm(sm: ServingModel, tokens: Array) -> Array | float:
     """:meth:`ServingModel._comm` for every element."""
     if sm.tp <= 1:
         return 0.0
-    nbytes = tokens * sm.h * sm.act_b
+    nbytes = tokens * sm.h * max(sm.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
     out = 2.0 * sm.layers * (sm.comm_vol * nbytes / sm.link_s + sm.coll_latency)
     return np.where(tokens <= 0, 0.0, out)
 
@@ -166,7 +183,7 @@ def _pipeline(sm: ServingModel, tokens: Array) -> Array | float:
     """:meth:`ServingModel._pipeline` for every element."""
     if sm.pp <= 1:
         return 0.0
-    nbytes = tokens * sm.h * sm.act_b
+    nbytes = tokens * sm.h * max(sm.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
     return (sm.pp - 1) * (nbytes / sm.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
 
 
@@ -209,12 +226,14 @@ def total(phase: Phase) -> Array:
 
 
 def requests_per_s(sm: ServingModel, batches: Array) -> Array:
-    """:func:`serving.requests_per_s` of one replica at every batch: a decoder completes
-    ``batch`` requests every ``output_tokens`` iterations (only the decode phase is timed),
-    an encoder ``batch`` per forward pass; ``pp`` batches in flight."""
+    """:func:`serving.requests_per_s` of one replica without pipeline stages at every batch: a
+    decoder completes ``batch`` requests every ``output_tokens`` iterations (only the decode
+    phase is timed), an encoder ``batch`` per forward pass. (With stages the busiest stage
+    bounds the rate: :func:`supported` leaves those splits to the scalar model.)"""
+    assert sm.pp == 1
     if sm.decoder:
         cycle = sm.spec.output_tokens * total(decode(sm, batches))
     else:
         cycle = total(encode(sm, batches))
-    rps: Array = batches / cycle * sm.pp * 1
+    rps: Array = batches / cycle
     return rps
