@@ -23,6 +23,7 @@ from service.estimates.schemas import (
     FixOut,
     GpuRef,
     assumption_list,
+    deprecated_energy_kwh,
     estimate_data,
     fix_out,
 )
@@ -81,7 +82,27 @@ class CostOut(BaseModel):
         description="Owned: months after which buying beats the cheapest hourly quote [months]",
     )
     energy_kwh: float | None = Field(
-        description="Energy to finish (training/compute) or per hour of serving [kWh]",
+        deprecated=True,
+        description=(
+            "Deprecated: its unit depends on the kind. Sent as before: equal to "
+            "`energy_kwh_total` for training/compute [kWh] and to `energy_kwh_per_hour` for "
+            "inference [kWh/hour]; read those"
+        ),
+    )
+    energy_kwh_total: float | None = Field(
+        default=None,
+        description=(
+            "Training/compute: energy to finish, the estimate's `energy_kwh_total` [kWh]; null "
+            "for inference and when the job's length is unknown (and in runs stored before "
+            "this field existed)"
+        ),
+    )
+    energy_kwh_per_hour: float | None = Field(
+        default=None,
+        description=(
+            "Inference: energy per hour of serving, all replicas [kWh/hour]; null for "
+            "training/compute (and in runs stored before this field existed)"
+        ),
     )
 
 
@@ -221,7 +242,10 @@ def _cost(cost: CostBreakdown) -> dict[str, Any]:
         "amortized_usd_per_hour": _money(cost.amortized_usd_per_hour),
         "power_usd_per_hour": _money(cost.power_usd_per_hour),
         "break_even_months": _money(cost.break_even_months),
-        "energy_kwh": _money(cost.energy_kwh),
+        "energy_kwh": _money(
+            deprecated_energy_kwh(cost.energy_kwh_total, cost.energy_kwh_per_hour)),
+        "energy_kwh_total": _money(cost.energy_kwh_total),
+        "energy_kwh_per_hour": _money(cost.energy_kwh_per_hour),
     }
 
 
