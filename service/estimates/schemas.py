@@ -133,6 +133,13 @@ def fix_out(fix: Fix) -> FixOut:
     return FixOut(kind=fix.kind, value=fix.value, detail=fix.detail, field=fix.field)
 
 
+ENERGY_KWH_DEPRECATED = (
+    "Deprecated: its unit depends on the kind. Sent as before: equal to `energy_kwh_total` for "
+    "training/compute [kWh] and to `energy_kwh_per_hour` for inference [kWh/hour]; read those"
+)
+"""The description of the deprecated ``energy_kwh`` of an estimate and of a cost."""
+
+
 class EstimateOut(BaseModel):
     gpu: GpuRef = Field(description="The GPU type estimated")
     gpu_count: int = Field(description="GPUs estimated [count]")
@@ -194,14 +201,7 @@ class EstimateOut(BaseModel):
         ),
     )
     power_w: float | None = Field(description="Power drawn by all GPUs at this load [W]")
-    energy_kwh: float | None = Field(
-        deprecated=True,
-        description=(
-            "Deprecated: its unit depends on the kind. Sent as before: equal to "
-            "`energy_kwh_total` for training/compute [kWh] and to `energy_kwh_per_hour` for "
-            "inference [kWh/hour]; read those"
-        ),
-    )
+    energy_kwh: float | None = Field(deprecated=True, description=ENERGY_KWH_DEPRECATED)
     energy_kwh_total: float | None = Field(
         default=None,
         description=(

@@ -18,6 +18,7 @@ from service.engine.recommend_types import (
     WarningCode,
 )
 from service.estimates.schemas import (
+    ENERGY_KWH_DEPRECATED,
     AssumptionOut,
     EstimateOut,
     FixOut,
@@ -81,14 +82,7 @@ class CostOut(BaseModel):
     break_even_months: float | None = Field(
         description="Owned: months after which buying beats the cheapest hourly quote [months]",
     )
-    energy_kwh: float | None = Field(
-        deprecated=True,
-        description=(
-            "Deprecated: its unit depends on the kind. Sent as before: equal to "
-            "`energy_kwh_total` for training/compute [kWh] and to `energy_kwh_per_hour` for "
-            "inference [kWh/hour]; read those"
-        ),
-    )
+    energy_kwh: float | None = Field(deprecated=True, description=ENERGY_KWH_DEPRECATED)
     energy_kwh_total: float | None = Field(
         default=None,
         description=(
