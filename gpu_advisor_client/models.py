@@ -285,7 +285,7 @@ class Estimate(_Response):
     latency_ms: float | None
     power_w: float | None
     energy_kwh: float | None = Field(deprecated=_ENERGY_KWH_DEPRECATED)
-    """Deprecated: its unit depends on the kind (see ``_ENERGY_KWH_DEPRECATED``)."""
+    """Deprecated, still sent: kWh to finish (training / compute) or kWh per hour (inference)."""
     energy_kwh_total: float | None = None
     """Training / compute: energy to finish [kWh]; null for inference and without an amount
     of training."""
@@ -354,7 +354,7 @@ class Cost(_ReadsLikeADict):
     power_usd_per_hour: float | None
     break_even_months: float | None
     energy_kwh: float | None = Field(deprecated=_ENERGY_KWH_DEPRECATED)
-    """Deprecated: its unit depends on the kind (see ``_ENERGY_KWH_DEPRECATED``)."""
+    """Deprecated, still sent: kWh to finish (training / compute) or kWh per hour (inference)."""
     energy_kwh_total: float | None = None
     """Training / compute: energy to finish [kWh]; null for inference and without an amount
     of training."""

@@ -81,6 +81,7 @@ class Floors:
     latency_ms: float = 0.0
     """Inference: latency of a request [ms]; 0 for training/compute."""
 
+
 NO_FLOORS = Floors(0.0)
 
 
