@@ -33,6 +33,11 @@ class _Response(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+_ENERGY_KWH_DEPRECATED = (
+    "energy_kwh is kWh to finish for training / compute but kWh per hour for inference: read "
+    "energy_kwh_total or energy_kwh_per_hour")
+
+
 # -- requests --------------------------------------------------------------------------------
 
 class ModelIn(_Request):
@@ -285,7 +290,13 @@ class Estimate(_Response):
     tpot_ms: float | None
     latency_ms: float | None
     power_w: float | None
-    energy_kwh: float | None
+    energy_kwh: float | None = Field(deprecated=_ENERGY_KWH_DEPRECATED)
+    """Deprecated, still sent: kWh to finish (training / compute) or kWh per hour (inference)."""
+    energy_kwh_total: float | None = None
+    """Training / compute: energy to finish [kWh]; null for inference and without an amount
+    of training."""
+    energy_kwh_per_hour: float | None = None
+    """Inference: energy per hour of serving [kWh/hour]; null for training / compute."""
     parallel_efficiency: float | None
     assumptions: list[Assumption] | None = None
     """Null in a recommendation's compact view (the answer lists them once)."""
@@ -351,8 +362,14 @@ class Cost(_ReadsLikeADict):
     amortized_usd_per_hour: float | None
     power_usd_per_hour: float | None
     break_even_months: float | None
-    energy_kwh: float | None
-    """To finish (training / compute) or per hour of serving [kWh]."""
+    energy_kwh: float | None = Field(deprecated=_ENERGY_KWH_DEPRECATED)
+    """Deprecated, still sent: kWh to finish (training / compute) or kWh per hour (inference)."""
+    energy_kwh_total: float | None = None
+    """Training / compute: energy to finish [kWh]; null for inference and without an amount
+    of training."""
+    energy_kwh_per_hour: float | None = None
+    """Inference: energy per hour of serving, all replicas [kWh/hour]; null for training /
+    compute."""
 
 
 class Provision(_ReadsLikeADict):

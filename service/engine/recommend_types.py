@@ -175,8 +175,10 @@ class CostBreakdown:
     power_usd_per_hour: float | None = None
     break_even_months: float | None = None
     """Owned: months of 24/7 use after which buying beats the cheapest rental of the GPU."""
-    energy_kwh: float | None = None
-    """Training/compute: to finish; inference: per hour, all replicas."""
+    energy_kwh_total: float | None = None
+    """Training/compute: energy to finish (the estimate's) [kWh]; None for inference."""
+    energy_kwh_per_hour: float | None = None
+    """Inference: energy per hour of serving, all replicas [kWh/h]; None for training/compute."""
 
 
 @dataclass(frozen=True)

@@ -320,8 +320,12 @@ class Estimate:
     """Inference with a target: the requests/s this group carries (the target split over the
     copies of the group it takes); ``batch_size``, TTFT, TPOT and latency are at this load."""
     power_w: float | None = None
-    energy_kwh: float | None = None
-    """Training/compute: energy to finish. Inference: energy per hour of serving."""
+    energy_kwh_total: float | None = None
+    """Training/compute: energy the GPUs draw to finish the job, ``power_w`` x
+    ``time_to_complete_hours`` [kWh]; None for inference and when the job's length is unknown."""
+    energy_kwh_per_hour: float | None = None
+    """Inference: energy the GPUs draw per hour of serving, ``power_w`` x 1 h [kWh/h]; None for
+    training/compute."""
     latency_ok: bool | None = None
     """Inference: all requested latency limits hold (None when none were given)."""
     warnings: tuple[str, ...] = ()

@@ -50,8 +50,8 @@ def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> Es
 
 NO_AMOUNT_NOTE = (
     "no amount of training given (training.tokens, training.samples, or training.epochs with "
-    "training.dataset_samples): time_to_complete_hours and energy_kwh are null; memory, layout "
-    "and throughput do not depend on it"
+    "training.dataset_samples): time_to_complete_hours and energy_kwh_total are null; memory, "
+    "layout and throughput do not depend on it"
 )
 
 

@@ -133,6 +133,13 @@ def fix_out(fix: Fix) -> FixOut:
     return FixOut(kind=fix.kind, value=fix.value, detail=fix.detail, field=fix.field)
 
 
+ENERGY_KWH_DEPRECATED = (
+    "Deprecated: its unit depends on the kind. Sent as before: equal to `energy_kwh_total` for "
+    "training/compute [kWh] and to `energy_kwh_per_hour` for inference [kWh/hour]; read those"
+)
+"""The description of the deprecated ``energy_kwh`` of an estimate and of a cost."""
+
+
 class EstimateOut(BaseModel):
     gpu: GpuRef = Field(description="The GPU type estimated")
     gpu_count: int = Field(description="GPUs estimated [count]")
@@ -194,8 +201,22 @@ class EstimateOut(BaseModel):
         ),
     )
     power_w: float | None = Field(description="Power drawn by all GPUs at this load [W]")
-    energy_kwh: float | None = Field(
-        description="Training/compute: to finish; inference: per hour of serving"
+    energy_kwh: float | None = Field(deprecated=True, description=ENERGY_KWH_DEPRECATED)
+    energy_kwh_total: float | None = Field(
+        default=None,
+        description=(
+            "Training/compute: energy all these GPUs draw to finish the job, power_w x "
+            "time_to_complete_hours [kWh]; null for inference and when the job's length is "
+            "unknown (and in runs stored before this field existed)"
+        ),
+    )
+    energy_kwh_per_hour: float | None = Field(
+        default=None,
+        description=(
+            "Inference: energy these GPUs draw per hour of serving, power_w x 1 hour "
+            "[kWh/hour]; null for training/compute (and in runs stored before this field "
+            "existed)"
+        ),
     )
     parallel_efficiency: float | None = Field(
         description=(
@@ -214,6 +235,11 @@ class EstimateOut(BaseModel):
 def _r(value: float | None, digits: int = 6) -> float | None:
     """Round for display: the engine's floats carry noise no caller can use."""
     return None if value is None else float(f"{value:.{digits}g}")
+
+
+def deprecated_energy_kwh(total: float | None, per_hour: float | None) -> float | None:
+    """The deprecated ``energy_kwh``: the figure of whichever of the two the kind sets."""
+    return total if total is not None else per_hour
 
 
 def estimate_out(est: Estimate, *, gpu_name: str) -> EstimateOut:
@@ -268,7 +294,9 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         "capacity_batch_size": est.capacity_batch_size,
         "offered_requests_per_s": _r(est.offered_requests_per_s),
         "power_w": _r(est.power_w),
-        "energy_kwh": _r(est.energy_kwh),
+        "energy_kwh": _r(deprecated_energy_kwh(est.energy_kwh_total, est.energy_kwh_per_hour)),
+        "energy_kwh_total": _r(est.energy_kwh_total),
+        "energy_kwh_per_hour": _r(est.energy_kwh_per_hour),
         "parallel_efficiency": _r(est.parallel_efficiency, 4),
         "assumptions": assumption_list(est.assumptions) if assumptions else None,
     }

@@ -19,11 +19,13 @@ from service.engine.recommend_types import (
     WarningCode,
 )
 from service.estimates.schemas import (
+    ENERGY_KWH_DEPRECATED,
     AssumptionOut,
     EstimateOut,
     FixOut,
     GpuRef,
     assumption_list,
+    deprecated_energy_kwh,
     estimate_data,
     fix_out,
 )
@@ -86,8 +88,21 @@ class CostOut(BaseModel):
     break_even_months: float | None = Field(
         description="Owned: months after which buying beats the cheapest hourly quote [months]",
     )
-    energy_kwh: float | None = Field(
-        description="Energy to finish (training/compute) or per hour of serving [kWh]",
+    energy_kwh: float | None = Field(deprecated=True, description=ENERGY_KWH_DEPRECATED)
+    energy_kwh_total: float | None = Field(
+        default=None,
+        description=(
+            "Training/compute: energy to finish, the estimate's `energy_kwh_total` [kWh]; null "
+            "for inference and when the job's length is unknown (and in runs stored before "
+            "this field existed)"
+        ),
+    )
+    energy_kwh_per_hour: float | None = Field(
+        default=None,
+        description=(
+            "Inference: energy per hour of serving, all replicas [kWh/hour]; null for "
+            "training/compute (and in runs stored before this field existed)"
+        ),
     )
 
 
@@ -228,7 +243,10 @@ def _cost(cost: CostBreakdown) -> dict[str, Any]:
         "amortized_usd_per_hour": _money(cost.amortized_usd_per_hour),
         "power_usd_per_hour": _money(cost.power_usd_per_hour),
         "break_even_months": _money(cost.break_even_months),
-        "energy_kwh": _money(cost.energy_kwh),
+        "energy_kwh": _money(
+            deprecated_energy_kwh(cost.energy_kwh_total, cost.energy_kwh_per_hour)),
+        "energy_kwh_total": _money(cost.energy_kwh_total),
+        "energy_kwh_per_hour": _money(cost.energy_kwh_per_hour),
     }
 
 

@@ -360,7 +360,7 @@ def test_training_estimate_without_amount(client: TestClient) -> None:
                                               "gpu_count": 8})
     assert resp.status_code == 200, resp.text
     est = resp.json()
-    assert est["time_to_complete_hours"] is None and est["energy_kwh"] is None
+    assert est["time_to_complete_hours"] is None and est["energy_kwh_total"] is None
     assert est["memory"]["per_gpu_gb"] > 0 and est["throughput"]["tokens_per_s"] > 0
     assert est["step_time_ms"] > 0 and est["parallelism"]["gpu_count"] == 8
     assert any("no amount of training" in w for w in est["warnings"])

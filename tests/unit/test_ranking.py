@@ -176,7 +176,7 @@ def test_pareto_front_is_non_dominated() -> None:
         return (
             c.cost.total_usd,
             c.estimate.time_to_complete_hours,  # type: ignore[attr-defined]
-            c.estimate.energy_kwh,
+            c.estimate.energy_kwh_total,
         )  # type: ignore[attr-defined]
 
     for c in front:

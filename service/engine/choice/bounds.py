@@ -76,11 +76,13 @@ class Floors:
     gpu_hours: float
     """Training/compute: GPU-hours to finish (GPUs, without a length: usd_per_hour is then
     the cost); inference: GPU-hours per million output tokens / per 1000 requests."""
-    time: float
-    """Training/compute: hours to finish; inference: latency [ms]."""
+    time_hours: float = 0.0
+    """Training/compute: time to finish [hours]; 0 for inference."""
+    latency_ms: float = 0.0
+    """Inference: latency of a request [ms]; 0 for training/compute."""
 
 
-NO_FLOORS = Floors(0.0, 0.0)
+NO_FLOORS = Floors(0.0)
 
 
 def floors(
@@ -115,7 +117,8 @@ def _floors(
         out = _training(workload, gpu, rate, first, cap)
     else:
         out = _inference(workload, gpu, rate, first, cap, throughput, memo)
-    return Floors(out.gpu_hours * (1 - BOUND_SLACK), out.time * (1 - BOUND_SLACK))
+    low = 1 - BOUND_SLACK
+    return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low)
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
@@ -124,7 +127,7 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floo
     on n, so n x seconds >= T1 and seconds >= T1 / cap."""
     one_gpu_s = max(compute_job_seconds(workload, gpu, rate))
     hours = one_gpu_s / SECONDS_PER_HOUR
-    return Floors(hours, hours / max(1, cap))
+    return Floors(hours, time_hours=hours / max(1, cap))
 
 
 def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
@@ -143,8 +146,8 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
     hours = _training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
     if hours is None:
         # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
-        return Floors(float(first), 0.0)
-    return Floors(hours, hours / max(1, cap))
+        return Floors(float(first))
+    return Floors(hours, time_hours=hours / max(1, cap))
 
 
 def _latency_floor(
@@ -202,7 +205,7 @@ def _inference(
         # >= first GPUs paid for, at most the target served
         served = spec.target_requests_per_s * units * SECONDS_PER_HOUR
         gpu_hours = max(gpu_hours, first / served * scale)
-    return Floors(gpu_hours, latency_ms)
+    return Floors(gpu_hours, latency_ms=latency_ms)
 
 
 def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:
@@ -230,6 +233,8 @@ class Pending:
     """1: unpriced under cost/balanced (ranks after every priced GPU), else 0."""
     lb_cost: float
     lb_time: float
+    """Bound of the ``time`` objective's score (:attr:`explain.Option.time`): hours to
+    finish, or latency [ms] for inference."""
     lb: float
     """The objective's bound (cost, time or energy); balanced: the search order only."""
     floor: Floors = NO_FLOORS
@@ -244,5 +249,5 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None) 
     the GPU's latency floor. No rate: 0 (no bound)."""
     f = p.floor
     lbc = 0.0 if usd_per_gpu_hour is None else f.gpu_hours * usd_per_gpu_hour
-    lbt = f.gpu_hours / n if kind != "inference" and f.time > 0 else p.lb_time
+    lbt = f.gpu_hours / n if kind != "inference" and f.time_hours > 0 else p.lb_time
     return lbc, max(lbt, p.lb_time)

@@ -414,13 +414,12 @@ def cost_breakdown(
     replicas = replicas_needed(workload, est)
     gpus = est.gpu_count * replicas
     training_like = workload.kind != "inference"
-    energy = (
-        est.energy_kwh
-        if training_like
-        else (None if est.energy_kwh is None else est.energy_kwh * replicas)
-    )
+    energy_total = est.energy_kwh_total if training_like else None
+    energy_hourly = (None if training_like or est.energy_kwh_per_hour is None
+                     else est.energy_kwh_per_hour * replicas)
     if offer is None:
-        return CostBreakdown(known=False, replicas=replicas, gpus=gpus, energy_kwh=energy)
+        return CostBreakdown(known=False, replicas=replicas, gpus=gpus,
+                             energy_kwh_total=energy_total, energy_kwh_per_hour=energy_hourly)
     owned = offer.pricing == "purchase"
     amortized = power = months = None
     if owned:
@@ -451,7 +450,8 @@ def cost_breakdown(
         amortized_usd_per_hour=amortized,
         power_usd_per_hour=power,
         break_even_months=months,
-        energy_kwh=energy,
+        energy_kwh_total=energy_total,
+        energy_kwh_per_hour=energy_hourly,
     )
 
 

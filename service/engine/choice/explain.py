@@ -83,8 +83,14 @@ class Option:
     """Instances (or owned units) per replica."""
     cost: CostBreakdown
     money: float | None
+    """The ``cost`` objective's figure: USD to finish (training/compute), USD per million
+    output tokens or per 1000 requests (inference); None when no price is known."""
     time: float
+    """The ``time`` objective's figure: hours to finish (training/compute), end-to-end latency
+    [ms] (inference)."""
     energy: float
+    """The ``energy`` objective's figure: kWh to finish (training/compute), kWh per million
+    output tokens or per 1000 requests (inference)."""
     proxy: float
     """GPU-hours (to finish, or per unit of work): the cost stand-in when no price is known."""
     first_fit: int

@@ -25,7 +25,7 @@ Objectives and ``score`` (the value ranked on, lower is better):
   rank by the latency a request really sees, not by the limit that the throughput-optimal
   batch of the other objectives runs up to. When those replicas break a limit (max_gpus,
   max_usd_per_hour) the count falls back to the throughput-optimal batch.
-* ``energy``: training/compute: ``energy_kwh`` to finish; inference: kWh per million output
+* ``energy``: training/compute: ``energy_kwh_total`` to finish; inference: kWh per million output
   tokens / per 1000 requests.
 * ``balanced``: ``score = 0.5 x cost / min_cost + 0.5 x time / min_time``, the minima taken over
   every feasible priced option of every GPU (1.0 = best on both).
@@ -138,7 +138,7 @@ def _metrics(
         money = cost.total_usd if hours is not None else cost.usd_per_hour
         proxy = cost.gpus * (hours if hours is not None else 1.0)
         # 0.0 kWh (a vanishing job's energy underflowed) is the best value, not an unknown one
-        kwh = INF if est.energy_kwh is None else est.energy_kwh
+        kwh = INF if est.energy_kwh_total is None else est.energy_kwh_total
         return money, INF if hours is None else hours, kwh, proxy
     per_mtok, per_1k, energy = co.unit_rates(workload, est, cost.replicas, cost.usd_per_hour)
     # the same rate with "GPUs" in place of USD/h: GPU-hours per unit of work
@@ -195,13 +195,15 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
     floor = bd.floors(workload, co.fastest_network_gpu(gpu, usable), first, cap,
                       req.objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
-    bound = {"cost": lb_cost, "time": floor.time, "energy": bd.energy_floor(floor, gpu)}
+    # the time objective's unit: latency [ms] for inference, hours to finish otherwise
+    lb_time = floor.latency_ms if workload.kind == "inference" else floor.time_hours
+    bound = {"cost": lb_cost, "time": lb_time, "energy": bd.energy_floor(floor, gpu)}
     tier = 1 if rate is None and req.objective in ("cost", "balanced") else 0
     if tier and req.objective == "balanced":
         lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned within tier 1
     rent = (co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), c) if co.owns(c)
             else None)
-    return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, floor.time,
+    return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, lb_time,
                       bound.get(req.objective, 0.0), floor)
 
 
