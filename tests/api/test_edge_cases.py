@@ -11,8 +11,7 @@ from service.config import Settings
 from service.main import create_app
 from service.migrate import upgrade
 from service.security import revoke_key
-from tests.api.test_gpus import assert_problem, new_gpu
-from tests.api.test_quotes import new_quote
+from tests.helpers import assert_problem, new_gpu, new_quote
 
 T4 = "nvidia-t4"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
+from tests.helpers import assert_problem
 
 PRESET_IDS = [
     "resnet-50", "ssd300", "yolov8-l", "bert-base", "bert-large", "gpt-2", "gpt-j-6b",

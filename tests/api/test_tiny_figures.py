@@ -14,8 +14,7 @@ from fastapi.testclient import TestClient
 
 from service.catalog.models import MIN_BANDWIDTH_GB_S, MIN_TFLOPS
 from service.quotes.models import MIN_NETWORK_GBPS
-from tests.api.test_gpus import assert_problem, new_gpu
-from tests.api.test_quotes import new_quote
+from tests.helpers import assert_problem, new_gpu, new_quote
 
 TRAIN_70B = {"kind": "training", "model": {"preset": "llama-2-70b"}, "precision": "bf16",
              "training": {"batch_size": 1024, "seq_len": 4096, "tokens": 2e11},

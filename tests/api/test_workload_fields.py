@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.workloads.schemas import WorkloadSpec
-from tests.api.test_gpus import H100, assert_problem
+from tests.helpers import H100, assert_problem
 
 FIELD = "body.workload.inference.effective_prompt_tokens"
 
