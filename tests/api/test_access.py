@@ -228,8 +228,9 @@ def test_keys_create_submitter(tmp_path: Path) -> None:
 # -- 3. ETags: strong If-Match, lists, echo; If-None-Match 304 -------------------------------
 
 @pytest.mark.parametrize("tag", ['"0"', "0", 'W/"0"', '"000000000"', '"00"', '""'])
-def test_if_match_wildcards_are_gone(client: TestClient, admin_headers: dict[str, str],
-                                     tag: str) -> None:
+def test_if_match_values_other_than_the_tag_are_412(client: TestClient,
+                                                    admin_headers: dict[str, str],
+                                                    tag: str) -> None:
     current = client.get(f"/v1/gpus/{H100}").headers["etag"]
     h = {**admin_headers, "If-Match": tag}
     assert_problem(client.patch(f"/v1/gpus/{H100}", json={"notes": "x"}, headers=h), 412)

@@ -1,4 +1,4 @@
-"""Recommendation views (issue 14): the default answer lists the engine constants once; `full`
+"""Recommendation views: the default answer lists the engine constants once; `full`
 also repeats them in every candidate's estimate; nothing else differs. Both databases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input (issue 10, findings 3, 7 and 11), through the app on SQLite and, when
+"""Hostile input, through the app on SQLite and, when
 TEST_DATABASE_URL is set, on PostgreSQL (which refuses NUL in text: these were 500s there).
 
 - NUL and other C0 control characters in a query filter or a body field: 422 naming the field;
@@ -86,7 +86,7 @@ def no_quotes_of(client: TestClient, provider: str) -> None:
     assert resp.json()["total"] == 0
 
 
-# -- finding 3: query filters ---------------------------------------------------------------
+# -- query filters --------------------------------------------------------------------------
 
 FILTERS = [("/v1/gpus", "q"), ("/v1/gpus", "vendor"), ("/v1/quotes", "gpu"),
            ("/v1/quotes", "provider"), ("/v1/quotes", "region")]
@@ -119,7 +119,7 @@ def test_control_characters_in_import_parameters_are_422(
     problem(resp, 422, f"query.{param}")
 
 
-# -- finding 3: path ids ----------------------------------------------------------------------
+# -- path ids ---------------------------------------------------------------------------------
 
 PATH_IDS = [
     ("GET", "/v1/gpus/%00"), ("GET", "/v1/gpus/h100%01"), ("PATCH", "/v1/gpus/%00"),
@@ -153,7 +153,7 @@ def test_control_characters_in_a_run_id_of_a_real_workload_are_404(
                        headers=admin_headers), 404)
 
 
-# -- finding 3: body fields -------------------------------------------------------------------
+# -- body fields ------------------------------------------------------------------------------
 
 GPU_FIELDS = ["name", "vendor", "architecture", "memory_type", "aliases", "source", "notes"]
 QUOTE_FIELDS = ["gpu_slug", "provider", "region", "instance_type", "source"]
@@ -204,7 +204,7 @@ def test_nothing_is_written_and_clean_text_still_is(
     assert client.get("/v1/gpus/hostile-gpu").json()["notes"] == notes
 
 
-# -- finding 3: imported files ---------------------------------------------------------------
+# -- imported files --------------------------------------------------------------------------
 
 GENERIC_HEADER = ("gpu_slug,provider,region,instance_type,gpu_count,pricing,"
                   "price_usd_per_hour,source,captured_at")
@@ -274,7 +274,7 @@ def test_a_clean_skypilot_csv_still_imports(
     assert resp.json()["added"] == 1
 
 
-# -- finding 7: import edge cases -------------------------------------------------------------
+# -- import edge cases ------------------------------------------------------------------------
 
 HUGE_FIELD = "x" * 140_000
 """Over the csv module's field_size_limit (131,072)."""
@@ -358,7 +358,7 @@ def test_a_captured_at_parameter_that_overflows_is_422(
     no_quotes_of(client, "hostile")
 
 
-# -- finding 11: /metrics -------------------------------------------------------------------
+# -- /metrics -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("public_reads", "metrics_public", "anonymous_ok"), [
     (True, None, True), (False, None, False), (False, True, True), (True, False, False),

@@ -129,7 +129,7 @@ def test_mistral_sliding_window_caps_kv_cache() -> None:
 def test_serving_activations_are_one_scheduler_budget_not_batch_x_prompt() -> None:
     # continuous batching: the engine reserves activations for max_num_batched_tokens tokens
     # per iteration (vLLM default 8192 on H100-class GPUs), whatever the batch:
-    # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit (was batch x 1024 prompt tokens)
+    # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit, not batch x 1024 prompt tokens
     from service.engine import constants as c
 
     model = PRESETS["llama-3.1-8b"].model

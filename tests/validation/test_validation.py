@@ -85,8 +85,8 @@ def test_every_row_names_its_source_family_and_key(path: Path) -> None:
 
 
 def test_source_keys_ignore_the_commit_and_the_table() -> None:
-    """Two versions or tables of one page are one source (the issue this test was written
-    for: TensorRT-LLM's perf-overview v0.17 table held out against its v1.0 table)."""
+    """Two versions or tables of one page are one source, so that a page's older table (here
+    TensorRT-LLM's perf-overview v0.17) cannot be held out against its newer one (v1.0)."""
     repo = "github.com/NVIDIA/TensorRT-LLM"
     a = r.derived_source_key(repo, "docs/source/performance/perf-overview.md (v1.0 tables), x")
     b = r.derived_source_key(
