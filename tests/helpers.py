@@ -23,7 +23,7 @@ def assert_problem(resp: Any, status: int, field: str | None = None) -> dict[str
     returns its body."""
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].startswith(PROBLEM)
-    body = resp.json()
+    body: dict[str, Any] = resp.json()
     assert body["status"] == status and body["title"] and body["type"].startswith("https://")
     if field is not None:
         fields = [e["field"] for e in body["errors"]]
