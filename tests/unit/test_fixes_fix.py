@@ -295,7 +295,7 @@ def test_rejection_fixes_fix_and_match_their_code() -> None:
     assert applied > 30, applied
 
 
-# ---------------------------------------------------------------- 405B on a node of 8
+# ---------------------------------------------------------------- hand-picked cases
 
 
 LLAMA_405B = Workload(
