@@ -210,7 +210,7 @@ def test_quickstart_example_reads_typed_cost_and_provision(live: tuple[str, str,
     assert best.provision.model_dump() == top["provision"]
     assert best.model_dump(mode="json") == RecommendationResult.model_validate(raw) \
         .recommendations[0].model_dump(mode="json")
-    # ... and still read like the dicts they were before they were typed
+    # ... and read like dicts too, for callers that index them
     assert best.cost["usd_per_hour"] == cost.usd_per_hour and "gpus" in best.cost
     assert best.provision["kubernetes"] == best.provision.kubernetes
     assert best.cost.get("no_such_field", 0) == 0 and "no_such_field" not in best.cost
