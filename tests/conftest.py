@@ -22,8 +22,8 @@ from service.config import Settings
 from service.db import get_session, make_engine
 from service.main import create_app
 from service.migrate import upgrade
-from service.security import create_key
 from service.seeding import seed
+from tests.helpers import api_key
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")
 
@@ -110,20 +110,14 @@ def client(app: FastAPI) -> Iterator[TestClient]:
         yield c
 
 
-def _key(session: Session, role: str) -> str:
-    _, key = create_key(session, name=f"test-{role}-{uuid.uuid4().hex[:6]}", role=role)  # type: ignore[arg-type]
-    session.commit()
-    return key
-
-
 @pytest.fixture
 def admin_headers(session: Session) -> dict[str, str]:
-    return {"Authorization": f"Bearer {_key(session, 'admin')}"}
+    return api_key(session, "admin")[0]
 
 
 @pytest.fixture
 def reader_headers(session: Session) -> dict[str, str]:
-    return {"Authorization": f"Bearer {_key(session, 'reader')}"}
+    return api_key(session, "reader")[0]
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

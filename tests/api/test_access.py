@@ -1,5 +1,6 @@
-"""Issue 11: safe GETs, runs with retention, roles and owners, strict ETags and 304s, price
-history kept after deletes, paged /v1/models with did-you-mean, estimates without amounts.
+"""Access and HTTP semantics: GETs are safe and runs are created by POST and capped by
+retention; roles and owners; strict ETags (If-Match, If-None-Match, 304); price history kept
+after deletes; paged /v1/models with did-you-mean; estimates without an amount of training.
 Every test runs on SQLite and (with TEST_DATABASE_URL) PostgreSQL."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -21,31 +21,28 @@ from service.common import utcnow
 from service.config import Settings
 from service.main import create_app
 from service.migrate import upgrade
-from service.security import ApiKey, create_key
+from service.security import ApiKey
 from service.workloads.models import RecommendationRun, StoredWorkload
-from tests.api.test_gpus import assert_problem, new_gpu
-from tests.api.test_quotes import new_quote
-from tests.api.test_workloads import LLAMA_8B_CHAT
 from tests.conftest import REPO_ROOT
-
-H100 = "nvidia-h100-sxm5-80gb"
-
-
-def _key(session: Session, role: str) -> tuple[dict[str, str], int]:
-    row, key = create_key(session, name=f"t-{role}-{uuid.uuid4().hex[:6]}", role=role)  # type: ignore[arg-type]
-    session.commit()
-    assert row.id is not None
-    return {"Authorization": f"Bearer {key}"}, row.id
+from tests.helpers import (
+    H100,
+    LLAMA_8B_CHAT,
+    api_key,
+    assert_problem,
+    new_gpu,
+    new_quote,
+    submit_workload,
+)
 
 
 @pytest.fixture
 def submitter(session: Session) -> tuple[dict[str, str], int]:
-    return _key(session, "submitter")
+    return api_key(session, "submitter")
 
 
 @pytest.fixture
 def other_submitter(session: Session) -> tuple[dict[str, str], int]:
-    return _key(session, "submitter")
+    return api_key(session, "submitter")
 
 
 def _runs(session: Session) -> int:
@@ -53,18 +50,12 @@ def _runs(session: Session) -> int:
     return int(session.exec(select(func.count()).select_from(RecommendationRun)).one())
 
 
-def _workload(client: TestClient, headers: dict[str, str], **over: Any) -> str:
-    resp = client.post("/v1/workloads", json={**LLAMA_8B_CHAT, **over}, headers=headers)
-    assert resp.status_code == 201, resp.text
-    return str(resp.json()["id"])
-
-
 # -- 1. GETs are safe; runs are created by POST and capped by retention -----------------------
 
 def test_get_recommendations_stores_nothing(client: TestClient, session: Session,
                                             submitter: tuple[dict[str, str], int]) -> None:
     headers, _ = submitter
-    wid = _workload(client, headers)
+    wid = submit_workload(client, headers)
     for _ in range(3):
         resp = client.get(f"/v1/workloads/{wid}/recommendations", params={"limit": 2},
                           headers=headers)
@@ -77,7 +68,7 @@ def test_get_recommendations_stores_nothing(client: TestClient, session: Session
 def test_post_run_is_201_with_location_and_constraints_override(
         client: TestClient, submitter: tuple[dict[str, str], int]) -> None:
     headers, key_id = submitter
-    wid = _workload(client, headers)
+    wid = submit_workload(client, headers)
     resp = client.post(f"/v1/workloads/{wid}/runs", headers=headers,
                        json={"objective": "time", "limit": 3,
                              "constraints": {"gpu_slugs": ["nvidia-l4"], "max_gpus": 8}})
@@ -101,8 +92,8 @@ def test_runs_are_capped_per_workload_oldest_pruned(
         submitter: tuple[dict[str, str], int]) -> None:
     app.state.settings = settings.model_copy(update={"max_runs_per_workload": 3})
     headers, _ = submitter
-    wid = _workload(client, headers)
-    other = _workload(client, headers, name="other")
+    wid = submit_workload(client, headers)
+    other = submit_workload(client, headers, name="other")
     ids = []
     for _ in range(5):
         resp = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 1}, headers=headers)
@@ -121,7 +112,7 @@ def test_runs_older_than_retention_days_are_pruned(
         submitter: tuple[dict[str, str], int]) -> None:
     app.state.settings = settings.model_copy(update={"run_retention_days": 7})
     headers, _ = submitter
-    wid = _workload(client, headers)
+    wid = submit_workload(client, headers)
     fresh = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 1}, headers=headers).json()
     old = session.get(RecommendationRun, fresh["id"])
     assert old is not None
@@ -145,7 +136,7 @@ def test_roles_on_workloads(client: TestClient, reader_headers: dict[str, str],
     assert_problem(client.post("/v1/workloads", json=LLAMA_8B_CHAT, headers=reader_headers), 403)
     assert_problem(client.get("/v1/workloads"), 401)
     assert_problem(client.get("/v1/workloads", headers=reader_headers), 403)
-    wid = _workload(client, headers)
+    wid = submit_workload(client, headers)
     assert_problem(client.get(f"/v1/workloads/{wid}/recommendations"), 401)
     assert_problem(client.post(f"/v1/workloads/{wid}/runs", headers=reader_headers), 403)
     # A submitter reads like a reader and may not touch the catalog.
@@ -168,8 +159,8 @@ def test_submitters_see_only_their_own_admins_see_all(
         other_submitter: tuple[dict[str, str], int]) -> None:
     mine, my_id = submitter
     theirs, their_id = other_submitter
-    a = _workload(client, mine, name="mine")
-    b = _workload(client, theirs, name="theirs")
+    a = submit_workload(client, mine, name="mine")
+    b = submit_workload(client, theirs, name="theirs")
     run = client.post(f"/v1/workloads/{a}/runs", json={"limit": 1}, headers=mine).json()
     assert [w["id"] for w in client.get("/v1/workloads", headers=mine).json()["data"]] == [a]
     assert client.get(f"/v1/workloads/{a}", headers=mine).json()["owner_key_id"] == my_id
@@ -187,6 +178,16 @@ def test_submitters_see_only_their_own_admins_see_all(
     assert client.delete(f"/v1/workloads/{b}", headers=admin_headers).status_code == 204
     assert client.delete(f"/v1/workloads/{a}", headers=mine).status_code == 204
     assert client.get("/v1/workloads", headers=admin_headers).json()["total"] == 0
+
+
+def test_admin_only_reads_do_not_say_writes(client: TestClient, session: Session) -> None:
+    """GET /v1/quotes/history is admin only: refusing a read names the admin key it needs, not
+    a write it is not."""
+    anonymous = assert_problem(client.get("/v1/quotes/history"), 401)
+    headers, _ = api_key(session, "submitter")
+    submitter = assert_problem(client.get("/v1/quotes/history", headers=headers), 403)
+    for body in (anonymous, submitter):
+        assert "write" not in body["detail"].lower() and "admin" in body["detail"]
 
 
 def test_idempotency_keys_are_per_api_key(client: TestClient,
@@ -227,8 +228,9 @@ def test_keys_create_submitter(tmp_path: Path) -> None:
 # -- 3. ETags: strong If-Match, lists, echo; If-None-Match 304 -------------------------------
 
 @pytest.mark.parametrize("tag", ['"0"', "0", 'W/"0"', '"000000000"', '"00"', '""'])
-def test_if_match_wildcards_are_gone(client: TestClient, admin_headers: dict[str, str],
-                                     tag: str) -> None:
+def test_if_match_values_other_than_the_tag_are_412(client: TestClient,
+                                                    admin_headers: dict[str, str],
+                                                    tag: str) -> None:
     current = client.get(f"/v1/gpus/{H100}").headers["etag"]
     h = {**admin_headers, "If-Match": tag}
     assert_problem(client.patch(f"/v1/gpus/{H100}", json={"notes": "x"}, headers=h), 412)
@@ -259,6 +261,34 @@ def test_if_match_strong_comparison_and_lists(client: TestClient,
     assert star.status_code == 200
 
 
+def test_if_match_and_if_none_match_sent_as_several_field_lines_are_one_list(
+        client: TestClient, admin_headers: dict[str, str]) -> None:
+    """RFC 9110 5.3: several field lines of one name are one comma-separated list, so
+    `If-Match: *` + `If-Match: "999"` is no wildcard (the combined value is not `*`), a stale
+    tag on the first line does not hide a matching one on a later line, and the 412 echoes
+    every line sent."""
+    slug = client.post("/v1/gpus", json=new_gpu(slug="if-match-lines-gpu"),
+                       headers=admin_headers).json()["slug"]
+    etag = client.get(f"/v1/gpus/{slug}").headers["etag"]
+    auth = list(admin_headers.items())
+
+    star_then_stale = client.patch(f"/v1/gpus/{slug}", json={"notes": "a"}, headers=[
+        *auth, ("If-Match", "*"), ("If-Match", '"999"')])
+    body = assert_problem(star_then_stale, 412)
+    assert '*, "999"' in body["detail"]
+    assert client.get(f"/v1/gpus/{slug}").headers["etag"] == etag  # nothing written
+
+    stale_then_current = client.patch(f"/v1/gpus/{slug}", json={"notes": "b"}, headers=[
+        *auth, ("If-Match", '"999"'), ("If-Match", etag)])
+    assert stale_then_current.status_code == 200, stale_then_current.text
+    assert stale_then_current.json()["notes"] == "b"
+
+    etag = client.get(f"/v1/gpus/{slug}").headers["etag"]
+    cached = client.get(f"/v1/gpus/{slug}", headers=[
+        ("If-None-Match", '"999"'), ("If-None-Match", etag)])
+    assert cached.status_code == 304 and cached.content == b""
+
+
 def test_if_none_match_gives_304(client: TestClient, admin_headers: dict[str, str],
                                  submitter: tuple[dict[str, str], int]) -> None:
     first = client.get(f"/v1/gpus/{H100}")
@@ -276,7 +306,7 @@ def test_if_none_match_gives_304(client: TestClient, admin_headers: dict[str, st
     assert client.get("/v1/quotes/1", headers={
         "If-None-Match": quote.headers["etag"]}).status_code == 304
     headers, _ = submitter
-    wid = _workload(client, headers)
+    wid = submit_workload(client, headers)
     got = client.get(f"/v1/workloads/{wid}", headers=headers)
     assert client.get(f"/v1/workloads/{wid}", headers={
         **headers, "If-None-Match": got.headers["etag"]}).status_code == 304

@@ -1,4 +1,4 @@
-"""Recommendation views (issue 14): the default answer lists the engine constants once; `full`
+"""Recommendation views: the default answer lists the engine constants once; `full`
 also repeats them in every candidate's estimate; nothing else differs. Both databases."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
-from tests.api.test_workloads import LLAMA_8B_CHAT
+from tests.helpers import LLAMA_8B_CHAT, assert_problem
 
 
 def _without_time(answer: dict[str, Any]) -> dict[str, Any]:

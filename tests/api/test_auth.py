@@ -14,8 +14,8 @@ from service.config import Settings
 from service.main import create_app
 from service.migrate import upgrade
 from service.security import ApiKey, revoke_key
-from tests.api.test_gpus import assert_problem, new_gpu
 from tests.conftest import REPO_ROOT
+from tests.helpers import assert_problem, new_gpu
 
 
 def test_private_reads_need_a_key(settings: Settings, engine: Engine,

@@ -138,16 +138,28 @@ def test_retries_stop_after_the_attempts_and_cap_the_wait() -> None:
     waits: list[float] = []
     with AdvisorClient("http://x", transport=httpx.MockTransport(server), sleep=waits.append,
                        retry=Retry(attempts=3, max_wait_s=5)) as api, \
-            pytest.raises(ApiError) as err:
+            pytest.raises(ApiError, match="^503 ") as err:
         api.list_gpus()
     assert err.value.status == 503 and waits == [5, 5] and len(server.requests) == 3
+
+
+def test_client_survives_a_retry_after_too_large_for_a_float() -> None:
+    """A `Retry-After: 999...9` (400 digits, from a proxy or a hostile server) parses as an int
+    too large for a float: the client waits its capped maximum and retries, and no
+    OverflowError escapes an idempotent GET."""
+    server = _Server(_busy("9" * 400), httpx.Response(200, json=GPU))
+    waits: list[float] = []
+    with AdvisorClient("http://x", transport=httpx.MockTransport(server), sleep=waits.append,
+                       retry=Retry(attempts=2, max_wait_s=7)) as api:
+        assert api.get_gpu("g").version == 3
+    assert waits == [7] and len(server.requests) == 2
 
 
 def test_writes_that_are_not_idempotent_are_sent_once() -> None:
     server = _Server(_busy())
     waits: list[float] = []
     with AdvisorClient("http://x", transport=httpx.MockTransport(server),
-                       sleep=waits.append) as api, pytest.raises(ApiError):
+                       sleep=waits.append) as api, pytest.raises(ApiError, match="^503 "):
         api.create_run("w1", limit=1)
     assert len(server.requests) == 1 and waits == []
 

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from service.main import create_app
 from service.openapi_doc import openapi_json
-from tests.api.test_gpus import assert_problem
 from tests.conftest import REPO_ROOT
+from tests.helpers import assert_problem
 
 
 def test_openapi_document_has_not_drifted(app) -> None:  # type: ignore[no-untyped-def]

@@ -9,9 +9,7 @@ from typing import Any
 import yaml
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
-from tests.api.test_import import do_import, t4_file
-from tests.api.test_quotes import new_quote
+from tests.helpers import assert_problem, do_import, new_quote, t4_file
 from tests.provisioning.validators import validate_kubernetes, validate_skypilot
 
 SERVE_70B: dict[str, Any] = {

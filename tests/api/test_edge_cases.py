@@ -1,4 +1,6 @@
-"""Inputs that once gave a 500 or the wrong status (found in review); each must stay fixed."""
+"""Odd inputs get the right status, never a 500: odd If-Match values, a missing GPU (404 before
+428), out-of-range datetimes, search wildcards taken literally, unhandled errors as problems
+with a request id, and a revoked bootstrap key that stays revoked after a restart."""
 
 from __future__ import annotations
 
@@ -11,8 +13,7 @@ from service.config import Settings
 from service.main import create_app
 from service.migrate import upgrade
 from service.security import revoke_key
-from tests.api.test_gpus import assert_problem, new_gpu
-from tests.api.test_quotes import new_quote
+from tests.helpers import assert_problem, new_gpu, new_quote
 
 T4 = "nvidia-t4"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
+from tests.helpers import assert_problem
 
 PRESET_IDS = [
     "resnet-50", "ssd300", "yolov8-l", "bert-base", "bert-large", "gpt-2", "gpt-j-6b",
@@ -40,7 +40,7 @@ def _training(preset: str) -> dict[str, Any]:
 
 
 def test_every_seeded_gpu_and_preset_answers_without_error(client: TestClient) -> None:
-    """The issue's bar: every seeded GPU x every preset, no 500 (inference and training)."""
+    """Every seeded GPU x every preset answers, no 500 (inference and training)."""
     gpus = [g["slug"] for g in client.get("/v1/gpus", params={"limit": 500}).json()["data"]]
     failures = []
     for preset in PRESET_IDS:
@@ -122,7 +122,7 @@ def test_absurd_numbers_are_422(client: TestClient) -> None:
 
 
 def test_405b_on_8_h100_is_estimated_on_its_best_split(client: TestClient) -> None:
-    """Issue 20: no split fits, so the estimate shows the one needing the least memory per GPU
+    """No split fits, so the estimate shows the one needing the least memory per GPU
     (TP8, ~103 GB), not data parallel 8 (~818 GB)."""
     workload = {"kind": "inference", "model": {"preset": "llama-3.1-405b"}, "precision": "bf16",
                 "inference": {"prompt_tokens": 2048, "output_tokens": 512, "max_tpot_ms": 100}}

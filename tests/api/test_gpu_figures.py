@@ -8,7 +8,7 @@ from sqlmodel import Session
 
 from service.catalog.service import get_gpu, to_spec
 from service.seeding import seed_gpus
-from tests.api.test_gpus import H100, assert_problem, new_gpu
+from tests.helpers import H100, assert_problem, new_gpu
 
 FIGURES = ("sm_count", "boost_clock_mhz", "base_clock_mhz", "l2_cache_mb",
            "tensor_core_generation")

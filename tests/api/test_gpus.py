@@ -2,48 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
-PROBLEM = "application/problem+json"
-H100 = "nvidia-h100-sxm5-80gb"
-
-
-def new_gpu(**over: Any) -> dict[str, Any]:
-    body = {
-        "slug": "test-gpu-1",
-        "name": "Test GPU 1",
-        "vendor": "NVIDIA",
-        "architecture": "Test",
-        "form_factor": "pcie",
-        "launch_year": 2024,
-        "memory_gb": 48,
-        "memory_type": "GDDR6",
-        "memory_bandwidth_gb_s": 864,
-        "fp32_tflops": 90,
-        "bf16_tflops": 360,
-        "fp16_tflops": 360,
-        "tdp_w": 350,
-        "interconnect": "pcie",
-        "interconnect_bandwidth_gb_s": 64,
-        "aliases": ["TG1"],
-        "source": "test fixture",
-        "source_date": "2026-11-30",
-    }
-    body.update(over)
-    return body
-
-
-def assert_problem(resp: Any, status: int, field: str | None = None) -> dict[str, Any]:
-    assert resp.status_code == status, resp.text
-    assert resp.headers["content-type"].startswith(PROBLEM)
-    body = resp.json()
-    assert body["status"] == status and body["title"] and body["type"].startswith("https://")
-    if field is not None:
-        fields = [e["field"] for e in body["errors"]]
-        assert field in fields, fields
-    return body
+from tests.helpers import H100, assert_problem, new_gpu
 
 
 def test_list_is_seeded_sorted_and_paginated(client: TestClient) -> None:

@@ -16,33 +16,9 @@ from sqlmodel import Session
 from service.config import Settings
 from service.db import get_session
 from service.main import create_app
-from tests.api.test_gpus import assert_problem
+from tests.helpers import CSV, assert_problem, do_import, t4_file
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "skypilot"
-HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,"
-          "SpotPrice,Region,AvailabilityZone")
-T4 = "\"{'Gpus': [{'Name': 'T4', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 16384}}]}\""
-CSV = {"Content-Type": "text/csv"}
-
-
-def t4_file(*prices: str) -> bytes:
-    lines = [HEADER] + [f"t.{i},T4,1.0,4.0,16.0,{T4},{p},,test-1,az{i}"
-                        for i, p in enumerate(prices)]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def do_import(client: TestClient, headers: dict[str, str], body: bytes, *,
-              status: int = 200, ctype: dict[str, str] = CSV, **params: Any) -> dict[str, Any]:
-    params.setdefault("format", "skypilot")
-    params.setdefault("provider", "testcloud")
-    params = {k: v for k, v in params.items() if v is not None}
-    resp = client.post("/v1/quotes/import", content=body, params=params,
-                       headers={**headers, **ctype})
-    assert resp.status_code == status, resp.text
-    out: dict[str, Any] = resp.json()
-    return out
-
-
 def all_quotes(client: TestClient, provider: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     while True:

@@ -2,29 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
-
-H100 = "nvidia-h100-sxm5-80gb"
-
-
-def new_quote(**over: Any) -> dict[str, Any]:
-    body = {
-        "gpu_slug": H100,
-        "provider": "TestCloud",
-        "region": "eu-test-1",
-        "instance_type": "t.8xh100",
-        "gpu_count": 8,
-        "pricing": "on_demand",
-        "price_usd_per_hour": 24.0,
-        "source": "test fixture",
-        "captured_at": "2026-11-29T12:00:00",
-    }
-    body.update(over)
-    return body
+from tests.helpers import H100, assert_problem, new_quote
 
 
 def test_seeded_quotes_cover_datacenter_gpus_and_purchases(client: TestClient) -> None:

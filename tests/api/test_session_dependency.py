@@ -4,8 +4,8 @@ Most API tests replace ``get_session`` with a session inside a rolled-back trans
 run the real one on a database of their own (SQLite, or PostgreSQL under TEST_DATABASE_URL):
 what a request adds is committed even when nothing flushed it, and a request that never
 touches the database -- an anonymous read's access check included -- makes no trip to the
-thread pool (issue 14: each trip is a GIL hand-over between the event loop and a worker,
-and the floor bench in bench/results/http.json measured them).
+thread pool (each trip is a GIL hand-over between the event loop and a worker, a cost the
+floor bench in bench/results/http.json measures).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Figures so small that the engine's times overflow are refused at the door (422 naming the
 field), and a GPU at the smallest accepted figures still gets an answer, never a 500.
 
-Found by the live fuzz (issue 10): a GPU created with a 5e-324 peak made a stored training
-workload's run divide by zero in the ranking's floors (500 on POST /v1/workloads/{id}/runs).
+The case behind it: a GPU created with a 5e-324 peak would make a stored training workload's
+run divide by zero in the ranking's floors (a 500 on POST /v1/workloads/{id}/runs).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from fastapi.testclient import TestClient
 
 from service.catalog.models import MIN_BANDWIDTH_GB_S, MIN_TFLOPS
 from service.quotes.models import MIN_NETWORK_GBPS
-from tests.api.test_gpus import assert_problem, new_gpu
-from tests.api.test_quotes import new_quote
+from tests.helpers import assert_problem, new_gpu, new_quote
 
 TRAIN_70B = {"kind": "training", "model": {"preset": "llama-2-70b"}, "precision": "bf16",
              "training": {"batch_size": 1024, "seq_len": 4096, "tokens": 2e11},

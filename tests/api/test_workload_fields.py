@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.workloads.schemas import WorkloadSpec
-from tests.api.test_gpus import H100, assert_problem
+from tests.helpers import H100, assert_problem
 
 FIELD = "body.workload.inference.effective_prompt_tokens"
 
@@ -97,7 +97,7 @@ def test_new_fields_reach_the_engine_types() -> None:
     assert default.compute is not None and default.compute.fp64_units == "vector"
 
 
-def test_schema_examples_include_the_new_fields() -> None:
+def test_schema_examples_include_effective_tokens_and_fp64_units() -> None:
     examples = WorkloadSpec.model_json_schema()["examples"]
     assert any("effective_prompt_tokens" in (e.get("inference") or {}) for e in examples)
     assert any((e.get("compute") or {}).get("fp64_units") == "matrix" for e in examples)

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 
-from tests.api.test_gpus import assert_problem
-
-LLAMA_8B_CHAT: dict[str, Any] = {
-    "name": "chat-8b",
-    "objective": "cost",
-    "kind": "inference",
-    "model": {"preset": "llama-3.1-8b"},
-    "precision": "bf16",
-    "inference": {"prompt_tokens": 1024, "output_tokens": 256, "max_ttft_ms": 2000,
-                  "max_tpot_ms": 60, "target_requests_per_s": 10},
-    "constraints": {"max_gpus": 8},
-}
+from tests.helpers import LLAMA_8B_CHAT, assert_problem
 
 
 def test_submit_get_list_delete(client: TestClient, admin_headers: dict[str, str]) -> None:

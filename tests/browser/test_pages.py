@@ -318,8 +318,8 @@ def test_plot_labels_the_top_pick_and_covers_nothing(browser: Any, live_url: str
 @pytest.mark.parametrize("objective", ["cost", "time", "energy", "balanced"])
 def test_plot_labels_the_top_pick_under_every_objective(browser: Any, live_url: str,
                                                         objective: str) -> None:
-    """Under energy the #1 pick of the LLM-serving example is off the cost-time staircase,
-    whose points alone used to get labels."""
+    """Under energy the #1 pick of the LLM-serving example is off the cost-time staircase:
+    it is labelled too, not only the staircase's points."""
     browser.get(f"{live_url}/ui?example=llm-serving")
     _ready(browser)
     Select(browser.find_element(By.ID, "f-objective")).select_by_value(objective)
@@ -329,8 +329,8 @@ def test_plot_labels_the_top_pick_under_every_objective(browser: Any, live_url: 
 
 
 def test_plot_clips_far_outliers_and_offers_log_axes(browser: Any, live_url: str) -> None:
-    """LLM serving: two V100 offers cost ~6x the rest and used to squeeze every other point
-    into the bottom tenth of the plot."""
+    """LLM serving: two V100 offers cost ~6x the rest; clipped, they do not squeeze every
+    other point into the bottom tenth of the plot."""
     browser.get(f"{live_url}/ui?example=llm-serving")
     _ready(browser)
     geo = _geometry(browser)

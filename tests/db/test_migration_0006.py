@@ -15,22 +15,18 @@ from sqlalchemy import create_engine, inspect, text
 from service.migrate import downgrade, upgrade
 from service.quotes import networks
 from service.workloads.results import RecommendationResult
-from tests.db.test_migrations import _OLD_ROW, empty_url  # noqa: F401 (fixture)
+from tests.helpers import (
+    OLD_GPU_ROW,
+    STORED_RUN_ROW,
+    STORED_WORKLOAD_ROW,
+    stored_candidate_before_0006,
+)
 
 _QUOTE = """
 INSERT INTO quotes (gpu_slug, provider, region, instance_type, gpu_count, pricing,
   price_usd_per_hour, source, captured_at, version, created_at, updated_at)
 VALUES ('nvidia-h100-sxm5-80gb', :provider, 'us-east-1', :itype, 8, 'on_demand', 98.0, 'test',
   :now, 1, :now, :now)
-"""
-_WORKLOAD = """
-INSERT INTO workloads (id, name, objective, kind, spec, request_hash, created_at)
-VALUES ('w1', 'old', 'cost', 'training', '{}', 'h', :now)
-"""
-_RUN = """
-INSERT INTO recommendation_runs (id, workload_id, objective, result_limit, catalog_revision,
-  created_at, result)
-VALUES ('r1', 'w1', 'cost', 5, 'rev', :now, :result)
 """
 OLD_FIX = "fits with int8 weights; or needs 2 GPUs (over the limit of 1)"
 
@@ -71,13 +67,14 @@ def test_0006_fills_quotes_and_rewrites_stored_runs(empty_url: str) -> None:  # 
     now = datetime(2026, 11, 1, tzinfo=UTC)
     try:
         with engine.begin() as conn:
-            conn.execute(text(_OLD_ROW), {"slug": "nvidia-h100-sxm5-80gb", "now": now})
+            conn.execute(text(OLD_GPU_ROW), {"slug": "nvidia-h100-sxm5-80gb", "now": now})
             for provider, itype in (("aws", "p5.48xlarge"), ("lambda", "gpu_8x_h100_sxm5")):
                 conn.execute(text(_QUOTE), {"provider": provider, "itype": itype, "now": now})
-            conn.execute(text(_WORKLOAD), {"now": now})
+            conn.execute(text(STORED_WORKLOAD_ROW), {"now": now})
             # a candidate as stored before 0006: the shape the API returned then
-            client_run = _stored_candidate()
-            conn.execute(text(_RUN), {"now": now, "result": json.dumps(_old_result(client_run))})
+            client_run = stored_candidate_before_0006()
+            conn.execute(text(STORED_RUN_ROW),
+                         {"now": now, "result": json.dumps(_old_result(client_run))})
         upgrade(empty_url)
         with engine.connect() as conn:
             rows = {r.instance_type: r for r in conn.execute(text(
@@ -107,39 +104,6 @@ def test_0006_fills_quotes_and_rewrites_stored_runs(empty_url: str) -> None:  # 
             back = conn.execute(text("SELECT result FROM recommendation_runs")).scalar_one()
         back = back if isinstance(back, dict) else json.loads(back)
         assert back["rejected"][0]["fix"] == OLD_FIX
-        assert back["recommendations"][0]["warnings"] == _stored_candidate()["warnings"]
+        assert back["recommendations"][0]["warnings"] == stored_candidate_before_0006()["warnings"]
     finally:
         engine.dispose()
-
-
-def _stored_candidate() -> dict[str, Any]:
-    """A pre-0006 candidate: fixes and warnings as text, a bare Kubernetes fragment."""
-    est = {
-        "gpu": {"slug": "g", "name": "G"}, "gpu_count": 1, "fits": True, "precision_used": "bf16",
-        "warnings": [], "infeasible_reasons": [], "fixes": ["needs 2 GPUs"],
-        "min_gpus_to_fit": 1,
-        "memory": {"per_gpu_gb": 1.0, "available_gb": 80.0, "breakdown_gb": {
-            "weights": 1.0, "gradients": 0.0, "optimizer_states": 0.0, "activations": 0.0,
-            "kv_cache": 0.0, "overhead": 0.0}},
-        "parallelism": {"gpu_count": 1, "nodes": 1, "gpus_per_node": 1, "data_parallel": 1,
-                        "tensor_parallel": 1, "pipeline_parallel": 1, "sharding": "none",
-                        "link": "none", "link_bandwidth_gb_s": None},
-        "bound": "compute", "step_time_ms": None,
-        "throughput": {"samples_per_s": None, "tokens_per_s": None, "requests_per_s": None},
-        "time_to_complete_hours": None, "ttft_ms": None, "tpot_ms": None, "latency_ms": None,
-        "latency_ok": None, "batch_size": None, "power_w": None, "energy_kwh": None,
-        "assumptions": [],
-    }
-    return {
-        "rank": 1, "gpu": {"slug": "g", "name": "G"}, "gpu_count": 1, "quote": None,
-        "estimate": est,
-        "cost": {"known": False, "usd_per_hour": None, "total_usd": None,
-                 "usd_per_million_output_tokens": None, "usd_per_1k_requests": None,
-                 "replicas": 1, "instances": 1, "gpus": 1, "owned": False,
-                 "amortized_usd_per_hour": None, "power_usd_per_hour": None,
-                 "break_even_months": None, "energy_kwh": None},
-        "score": 1.0, "pareto_optimal": False, "reasons": ["r"],
-        "warnings": ["quote 3 is stale (40 days old)", "micro-batch 1 x 8"],
-        "provision": {"skypilot_yaml": "resources:\n  accelerators: H100:8\n",
-                      "kubernetes": {"replicas": 1, "nodeSelector": {}, "containers": []}},
-    }

@@ -12,13 +12,12 @@ from sqlalchemy import create_engine, text
 
 from service.migrate import downgrade, upgrade
 from service.workloads.results import RecommendationResult
-from tests.db.test_migration_0006 import _RUN, _WORKLOAD, _stored_candidate
-from tests.db.test_migrations import empty_url  # noqa: F401 (fixture)
+from tests.helpers import STORED_RUN_ROW, STORED_WORKLOAD_ROW, stored_candidate_before_0006
 
 
 def _serving_candidate() -> dict[str, Any]:
     """A candidate as stored by 0007: one TP2 group of 2 GPUs, 3 copies paid for (6 GPUs)."""
-    cand = copy.deepcopy(_stored_candidate())
+    cand = copy.deepcopy(stored_candidate_before_0006())
     est = cand["estimate"]
     est["fixes"] = []
     est["warnings"] = []
@@ -50,8 +49,9 @@ def test_0008_counts_become_totals_and_back(empty_url: str) -> None:  # noqa: F8
     job["estimate"]["parallelism"].update(tensor_parallel=1, data_parallel=2)
     try:
         with engine.begin() as conn:
-            conn.execute(text(_WORKLOAD), {"now": now})
-            conn.execute(text(_RUN), {"now": now, "result": json.dumps(_result([serving, job]))})
+            conn.execute(text(STORED_WORKLOAD_ROW), {"now": now})
+            conn.execute(text(STORED_RUN_ROW),
+                         {"now": now, "result": json.dumps(_result([serving, job]))})
         upgrade(empty_url)
         with engine.connect() as conn:
             stored = conn.execute(text("SELECT result FROM recommendation_runs")).scalar_one()

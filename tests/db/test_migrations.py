@@ -4,13 +4,11 @@ and (with TEST_DATABASE_URL) on PostgreSQL, and the result matches the models.""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
@@ -18,17 +16,7 @@ from sqlalchemy import create_engine, inspect, text
 from service.migrate import downgrade, upgrade
 from service.models_registry import metadata
 from service.seeding import seed_gpus
-from tests.conftest import PG_URL, create_pg_database, drop_pg_database
-
-
-@pytest.fixture
-def empty_url(tmp_path: Path) -> Iterator[str]:
-    if PG_URL:
-        url = create_pg_database(PG_URL, prefix="gpu_advisor_mig")
-        yield url
-        drop_pg_database(PG_URL, url)
-    else:
-        yield f"sqlite:///{tmp_path / 'empty.db'}"
+from tests.helpers import OLD_GPU_ROW
 
 
 def _tables(url: str) -> set[str]:
@@ -83,15 +71,6 @@ def test_0004_frozen_figures_match_the_seed_file() -> None:
     assert _migration_0004()._SEED_FIGURES == seeded
 
 
-_OLD_ROW = """
-INSERT INTO gpus (slug, name, vendor, architecture, form_factor, memory_gb, memory_type,
-  memory_bandwidth_gb_s, tdp_w, interconnect, max_gpus_per_node, mig_instances, aliases,
-  source, notes, version, created_at, updated_at)
-VALUES (:slug, 'x', 'NVIDIA', '', 'sxm', 80, '', 3350, 700, 'nvlink', 8, 7, '[]', 'test', '',
-  3, :now, :now)
-"""
-
-
 def test_0004_fills_seeded_rows_of_an_existing_database(empty_url: str) -> None:
     """A catalog seeded before 0004 gets the figures for seed slugs (version bumped), nothing
     for its own GPUs; downgrade drops the columns and keeps the rows."""
@@ -101,7 +80,7 @@ def test_0004_fills_seeded_rows_of_an_existing_database(empty_url: str) -> None:
     try:
         with engine.begin() as conn:
             for slug in ("nvidia-h100-sxm5-80gb", "my-own-gpu"):
-                conn.execute(text(_OLD_ROW), {"slug": slug, "now": now})
+                conn.execute(text(OLD_GPU_ROW), {"slug": slug, "now": now})
         upgrade(empty_url)
         with engine.connect() as conn:
             rows = {
@@ -148,7 +127,7 @@ def test_0005_keeps_history_and_owners(empty_url: str) -> None:
     now = datetime(2026, 11, 1, tzinfo=UTC)
     try:
         with engine.begin() as conn:
-            conn.execute(text(_OLD_ROW), {"slug": "old-gpu", "now": now})
+            conn.execute(text(OLD_GPU_ROW), {"slug": "old-gpu", "now": now})
             for qid in (1, 2):
                 conn.execute(text(_OLD_QUOTE), {"id": qid, "slug": "old-gpu",
                                                 "itype": f"i{qid}", "now": now})

@@ -1,5 +1,5 @@
 """Print the answers an infrastructure engineer reads first: the page's five named examples and
-the cases of issue 20, as one table each (``python -m tests.expert.review [--json]``).
+the review cases below, as one table each (``python -m tests.expert.review [--json]``).
 
 Runs on a freshly migrated and seeded SQLite catalog in a temporary directory (nothing else is
 read or written), at the differential test's pinned clock and settings."""

@@ -1,4 +1,4 @@
-"""Expert-review scenarios (issue 20, part 6): request bodies and the ANSWER CLASS an
+"""Expert-review scenarios: request bodies and the ANSWER CLASS an
 infrastructure engineer expects for the first-ranked candidate (and sometimes the top 3).
 
 Pure data. ``tests/expert/test_scenarios.py`` runs every body through the real service code on
@@ -584,11 +584,11 @@ SCENARIOS: list[Scenario] = [
         "expect": {"top1_slugs": FP64_CLASS, "top1_gpus": (64, 1024),
                    "min_parallel_efficiency": 0.3},
         "expected": "full-rate FP64 GPUs at a large count, with a parallel efficiency below 1 "
-                    "shown. Revised from '<= 64' (the table's first draft, and issue 20's "
-                    "reading): this job is compute-dense, 500k TFLOP over 333 sweeps of a 60 GB "
-                    "(7.5 G-cell) domain is ~200 kFLOP per cell per sweep, so at 1,024 GPUs a "
-                    "sweep is ~70 ms of FP64 work per GPU against a ~4 MB halo (< 0.1 ms over "
-                    "NDR): it keeps scaling; what bends the curve is the serial part",
+                    "shown, not '<= 64': this job is compute-dense, 500k TFLOP over 333 "
+                    "sweeps of a 60 GB (7.5 G-cell) domain is ~200 kFLOP per cell per sweep, so "
+                    "at 1,024 GPUs a sweep is ~70 ms of FP64 work per GPU against a ~4 MB "
+                    "halo (< 0.1 ms over NDR): it keeps scaling; what bends the curve is the "
+                    "serial part",
         "source": "surface-to-volume: halo (V/p)^(2/3) vs compute V/p (Gropp, Lusk & "
                   "Skjellum, 'Using MPI', ch. 4); Amdahl's serial fraction (Gustafson 1988, "
                   "CACM 31(5): 6e-4..1e-3 at 1,024 processors); NVIDIA H100 datasheet (34 "

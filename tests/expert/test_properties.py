@@ -1,4 +1,4 @@
-"""Properties an expert checks on any answer, over generated workloads (issue 20, part 6).
+"""Properties an expert checks on any answer, over generated workloads.
 
 Each property is asserted on ``GPU_ADVISOR_PROPERTY_CASES`` workloads (default 60 per family,
 seeded: the same draws every run) through the engine on the real seed catalog and quotes:

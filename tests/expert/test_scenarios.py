@@ -1,4 +1,4 @@
-"""Expert-review scenario table (issue 20, part 6): each scenario of tests/expert/scenarios.py
+"""Expert-review scenario table: each scenario of tests/expert/scenarios.py
 through the real service code (``recommend_for``) on one freshly migrated and seeded SQLite
 catalog, checked against the answer class an expert expects.
 

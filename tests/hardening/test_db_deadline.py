@@ -1,8 +1,8 @@
-"""A black-holed database (issue 10, finding 4) against a live `gpu-advisor serve`.
+"""A black-holed database against a live `gpu-advisor serve`.
 
 A TCP proxy between the server and PostgreSQL starts acknowledging and dropping every byte while
-the pool holds live connections. Before: requests hung for the whole outage (55 s). Now every
-database operation has a deadline (GPU_ADVISOR_DB_DEADLINE_S, here 2 s): the request gets 503
+the pool holds live connections. Every database operation has a deadline
+(GPU_ADVISOR_DB_DEADLINE_S, here 2 s), so a request does not hang for the whole outage: it gets 503
 problem+json with Retry-After in a few seconds, and the same server recovers when the network
 does. SQLite has no network to lose; its deadline (sqlite3_interrupt) is tested in
 test_overload.py.

@@ -1,7 +1,7 @@
 """Schemathesis against a live `gpu-advisor serve --workers 2`, with concurrent fuzzers.
 
-test_fuzz.py drives the ASGI app in-process, one request at a time, which cannot see races (it
-missed SQLite's write-lock 503s, issue 10 finding 5). This runs several schemathesis CLI
+test_fuzz.py drives the ASGI app in-process, one request at a time, which cannot see races
+(such as SQLite's write-lock 503s). This runs several schemathesis CLI
 processes at once against real server processes on a fresh database, bounded by --max-time,
 and fails on any 5xx or undocumented response (with the server's error log in the report).
 Opt-in, as it takes a few minutes: .ci/run sets GPU_ADVISOR_LIVE_FUZZ=1 and runs it on SQLite

@@ -1,4 +1,4 @@
-"""Hostile input (issue 10, findings 3, 7 and 11), through the app on SQLite and, when
+"""Hostile input, through the app on SQLite and, when
 TEST_DATABASE_URL is set, on PostgreSQL (which refuses NUL in text: these were 500s there).
 
 - NUL and other C0 control characters in a query filter or a body field: 422 naming the field;
@@ -19,26 +19,13 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.config import Settings
+from tests.helpers import H100, assert_problem
 
-PROBLEM = "application/problem+json"
-H100 = "nvidia-h100-sxm5-80gb"
 CONTROL = ["\x00", "a\x00b", "\x01", "x\x1b[31m", "\x1f"]
 """NUL (PostgreSQL's 500), and other C0 controls, alone and inside text."""
 TIME = "2026-11-30T00:00:00Z"
 WORKLOAD: dict[str, Any] = {"kind": "inference", "model": {"preset": "llama-3.1-8b"},
                             "inference": {"prompt_tokens": 512, "output_tokens": 128}}
-
-
-def problem(resp: Any, status: int, field: str | None = None) -> dict[str, Any]:
-    """Assert a problem+json answer with ``status`` whose errors name ``field``."""
-    assert resp.status_code == status, (resp.status_code, resp.text[:500])
-    assert resp.headers["content-type"].startswith(PROBLEM)
-    body: dict[str, Any] = resp.json()
-    assert body["status"] == status
-    if field is not None:
-        fields = [e["field"] for e in body["errors"]]
-        assert field in fields, fields
-    return body
 
 
 def gpu_body(**over: Any) -> dict[str, Any]:
@@ -86,7 +73,7 @@ def no_quotes_of(client: TestClient, provider: str) -> None:
     assert resp.json()["total"] == 0
 
 
-# -- finding 3: query filters ---------------------------------------------------------------
+# -- query filters --------------------------------------------------------------------------
 
 FILTERS = [("/v1/gpus", "q"), ("/v1/gpus", "vendor"), ("/v1/quotes", "gpu"),
            ("/v1/quotes", "provider"), ("/v1/quotes", "region")]
@@ -97,7 +84,7 @@ FILTERS = [("/v1/gpus", "q"), ("/v1/gpus", "vendor"), ("/v1/quotes", "gpu"),
 def test_control_characters_in_a_filter_are_422_naming_it(
     client: TestClient, url: str, param: str, char: str
 ) -> None:
-    body = problem(client.get(url, params={param: char}), 422, f"query.{param}")
+    body = assert_problem(client.get(url, params={param: char}), 422, f"query.{param}")
     error = next(e for e in body["errors"] if e["field"] == f"query.{param}")
     assert error["type"] == "control_characters"
 
@@ -116,10 +103,10 @@ def test_control_characters_in_import_parameters_are_422(
     params = {"format": "generic", "provider": "hostile", param: "bad\x00"}
     resp = client.post("/v1/quotes/import", params=params, content=b"[]",
                        headers={**admin_headers, "Content-Type": "application/json"})
-    problem(resp, 422, f"query.{param}")
+    assert_problem(resp, 422, f"query.{param}")
 
 
-# -- finding 3: path ids ----------------------------------------------------------------------
+# -- path ids ---------------------------------------------------------------------------------
 
 PATH_IDS = [
     ("GET", "/v1/gpus/%00"), ("GET", "/v1/gpus/h100%01"), ("PATCH", "/v1/gpus/%00"),
@@ -140,7 +127,7 @@ def test_control_characters_in_a_path_id_are_404(
     headers = {**admin_headers, "If-Match": '"1"', "Content-Type": "application/json"}
     resp = client.request(method, url, headers=headers,
                           content=json.dumps(body) if body is not None else None)
-    problem(resp, 404)
+    assert_problem(resp, 404)
 
 
 def test_control_characters_in_a_run_id_of_a_real_workload_are_404(
@@ -149,11 +136,11 @@ def test_control_characters_in_a_run_id_of_a_real_workload_are_404(
     created = post_json(client, "POST", "/v1/workloads", {**WORKLOAD, "name": "w"},
                         admin_headers)
     assert created.status_code == 201, created.text
-    problem(client.get(f"/v1/workloads/{created.json()['id']}/runs/%00",
-                       headers=admin_headers), 404)
+    assert_problem(client.get(f"/v1/workloads/{created.json()['id']}/runs/%00",
+                              headers=admin_headers), 404)
 
 
-# -- finding 3: body fields -------------------------------------------------------------------
+# -- body fields ------------------------------------------------------------------------------
 
 GPU_FIELDS = ["name", "vendor", "architecture", "memory_type", "aliases", "source", "notes"]
 QUOTE_FIELDS = ["gpu_slug", "provider", "region", "instance_type", "source"]
@@ -189,14 +176,14 @@ def test_control_characters_in_a_body_field_are_422_naming_it(
 ) -> None:
     poisoned = set_path(body, field, char)
     headers = {**admin_headers, "If-Match": '"1"'}
-    problem(post_json(client, method, url, poisoned, headers), 422, f"body.{field}")
+    assert_problem(post_json(client, method, url, poisoned, headers), 422, f"body.{field}")
 
 
 def test_nothing_is_written_and_clean_text_still_is(
     client: TestClient, admin_headers: dict[str, str]
 ) -> None:
-    problem(post_json(client, "POST", "/v1/quotes", quote_body(source="s\x00"), admin_headers),
-            422, "body.source")
+    assert_problem(post_json(client, "POST", "/v1/quotes", quote_body(source="s\x00"),
+                             admin_headers), 422, "body.source")
     no_quotes_of(client, "hostile")
     notes = "line one\r\n\tline two\nend"  # tab and line breaks are ordinary text
     created = post_json(client, "POST", "/v1/gpus", gpu_body(notes=notes), admin_headers)
@@ -204,7 +191,7 @@ def test_nothing_is_written_and_clean_text_still_is(
     assert client.get("/v1/gpus/hostile-gpu").json()["notes"] == notes
 
 
-# -- finding 3: imported files ---------------------------------------------------------------
+# -- imported files --------------------------------------------------------------------------
 
 GENERIC_HEADER = ("gpu_slug,provider,region,instance_type,gpu_count,pricing,"
                   "price_usd_per_hour,source,captured_at")
@@ -241,7 +228,7 @@ def test_control_characters_in_a_generic_csv_are_422_naming_row_and_column(
 ) -> None:
     body = generic_csv(**{column: "bad\x00"})
     resp = do_import(client, admin_headers, body, "generic", dry_run=dry_run)
-    problem(resp, 422, f"row 2.{column}")
+    assert_problem(resp, 422, f"row 2.{column}")
     no_quotes_of(client, "hostile")
 
 
@@ -252,7 +239,7 @@ def test_control_characters_in_a_json_import_are_422_naming_row_and_field(
     rows = [quote_body(instance_type="ok-1"), quote_body(**{field: "bad\x00"})]
     resp = do_import(client, admin_headers, json.dumps(rows).encode(), "generic",
                      ctype="application/json")
-    problem(resp, 422, f"row 2.{field}")
+    assert_problem(resp, 422, f"row 2.{field}")
     no_quotes_of(client, "hostile")
 
 
@@ -262,7 +249,7 @@ def test_control_characters_in_a_skypilot_csv_are_422_naming_row_and_column(
 ) -> None:
     value = H100_INFO.replace("H100", "H1\x0000") if column == "GpuInfo" else "p\x00"
     resp = do_import(client, admin_headers, sky_csv(**{column: value}), "skypilot")
-    problem(resp, 422, f"row 2.{column}")
+    assert_problem(resp, 422, f"row 2.{column}")
     no_quotes_of(client, "hostile")
 
 
@@ -274,7 +261,7 @@ def test_a_clean_skypilot_csv_still_imports(
     assert resp.json()["added"] == 1
 
 
-# -- finding 7: import edge cases -------------------------------------------------------------
+# -- import edge cases ------------------------------------------------------------------------
 
 HUGE_FIELD = "x" * 140_000
 """Over the csv module's field_size_limit (131,072)."""
@@ -291,7 +278,7 @@ DIGITS_5000 = "1" * 5_000
 def test_a_csv_field_over_the_csv_limit_is_422_naming_row_and_column(
     client: TestClient, admin_headers: dict[str, str], fmt: str, body: bytes, field: str
 ) -> None:
-    problem(do_import(client, admin_headers, body, fmt), 422, field)
+    assert_problem(do_import(client, admin_headers, body, fmt), 422, field)
 
 
 @pytest.mark.parametrize("depth", [5_000, 100_000])
@@ -302,7 +289,7 @@ def test_json_nested_thousands_deep_is_422(
     nested = "[" * depth + "]" * depth
     text = f'[{{"gpu_slug": "{H100}", "source": {nested}}}]' if inside_a_row else nested
     resp = do_import(client, admin_headers, text.encode(), "generic", ctype="application/json")
-    problem(resp, 422, "body")
+    assert_problem(resp, 422, "body")
 
 
 @pytest.mark.parametrize("field", ["gpu_count", "price_usd_per_hour", "provider"])
@@ -312,7 +299,7 @@ def test_json_integer_over_4300_digits_is_422_naming_row_and_field(
     text = json.dumps([quote_body(), quote_body(instance_type="i-2", **{field: 0})])
     text = text.replace(f'"{field}": 0', f'"{field}": {DIGITS_5000}')
     resp = do_import(client, admin_headers, text.encode(), "generic", ctype="application/json")
-    problem(resp, 422, f"row 2.{field}")
+    assert_problem(resp, 422, f"row 2.{field}")
 
 
 @pytest.mark.parametrize(("fmt", "body", "field"), [
@@ -329,7 +316,7 @@ def test_json_integer_over_4300_digits_is_422_naming_row_and_field(
 def test_huge_numbers_in_a_csv_are_422_naming_row_and_column(
     client: TestClient, admin_headers: dict[str, str], fmt: str, body: bytes, field: str
 ) -> None:
-    body_json = problem(do_import(client, admin_headers, body, fmt), 422, field)
+    body_json = assert_problem(do_import(client, admin_headers, body, fmt), 422, field)
     assert len(json.dumps(body_json)) < 5_000  # the huge value is not echoed back whole
 
 
@@ -342,11 +329,11 @@ def test_a_time_that_overflows_in_a_file_is_422_naming_row_and_column(
     client: TestClient, admin_headers: dict[str, str], column: str
 ) -> None:
     resp = do_import(client, admin_headers, generic_csv(**{column: OVERFLOWING}), "generic")
-    problem(resp, 422, f"row 2.{column}")
+    assert_problem(resp, 422, f"row 2.{column}")
     rows = [quote_body(**{column: OVERFLOWING})]
     resp = do_import(client, admin_headers, json.dumps(rows).encode(), "generic",
                      ctype="application/json")
-    problem(resp, 422, f"row 1.{column}")
+    assert_problem(resp, 422, f"row 1.{column}")
 
 
 @pytest.mark.parametrize("value", [OVERFLOWING, "9999-12-31T23:59:59-14:00"])
@@ -354,11 +341,11 @@ def test_a_captured_at_parameter_that_overflows_is_422(
     client: TestClient, admin_headers: dict[str, str], value: str
 ) -> None:
     resp = do_import(client, admin_headers, generic_csv(), "generic", captured_at=value)
-    problem(resp, 422, "query.captured_at")
+    assert_problem(resp, 422, "query.captured_at")
     no_quotes_of(client, "hostile")
 
 
-# -- finding 11: /metrics -------------------------------------------------------------------
+# -- /metrics -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("public_reads", "metrics_public", "anonymous_ok"), [
     (True, None, True), (False, None, False), (False, True, True), (True, False, False),
@@ -375,12 +362,12 @@ def test_metrics_follow_the_read_rule_or_their_own_setting(
             assert anonymous.status_code == 200
             assert anonymous.headers["content-type"].startswith("text/plain")
         else:
-            problem(anonymous, 401)
+            assert_problem(anonymous, 401)
             assert anonymous.headers["www-authenticate"] == "Bearer"
         keyed = c.get("/metrics", headers=reader_headers)
         assert keyed.status_code == 200, keyed.text
         assert "gpu_advisor_http_requests_total" in keyed.text
-        problem(c.get("/metrics", headers={"Authorization": "Bearer gpa_no_such"}), 401)
+        assert_problem(c.get("/metrics", headers={"Authorization": "Bearer gpa_no_such"}), 401)
         assert c.get("/healthz").status_code == 200  # liveness stays open
 
 

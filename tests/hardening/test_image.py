@@ -1,7 +1,8 @@
 """The image, the compose file and the lock files, read as files (no Docker daemon needed).
 
-Issue 10, finding 12: the image ran as root from an editable install with no .dockerignore,
-dependencies were `>=` only, and compose published PostgreSQL's port with a hard-coded password.
+The image runs unprivileged from a non-editable install of the locked dependencies, a
+.dockerignore keeps the build context small, and compose publishes no database port and
+hard-codes no password.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""SQLite's busy timeout follows the request deadline (issue 10).
+"""SQLite's busy timeout follows the request deadline.
 
-Before: pysqlite's busy timeout was a fixed 30 s while GPU_ADVISOR_DB_DEADLINE_S is 5 s, and
 BEGIN is not under the deadline watchdog (a queued writer is not a dead database), so a write
-waiting on another process's lock hung for 30 s. Now the busy timeout is the deadline: 503
+waiting on another process's lock is bounded by the busy timeout alone: pysqlite's fixed 30 s
+would outlast GPU_ADVISOR_DB_DEADLINE_S (5 s). The busy timeout is the deadline: 503
 database-busy with Retry-After within it, and the same request succeeds once the lock is gone.
 """
 

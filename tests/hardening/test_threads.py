@@ -1,4 +1,4 @@
-"""Concurrent answers equal single-threaded answers, byte for byte (issue 10, findings 9 and 10).
+"""Concurrent answers equal single-threaded answers, byte for byte.
 
 The engine's memo tables live in one EngineCache per process (service/estimates/service.py,
 ENGINE_CACHE), shared by every request thread and holding immutable values only. This starts
@@ -128,7 +128,8 @@ def test_concurrent_answers_are_byte_identical_to_single_threaded(
 
 
 def test_snapshot_writes_do_not_freeze_the_heap() -> None:
-    """gc.freeze() on every snapshot write kept in-flight garbage forever (finding 9)."""
+    """Snapshot writes do not call gc.freeze(): freezing on every write would keep in-flight
+    garbage forever."""
     cache: SnapshotCache[int, tuple[int, ...]] = SnapshotCache(slots=2)
     before = gc.get_freeze_count()
     for i in range(5):

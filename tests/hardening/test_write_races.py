@@ -1,9 +1,9 @@
-"""Racing writes give the same answers on SQLite as on PostgreSQL (issue 10, findings 5 and 6).
+"""Racing writes give the same answers on SQLite as on PostgreSQL.
 
-Before: on SQLite, 20 parallel PATCHes with one If-Match gave 14x503, 5x412, 1x200, and 20 POSTs
-with one Idempotency-Key gave 19x503 ("database unavailable" for a locked database); PATCHes
-without If-Match got 412 under a race. Now SQLite writers begin IMMEDIATE in WAL mode and wait on
-the busy timeout, and every update route needs If-Match (428 without it).
+20 parallel PATCHes with one If-Match give one 200 and nineteen 412s, and 20 POSTs with one
+Idempotency-Key create one workload, with no 503 for a merely locked database: SQLite writers
+begin IMMEDIATE in WAL mode and wait on the busy timeout, and every update route needs If-Match
+(428 without it).
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def test_writes_begin_immediate_and_reads_stay_deferred(fresh_url: str) -> None:
         assert begins_of("POST", "/v1/estimates", json={
             "workload": WORKLOAD, "gpu_slug": GPU, "gpu_count": 1}) == ["BEGIN"]
         wid = client.post("/v1/workloads", json=WORKLOAD, headers=auth).json()["id"]
-        # GETs never write (issue 11): ranking a stored workload reads; storing a run is a POST.
+        # GETs never write: ranking a stored workload reads; storing a run is a POST.
         assert begins_of("GET", f"/v1/workloads/{wid}/recommendations?limit=1") == ["BEGIN"]
         assert begins_of("POST", f"/v1/workloads/{wid}/runs", json={"limit": 1}) == [
             "BEGIN IMMEDIATE"]

@@ -133,17 +133,17 @@ def test_every_seeded_skypilot_task_validates() -> None:
     assert not failed, failed[:5]
 
 
-def test_the_validators_reject_what_the_issue_found() -> None:
-    """The checks can fail: the old shapes (a service with no ports, a bare pod fragment, a
-    wrong accelerator for the instance) are rejected by the same validators."""
-    old_serve = ("resources:\n  accelerators: H100:8\nservice:\n  readiness_probe: /\n"
+def test_the_validators_reject_a_portless_service_a_bare_pod_and_a_wrong_accelerator() -> None:
+    """The checks can fail: a service with no ports, a bare pod fragment and an accelerator
+    the instance does not have are rejected by the same validators."""
+    portless_serve = ("resources:\n  accelerators: H100:8\nservice:\n  readiness_probe: /\n"
                  "  replicas: 2\n")
     wrong_name = ("resources:\n  accelerators: 80GB:8\n  cloud: aws\n  region: us-east-1\n"
                   "  instance_type: p5.48xlarge\n")
-    errors = validate_skypilot([(old_serve, True), (wrong_name, False)])
+    errors = validate_skypilot([(portless_serve, True), (wrong_name, False)])
     assert errors[0] is not None and "port" in errors[0]
     assert errors[1] is not None
-    with pytest.raises(Exception):  # noqa: B017 - kubernetes_validate's own error types
+    with pytest.raises(AssertionError, match="apiVersion"):  # a bare pod fragment
         validate_kubernetes([{"replicas": 8, "nodeSelector": {},
                               "containers": [{"name": "workload"}]}])
 

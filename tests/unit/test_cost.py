@@ -157,7 +157,7 @@ def test_pue_and_electricity_scale_power_cost() -> None:
         settings=settings,
     )
     assert rec.recommendations[0].cost.power_usd_per_hour == pytest.approx(0.3375 * 1.5 * 0.30)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="datacenter_pue must be >= 1"):
         CostSettings(datacenter_pue=0.9)
 
 

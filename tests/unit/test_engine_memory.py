@@ -129,7 +129,7 @@ def test_mistral_sliding_window_caps_kv_cache() -> None:
 def test_serving_activations_are_one_scheduler_budget_not_batch_x_prompt() -> None:
     # continuous batching: the engine reserves activations for max_num_batched_tokens tokens
     # per iteration (vLLM default 8192 on H100-class GPUs), whatever the batch:
-    # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit (was batch x 1024 prompt tokens)
+    # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit, not batch x 1024 prompt tokens
     from service.engine import constants as c
 
     model = PRESETS["llama-3.1-8b"].model
@@ -156,10 +156,11 @@ def test_serving_activations_are_one_scheduler_budget_not_batch_x_prompt() -> No
     )
     assert fixed.memory.activations == pytest.approx(expected)
     # the KV cache, not activations, bounds the batch: 1280 tokens x 131,072 B per sequence
+    # (the runtime may settle below that bound where tile waves make a smaller batch faster)
     per_seq = 1280 * memory.kv_bytes_per_token(model, "bf16") / 1e9
     usable = 80 * (1 - c.MEMORY_RESERVE_FRACTION)
     room = usable - big.memory.weights - big.memory.overhead - expected
-    assert big.batch_size == int(room // per_seq)
+    assert big.batch_size <= int(room // per_seq)
 
 
 def test_encoder_activations_still_scale_with_the_batch() -> None:

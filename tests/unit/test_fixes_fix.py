@@ -295,7 +295,7 @@ def test_rejection_fixes_fix_and_match_their_code() -> None:
     assert applied > 30, applied
 
 
-# ---------------------------------------------------------------- the issue's cases
+# ---------------------------------------------------------------- hand-picked cases
 
 
 LLAMA_405B = Workload(
@@ -323,8 +323,8 @@ def test_405b_rejections_say_the_tp8_figure() -> None:
 
 
 def test_memory_short_of_max_gpus_is_a_memory_rejection() -> None:
-    """405B needs 8 MI300X; with max_gpus 4 that is a memory problem at 4 (was: evaluated at
-    8 and told "raise max_gpus or use a faster GPU")."""
+    """405B needs 8 MI300X; with max_gpus 4 that is a memory problem at 4, not an answer
+    judged at 8 that says "raise max_gpus or use a faster GPU"."""
     rec = _rank(LLAMA_405B, Constraints(max_gpus=4, gpu_slugs=("amd-mi300x",)), "cost")
     mi300x = next(r for r in rec.rejected if r.gpu_slug == "amd-mi300x")
     assert mi300x.code == "memory" and "at 4 GPU(s) (TP=4" in mi300x.reason

@@ -129,13 +129,13 @@ def test_row_without_any_price_is_skipped(matcher: GpuMatcher) -> None:
 def test_bad_rows_name_row_and_column(matcher: GpuMatcher, line: str, field: str) -> None:
     good = f"x.small,T4,1.0,4.0,16.0,{info('T4', 16384)},1.0,,r1,az1"
     text = f"{AWS_HEADER}\n{good}\n{line.format(i=info('T4', 16384))}\n"
-    with pytest.raises(ImportFormatError) as exc:
+    with pytest.raises(ImportFormatError, match="invalid value") as exc:
         parse_skypilot(text, provider="aws", matcher=matcher)
     assert field in [f for f, _ in exc.value.errors]
 
 
 def test_missing_columns_rejected(matcher: GpuMatcher) -> None:
-    with pytest.raises(ImportFormatError) as exc:
+    with pytest.raises(ImportFormatError, match="Not a SkyPilot catalog CSV") as exc:
         parse_skypilot("InstanceType,Price\nx,1\n", provider="aws", matcher=matcher)
     assert ("header", "missing column Region") in exc.value.errors
 
@@ -177,7 +177,7 @@ def test_generic_csv_and_json() -> None:
     assert [(u.row, u.accelerator_name) for u in r.unmatched] == [(3, "nvidia-zz")]
     body = ('[{"gpu_slug": "nvidia-t4", "provider": "acme", "instance_type": "t", '
             '"pricing": "spot", "price_usd_per_hour": "x"}]')
-    with pytest.raises(ImportFormatError) as exc:
+    with pytest.raises(ImportFormatError, match="invalid value") as exc:
         parse_generic(body, is_json=True, provider=None, captured_at=NOW, source="s",
                       known_slugs=known)
     assert exc.value.errors[0][0] == "row 1.price_usd_per_hour"
@@ -188,7 +188,7 @@ def test_generic_duplicate_key_rejected() -> None:
            "price_usd_per_hour": 1}
     import json
 
-    with pytest.raises(ImportFormatError) as exc:
+    with pytest.raises(ImportFormatError, match="invalid value") as exc:
         parse_generic(json.dumps([row, row]), is_json=True, provider=None, captured_at=NOW,
                       source="s", known_slugs={"nvidia-t4"})
     assert exc.value.errors[0][0] == "row 2.instance_type"

@@ -95,7 +95,8 @@ def test_an_ethernet_cluster_is_allowed_with_a_coded_warning() -> None:
 
 
 def test_one_gpu_vms_never_form_a_pipeline() -> None:
-    """The issue's answer: eight 1-GPU on-demand VMs 'over 50 GB/s' in two pipeline stages."""
+    """Eight 1-GPU on-demand VMs never form pipeline stages 'over 50 GB/s': separate VMs have
+    no fabric between them."""
     rec = recommend(SERVE_70B, load_gpus(), load_offers(), objective="balanced", limit=20)
     for cand in rec.recommendations:
         if cand.offer is not None and cand.offer.gpu_count < cand.estimate.gpu_count:

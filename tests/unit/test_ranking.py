@@ -225,10 +225,10 @@ def test_reasons_carry_figures_and_provision_snippets() -> None:
 
 
 def test_invalid_objective_and_workload_raise() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown objective 'speed'"):
         recommend(FP64, load_gpus(), load_offers(), objective="speed")  # type: ignore[arg-type]
     bad = Workload(kind="training", precision="bf16")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs a model"):
         recommend(bad, load_gpus(), load_offers())
 
 

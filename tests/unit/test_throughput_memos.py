@@ -1,4 +1,5 @@
-"""The throughput shortcuts of issue 14 give the same results as what they replace.
+"""The throughput shortcuts (shared layer operators, memoized network GPUs, kept task text)
+give the same results as what they replace.
 
 * Layer operators and network-carrying GPU specs are shared through the engine cache (same
   object for the same key; a different device or rate gets its own).

@@ -71,17 +71,17 @@ def test_schema_unknown_preset_names_field() -> None:
     spec = WorkloadSpec.model_validate(
         {"kind": "inference", "model": {"preset": "nope"}, "inference": {"prompt_tokens": 1}}
     )
-    with pytest.raises(WorkloadError) as err:
+    with pytest.raises(WorkloadError, match="unknown preset 'nope'") as err:
         spec.to_engine()
     assert err.value.errors[0][0] == "model.preset"
 
 
 def test_schema_rejects_extra_nan_and_bounds() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         WorkloadSpec.model_validate({"kind": "compute", "compute": {"total_tflop": 1}, "x": 1})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="finite number"):
         WorkloadSpec.model_validate({"kind": "compute", "compute": {"total_tflop": float("nan")}})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="less than or equal to"):
         WorkloadSpec.model_validate(
             {"kind": "training", "model": {"params": 1e20, "gflops_per_sample": 1}}
         )
@@ -95,7 +95,7 @@ def test_schema_validate_workload_errors_surface() -> None:
             "training": {"batch_size": 8, "tokens": 1e9},
         }
     )
-    with pytest.raises(WorkloadError) as err:
+    with pytest.raises(WorkloadError, match="seq_len is required") as err:
         spec.to_engine()
     assert "training.seq_len" in {f for f, _ in err.value.errors}
 

@@ -3,9 +3,10 @@
 ``python -m tests.validation.report [points.csv ...]`` (``make validate``) prints, per workload
 group, the engine's Spearman rank correlation across GPUs and its pairwise order accuracy next
 to the datasheet-peak baseline (GPUs ordered by their dense peak at the workload's precision,
-the order the engine gave before v2), and the median absolute error of the engine's figures;
-per source family, the points, their median absolute error and the worst one; and the headline
-(median error, pairwise order, Spearman medians for groups of >= 5 GPUs and of 3-4 apart).
+the order a model with one efficiency per model family gives), and the median absolute error
+of the engine's figures; per source family, the points, their median absolute error and the
+worst one; and the headline (median error, pairwise order, Spearman medians for groups of >= 5
+GPUs and of 3-4 apart).
 
 Points are CSV rows (see ``points.csv``): a workload as the API takes it, a catalog GPU and
 count, a metric and the published value, and where it was published: ``source_family`` (the

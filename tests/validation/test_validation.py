@@ -32,10 +32,8 @@ def _tolerance(point_id: str) -> float:
 
 # Held-out thresholds, on the validation set disjoint by source from calibration (103 points).
 MIN_MEDIAN_SPEARMAN = 0.95
-"""Median Spearman over groups of >= 5 GPUs (0.955 there, 11 groups; 0.964 on the 80 points
-before the llama.cpp and Oracle LLM points were added). Groups of 3-4 are reported apart
-and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6. This was 0.97 over
-every group of >= 3 GPUs when the set still held the sources calibration was read from."""
+"""Median Spearman over groups of >= 5 GPUs (0.955 there, 11 groups). Groups of 3-4 are
+reported apart and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6."""
 MIN_SPEARMAN_MARGIN = 0.05
 MIN_PAIRWISE = 0.92
 MAX_MEDIAN_ABS_ERROR = 0.20
@@ -85,8 +83,8 @@ def test_every_row_names_its_source_family_and_key(path: Path) -> None:
 
 
 def test_source_keys_ignore_the_commit_and_the_table() -> None:
-    """Two versions or tables of one page are one source (the issue this test was written
-    for: TensorRT-LLM's perf-overview v0.17 table held out against its v1.0 table)."""
+    """Two versions or tables of one page are one source, so that a page's older table (here
+    TensorRT-LLM's perf-overview v0.17) cannot be held out against its newer one (v1.0)."""
     repo = "github.com/NVIDIA/TensorRT-LLM"
     a = r.derived_source_key(repo, "docs/source/performance/perf-overview.md (v1.0 tables), x")
     b = r.derived_source_key(

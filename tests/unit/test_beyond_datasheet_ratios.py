@@ -1,7 +1,10 @@
-"""The physical patterns engine v2 exists for (issue: "Engine v2"), each on the seeded catalog.
+"""Where GPUs compare otherwise than their datasheet peaks say, each on the seeded catalog:
+small-model training bound by bandwidth, PCIe parts holding lower clocks than SXM ones, fixed
+per-step costs of short requests and first tokens, padding-free encoders, which FP64 peak a
+compute job gets, MI300X vs H200 serving, and decode attention kernels too small to fill the GPU.
 
-Every assertion compares GPUs through the engine's own figures against a datasheet ratio: the
-old engine (one efficiency per model family) gave exactly the datasheet ratio in each case.
+Every assertion compares GPUs through the engine's own figures against a datasheet ratio, which
+a model with one efficiency per model family would reproduce exactly.
 """
 
 from __future__ import annotations
