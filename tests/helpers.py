@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 from sqlmodel import Session
 
 from service.security import create_key
@@ -192,3 +193,10 @@ def stored_candidate_before_0006() -> dict[str, Any]:
         "provision": {"skypilot_yaml": "resources:\n  accelerators: H100:8\n",
                       "kubernetes": {"replicas": 1, "nodeSelector": {}, "containers": []}},
     }
+
+
+def table_revisions(engine: Any) -> dict[str, int]:
+    """Each table's revision counter (migration 0007's ``table_revisions`` rows)."""
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT table_name, revision FROM table_revisions"))
+        return {str(name): int(rev) for name, rev in rows}

@@ -11,9 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.quotes.service import age_days, stale_before
-from tests.api.test_gpus import assert_problem
-from tests.api.test_import import CSV, do_import, t4_file
-from tests.api.test_quotes import H100, new_quote
+from tests.helpers import CSV, H100, assert_problem, do_import, new_quote, t4_file
 
 STALE_DAYS = 30.0  # the default GPU_ADVISOR_STALE_QUOTE_DAYS the test app runs with
 

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from service.migrate import downgrade, upgrade
 from service.seeding import QUOTES_CSV
-from tests.db.test_migrations import _OLD_ROW, _revisions, empty_url  # noqa: F401 (fixture)
+from tests.helpers import OLD_GPU_ROW, table_revisions
 
 _QUOTE = """
 INSERT INTO quotes (gpu_slug, provider, region, instance_type, gpu_count, pricing,
@@ -88,7 +88,7 @@ def test_0009_fills_observed_at_and_keeps_triggers(empty_url: str) -> None:  # n
     ]
     try:
         with engine.begin() as conn:
-            conn.execute(text(_OLD_ROW), {"slug": "g", "now": read_day})
+            conn.execute(text(OLD_GPU_ROW), {"slug": "g", "now": read_day})
             for provider, region, itype, pricing, hourly, purchase, source, captured in rows:
                 conn.execute(text(_QUOTE), {
                     "slug": "g", "provider": provider, "region": region, "itype": itype,
@@ -114,19 +114,19 @@ def test_0009_fills_observed_at_and_keeps_triggers(empty_url: str) -> None:  # n
 
         for sql in ("UPDATE quotes SET version = version + 1",
                     "DELETE FROM quotes WHERE provider = 'testcloud'"):
-            before = _revisions(engine)["quotes"]
+            before = table_revisions(engine)["quotes"]
             with engine.begin() as conn:
                 conn.execute(text(sql))
-            assert _revisions(engine)["quotes"] != before, sql
+            assert table_revisions(engine)["quotes"] != before, sql
 
         downgrade(empty_url, "0008")
         assert "observed_at" not in {c["name"] for c in inspect(engine).get_columns("quotes")}
         with engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM quotes")).scalar_one() == 4
-        before = _revisions(engine)["quotes"]
+        before = table_revisions(engine)["quotes"]
         with engine.begin() as conn:
             conn.execute(text("UPDATE quotes SET version = version + 1"))
-        assert _revisions(engine)["quotes"] != before  # the triggers are back after 0009 down
+        assert table_revisions(engine)["quotes"] != before  # the triggers are back after 0009 down
         upgrade(empty_url)
         with engine.connect() as conn:
             p5 = conn.execute(text("SELECT observed_at FROM quotes WHERE region = 'us-east-1' "

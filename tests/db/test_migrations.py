@@ -7,7 +7,6 @@ import importlib.util
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -16,7 +15,7 @@ from sqlalchemy import create_engine, inspect, text
 from service.migrate import downgrade, upgrade
 from service.models_registry import metadata
 from service.seeding import seed_gpus
-from tests.helpers import OLD_GPU_ROW
+from tests.helpers import OLD_GPU_ROW, table_revisions
 
 
 def _tables(url: str) -> set[str]:
@@ -164,12 +163,6 @@ def test_0005_keeps_history_and_owners(empty_url: str) -> None:
         engine.dispose()
 
 
-def _revisions(engine: Any) -> dict[str, int]:
-    with engine.connect() as conn:
-        rows = conn.execute(text("SELECT table_name, revision FROM table_revisions"))
-        return {str(name): int(rev) for name, rev in rows}
-
-
 def test_table_revisions_move_with_every_write(empty_url: str) -> None:
     """Migration 0007's triggers: every INSERT, UPDATE and DELETE of gpus or quotes gives that
     table's counter a new value in the same transaction (a rolled-back write leaves it, and
@@ -184,9 +177,9 @@ def test_table_revisions_move_with_every_write(empty_url: str) -> None:
     upgrade(empty_url)
     engine = create_engine(empty_url)
     try:
-        assert _revisions(engine) == {"gpus": 0, "quotes": 0}
+        assert table_revisions(engine) == {"gpus": 0, "quotes": 0}
         seed(engine)
-        seeded = _revisions(engine)
+        seeded = table_revisions(engine)
         assert seeded["gpus"] != 0 and seeded["quotes"] != 0
         with Session(engine) as session:
             assert table_fingerprint(session, Quote) == ("revision", seeded["quotes"])
@@ -197,24 +190,24 @@ def test_table_revisions_move_with_every_write(empty_url: str) -> None:
             ("gpus", bump.format("gpus")),
         ]
         for table, sql in steps:
-            before = _revisions(engine)
+            before = table_revisions(engine)
             with engine.begin() as conn:
                 conn.execute(text(sql))
-            after = _revisions(engine)
+            after = table_revisions(engine)
             assert after[table] != before[table], sql
             other = "gpus" if table == "quotes" else "quotes"
             assert after[other] == before[other], sql
-        before = _revisions(engine)
+        before = table_revisions(engine)
         with engine.connect() as conn:
             trans = conn.begin()
             conn.execute(text("DELETE FROM quotes"))
             inside = conn.execute(text(
                 "SELECT revision FROM table_revisions WHERE table_name = 'quotes'")).scalar()
             trans.rollback()
-        assert _revisions(engine) == before != {**before, "quotes": inside}
+        assert table_revisions(engine) == before != {**before, "quotes": inside}
         with engine.begin() as conn:
             conn.execute(text(steps[0][1]))
-        assert _revisions(engine)["quotes"] not in {before["quotes"], inside}
+        assert table_revisions(engine)["quotes"] not in {before["quotes"], inside}
         with engine.begin() as conn:  # a counter row deleted by hand: the aggregate fallback
             conn.execute(text("DELETE FROM table_revisions WHERE table_name = 'quotes'"))
         with Session(engine) as session:
