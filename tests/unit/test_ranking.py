@@ -279,11 +279,11 @@ def test_a_balanced_explanation_shows_the_ratios_its_score_used() -> None:
     """The balanced explanation prints the same normalized cost and time the score was built
     from (bounds.ratio_to_min), including where a minimum underflowed to 0 or is not finite
     (each then reads 1.00, as the score counts it), with the score's own weights."""
-    from service.engine.choice.bounds import BALANCED_WEIGHT, ratio_to_min
+    from service.engine.choice.bounds import BALANCED_WEIGHT, Minima, ratio_to_min
     from service.engine.choice.explain import score_reason
 
     workload = Workload(kind="compute", precision="fp64", compute=ComputeSpec(total_tflop=1e6))
-    mins = {"money": 2.0, "time": 0.0, "proxy": math.inf, "time_unpriced": 4.0}
+    mins = Minima(money=2.0, time=0.0, proxy=math.inf, time_unpriced=4.0)
     priced = score_reason("balanced", 1.5, 3.0, 5.0, 0.0, 0.0, mins, workload)
     assert f"{BALANCED_WEIGHT:g} x cost/min cost (1.50)" in priced  # 3 / 2
     assert "time/min time (1.00)" in priced  # the minimum underflowed to 0

@@ -11,7 +11,7 @@ import pytest
 
 from service.engine.cache import Memo
 from service.engine.choice import ranking as rk
-from service.engine.choice.bounds import Pending, count_floors
+from service.engine.choice.bounds import NO_MINIMA, Pending, count_floors
 from service.engine.choice.cost import OfferIndex, group_offers, usd_per_gpu_hour
 from service.engine.constants import MAX_AUTO_BATCH
 from service.engine.physics.performance import peak_rate
@@ -212,7 +212,7 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
             assert p.lb_cost <= money, p.gpu.slug
             assert p.lb_time <= min(o.time for o in options), p.gpu.slug
         else:
-            best = min(rk._value(o, objective, {}) for o in options)
+            best = min(rk._value(o, objective, NO_MINIMA) for o in options)
             assert p.lb <= best, (p.gpu.slug, p.lb, best)
             assert p.lb > 0, p.gpu.slug  # every seeded GPU with a rate gets a real bound
             # the bound is meaningful, not vanishingly small (time bounds assume all the

@@ -70,6 +70,28 @@ def ratio_to_min(x: float, lo: float) -> float:
 
 
 @dataclass(frozen=True)
+class Minima:
+    """What a balanced score divides by (:func:`ratio_to_min`): the least figures over the
+    feasible options found so far. Priced options are scored against the priced minima;
+    unpriced ones (ranked after every priced one) against the unpriced minima. INF: no such
+    option (yet)."""
+
+    money: float = INF
+    """Least cost of a priced option (USD to finish; inference: USD per unit of work)."""
+    time: float = INF
+    """Least time of a priced option (hours; inference: latency [ms])."""
+    proxy: float = INF
+    """Least GPU-hours (inference: per unit of work) of an unpriced option."""
+    time_unpriced: float = INF
+    """Least time of an unpriced option."""
+
+
+NO_MINIMA = Minima()
+"""The minima of no options: what the objectives other than balanced are scored with (they
+never read them)."""
+
+
+@dataclass(frozen=True)
 class Floors:
     """Objective-independent lower bounds for one GPU type (0 = none proven)."""
 

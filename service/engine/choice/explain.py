@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice import guardrails
-from service.engine.choice.bounds import BALANCED_WEIGHT, ratio_to_min
+from service.engine.choice.bounds import BALANCED_WEIGHT, Minima, ratio_to_min
 from service.engine.choice.provision import provision
 from service.engine.constants import GB, MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
@@ -329,25 +329,26 @@ def score_reason(
     time: float,
     energy: float,
     proxy: float,
-    mins: Mapping[str, float],
+    mins: Minima,
     workload: Workload,
 ) -> str:
     inference = workload.kind == "inference"
     t_unit = "ms latency" if inference else "h"
 
-    def per(x: float, key: str) -> float:  # the ratio the score itself used
-        return ratio_to_min(x, mins[key])
-
     if objective == "balanced":
         w, rest = BALANCED_WEIGHT, 1.0 - BALANCED_WEIGHT
+        # the ratios the score itself used
         if money is None:
+            per_proxy = ratio_to_min(proxy, mins.proxy)
+            per_time = ratio_to_min(time, mins.time_unpriced)
             return (
-                f"score {score:.3f} = {w:g} x GPU-hours/min ({per(proxy, 'proxy'):.2f}) + "
-                f"{rest:g} x time/min ({per(time, 'time_unpriced'):.2f}) among unpriced GPUs"
+                f"score {score:.3f} = {w:g} x GPU-hours/min ({per_proxy:.2f}) + "
+                f"{rest:g} x time/min ({per_time:.2f}) among unpriced GPUs"
             )
+        per_money, per_time = ratio_to_min(money, mins.money), ratio_to_min(time, mins.time)
         return (
-            f"score {score:.3f} = {w:g} x cost/min cost ({per(money, 'money'):.2f}) + "
-            f"{rest:g} x time/min time ({per(time, 'time'):.2f}); lower is better"
+            f"score {score:.3f} = {w:g} x cost/min cost ({per_money:.2f}) + "
+            f"{rest:g} x time/min time ({per_time:.2f}); lower is better"
         )
     if objective == "time":
         return f"score {score:,.4g} = {t_unit} to {'serve' if inference else 'finish'}"
@@ -520,7 +521,7 @@ def candidate(
     pareto: bool,
     extra_warnings: list[Notice],
     objective: Objective,
-    mins: Mapping[str, float],
+    mins: Minima,
     settings: CostSettings,
     constraints: Constraints,
     skypilot_names: Mapping[str, str] | None,

@@ -273,7 +273,7 @@ def _evaluate_gpu(
         if miss is None:
             options.append(opt)
             if objective in PRUNED_OBJECTIVES:
-                best = min(best, _value(opt, objective, {}))
+                best = min(best, _value(opt, objective, bd.NO_MINIMA))
         else:
             failure = ex.closest(failure, miss)
     if not options and failure is None and skipped_idle:
@@ -317,7 +317,7 @@ def padded(workload: Workload, est: Estimate) -> bool:
 def _probe(
     req: Request, p: bd.Pending, c_min: float, t_min: float
 ) -> tuple[list[_Option], list[tuple[float, float]]]:
-    """Balanced (see :func:`search._search_balanced`): the feasible priced options of the
+    """Balanced (see :class:`search.BalancedSearch`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
     options are found, and the floors of the other counts."""
     plan = co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
@@ -428,7 +428,7 @@ class Search:
         self.evaluated.append((p.gpu, options, [warning] if warning else []))
         return options
 
-    def value(self, o: _Option, mins: Mapping[str, float]) -> float:
+    def value(self, o: _Option, mins: bd.Minima) -> float:
         return _value(o, self.req.objective, mins)
 
     def probe(self, p: bd.Pending, c_min: float, t_min: float) -> tuple[
@@ -437,11 +437,11 @@ class Search:
         self.probed.extend(opts)
         return opts, rest
 
-    def minima(self) -> dict[str, float]:
+    def minima(self) -> bd.Minima:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
 
 
-def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> float:
+def _value(opt: _Option, objective: Objective, mins: bd.Minima) -> float:
     priced = opt.money is not None
     if objective == "time":
         return opt.time
@@ -450,22 +450,22 @@ def _value(opt: _Option, objective: Objective, mins: Mapping[str, float]) -> flo
     money = opt.money if opt.money is not None else opt.proxy
     if objective == "cost":
         return money
-    key = "money" if priced else "proxy"
-    time_key = "time" if priced else "time_unpriced"
-    return BALANCED_COST_WEIGHT * bd.ratio_to_min(money, mins[key]) + (
-        1 - BALANCED_COST_WEIGHT) * bd.ratio_to_min(opt.time, mins[time_key])
+    least_money, least_time = (mins.money, mins.time) if priced else (
+        mins.proxy, mins.time_unpriced)
+    return BALANCED_COST_WEIGHT * bd.ratio_to_min(money, least_money) + (
+        1 - BALANCED_COST_WEIGHT) * bd.ratio_to_min(opt.time, least_time)
 
 
-def _minima(options: Iterable[_Option]) -> dict[str, float]:
+def _minima(options: Iterable[_Option]) -> bd.Minima:
     opts = list(options)
     priced = [o for o in opts if o.money is not None]
     unpriced = [o for o in opts if o.money is None]
-    return {
-        "money": min((o.money for o in priced if o.money is not None), default=INF),
-        "time": min((o.time for o in priced), default=INF),
-        "proxy": min((o.proxy for o in unpriced), default=INF),
-        "time_unpriced": min((o.time for o in unpriced), default=INF),
-    }
+    return bd.Minima(
+        money=min((o.money for o in priced if o.money is not None), default=INF),
+        time=min((o.time for o in priced), default=INF),
+        proxy=min((o.proxy for o in unpriced), default=INF),
+        time_unpriced=min((o.time for o in unpriced), default=INF),
+    )
 
 
 def _key(opt: _Option, value: float, objective: Objective) -> tuple[object, ...]:
@@ -496,7 +496,7 @@ def ranking_slack(objective: Objective, constraints: Constraints) -> float:
     return 1.0
 
 
-def choose(opts: list[_Option], objective: Objective, mins: Mapping[str, float],
+def choose(opts: list[_Option], objective: Objective, mins: bd.Minima,
            constraints: Constraints) -> _Option:
     """The option an expert takes from ``opts`` under ``objective``.
 
@@ -532,7 +532,7 @@ def choose(opts: list[_Option], objective: Objective, mins: Mapping[str, float],
 
 
 def order(chosen: list[tuple[_Option, float, list[Notice]]], objective: Objective,
-          mins: Mapping[str, float], constraints: Constraints
+          mins: bd.Minima, constraints: Constraints
           ) -> list[tuple[_Option, float, list[Notice]]]:
     """Rank the GPUs' chosen options: balanced and energy by score; cost and time by
     :func:`choose` applied again and again to what is left (rank 1 is the option an expert

@@ -1,18 +1,20 @@
 """Branch and bound over GPU types: evaluate best bound first, stop once no remaining type
 can reach the top ``limit`` (bounds: :mod:`service.engine.choice.bounds`; the exactness argument:
-:mod:`service.engine.choice.ranking` and :func:`_search_balanced`)."""
+:mod:`service.engine.choice.ranking` and :class:`BalancedSearch`)."""
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.engine.choice.bounds import (
     BALANCED_RECHECK,
     BALANCED_WEIGHT,
     INF,
+    NO_MINIMA,
     PRUNE_MARGIN,
+    Minima,
     Pending,
 )
 from service.engine.choice.explain import Option
@@ -21,7 +23,7 @@ from service.engine.types import Fix, GpuSpec
 
 Evaluate = Callable[[Pending], list[Option] | None]
 """Evaluates one GPU in full: its feasible options (None: rejected)."""
-Value = Callable[[Option, Mapping[str, float]], float]
+Value = Callable[[Option, Minima], float]
 """The objective's score of an option given the balanced minima (unused by other objectives)."""
 Probe = Callable[[Pending, float, float], tuple[list[Option], list[tuple[float, float]]]]
 """Balanced: evaluates only the counts of a GPU whose (cost, time) floors are below the given
@@ -62,7 +64,7 @@ def search(
     ``slack`` (cost and time rank within a tolerance of the best, not by the value alone:
     :func:`service.engine.choice.ranking.ranking_slack`)."""
     if objective == "balanced":
-        return _search_balanced(pending, limit, evaluate, value, probe)
+        return BalancedSearch(pending, limit, evaluate, value, probe).run()
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
     worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
     for i, p in enumerate(order):
@@ -76,7 +78,7 @@ def search(
                         for q in order[i:]]
         options = evaluate(p)
         if options:
-            item = (-p.tier, -min(value(o, {}) for o in options))
+            item = (-p.tier, -min(value(o, NO_MINIMA) for o in options))
             if len(worst) < max(limit, 1):
                 heapq.heappush(worst, item)
             else:
@@ -84,10 +86,54 @@ def search(
     return []
 
 
-def _search_balanced(
-    pending: list[Pending], limit: int, evaluate: Evaluate, value: Value, probe: Probe | None
-) -> list[Skipped]:
-    """Balanced scores are relative to the minimum cost C and time T over every priced option,
+@dataclass
+class _Scored:
+    """The priced options of one GPU (evaluated in full, or probed), with their best balanced
+    score kept while the minima stay the same: a stop test re-scores every evaluated GPU, and
+    re-scoring every option each time was a third of a balanced ranking's time."""
+
+    options: list[Option]
+    scored_at: Minima | None = None
+    """The minima :attr:`score` was taken at (None: not scored yet)."""
+    score: float = INF
+
+    def best(self, mins: Minima, value: Value) -> float:
+        """min(value(o, mins) for o in options) (INF for none)."""
+        if self.scored_at != mins:
+            self.score = min((value(o, mins) for o in self.options), default=INF)
+            self.scored_at = mins
+        return self.score
+
+
+@dataclass
+class _Probed:
+    """A GPU only probed: the options of its counts that could lower a minimum, and the
+    (cost, time) floors of its other counts."""
+
+    scored: _Scored
+    floors: list[tuple[float, float]]
+
+
+def _balanced_order(pending: list[Pending]) -> list[Pending]:
+    """The search order: priced GPUs by their balanced floor against the least floors (the
+    real minima are not known yet: an order only), ties by slug; then unpriced ones by slug."""
+    priced = [p for p in pending if p.tier == 0]
+    c_ref = min((p.lb_cost for p in priced if p.lb_cost > 0), default=1.0)
+    t_ref = min((p.lb_time for p in priced if p.lb_time > 0), default=1.0)
+
+    def order_key(p: Pending) -> tuple[int, float, str]:
+        if p.tier:
+            return 1, 0.0, p.gpu.slug
+        score = BALANCED_WEIGHT * p.lb_cost / c_ref
+        return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
+
+    return sorted(pending, key=order_key)
+
+
+class BalancedSearch:
+    """Branch and bound under the balanced objective (one search, :meth:`run` once).
+
+    Balanced scores are relative to the minimum cost C and time T over every priced option,
     and evaluating more GPUs can only lower C and T (raising every score). So the search may
     stop before a GPU only when, for every GPU not yet evaluated (priced; unpriced ones rank
     after every priced one): its cost bound >= C and time bound >= T, so none can move the
@@ -99,127 +145,128 @@ def _search_balanced(
     own floors are below C or T are estimated, so it can no longer lower them; its bound is then
     the best of those options' scores and its other counts' balanced floors. A GPU whose bound
     is above the last test's cut is passed over (every later test still checks it); if the
-    search runs out with some passed over, those are evaluated best bound first."""
-    priced = [p for p in pending if p.tier == 0]
-    c_ref = min((p.lb_cost for p in priced if p.lb_cost > 0), default=1.0)
-    t_ref = min((p.lb_time for p in priced if p.lb_time > 0), default=1.0)
+    search runs out with some passed over, those are evaluated best bound first.
 
-    def order_key(p: Pending) -> tuple[int, float, str]:
-        if p.tier:
-            return 1, 0.0, p.gpu.slug
-        score = BALANCED_WEIGHT * p.lb_cost / c_ref
-        return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
+    GPUs are named by their index into :attr:`order`."""
 
-    order = sorted(pending, key=order_key)
-    done: list[list[Option]] = []
-    seen: set[int] = set()  # indices into order evaluated ahead of their turn
-    probed: dict[int, tuple[list[Option], list[tuple[float, float]]]] = {}
-    c_min = t_min = INF
+    def __init__(self, pending: list[Pending], limit: int, evaluate: Evaluate, value: Value,
+                 probe: Probe | None) -> None:
+        self.limit = limit
+        self.evaluate = evaluate
+        self.value = value
+        self.probe = probe
+        self.order = _balanced_order(pending)
+        self.mins = Minima()
+        """C and T: the least cost and time of the priced options found so far (unpriced
+        GPUs are never scored here: they rank after every priced one)."""
+        self.done: list[_Scored] = []
+        """GPUs evaluated in full that have priced options."""
+        self.seen: set[int] = set()
+        """GPUs evaluated in full (in turn, or ahead of it as blockers)."""
+        self.probed: dict[int, _Probed] = {}
+        self.deferred: list[int] = []
+        """Probed GPUs passed over: their bound was above the cut."""
+        self.maybe = [j for j, q in enumerate(self.order) if q.tier == 0]
+        """GPUs not yet evaluated or probed that might still lower a minimum; only shrinks
+        (the minima only fall), each test filtering what is left of it."""
+        self.cut = INF
+        """The last stop test's limit-th best score, raised by PRUNE_MARGIN."""
 
-    def lower(money: list[Option]) -> None:
-        nonlocal c_min, t_min
+    def run(self) -> list[Skipped]:
+        """Search; returns the GPUs skipped, with their bounds."""
+        skipped = self._sweep(list(range(len(self.order))), True)
+        if skipped is None and self.deferred:
+            # the cut rose (the minima fell) past some deferred bounds: those, best bound first
+            queue = sorted(self.deferred, key=self._bound)
+            self.deferred.clear()
+            skipped = self._sweep(queue, False)
+        return skipped or []
+
+    def _lower(self, money: list[Option]) -> None:
+        """Lower the minima to those of the priced options ``money``."""
+        c_min, t_min = self.mins.money, self.mins.time
         c_min = min(c_min, *(o.money for o in money if o.money is not None))
         t_min = min(t_min, *(o.time for o in money))
+        self.mins = Minima(money=c_min, time=t_min)
 
-    def run(p: Pending) -> None:
-        money = [o for o in evaluate(p) or () if o.money is not None]
+    def _evaluate(self, j: int) -> None:
+        self.seen.add(j)
+        money = [o for o in self.evaluate(self.order[j]) or () if o.money is not None]
         if money:
-            done.append(money)
-            lower(money)
+            self.done.append(_Scored(money))
+            self._lower(money)
 
-    def settle(j: int) -> None:
-        if probe is None:
-            seen.add(j)
-            run(order[j])
+    def _settle(self, j: int) -> None:
+        """Evaluate or probe GPU ``j`` out of turn: it might lower a minimum."""
+        if self.probe is None:
+            self._evaluate(j)
             return
-        probed[j] = probe(order[j], c_min, t_min)
-        if probed[j][0]:
-            lower(probed[j][0])
+        opts, floors = self.probe(self.order[j], self.mins.money, self.mins.time)
+        self.probed[j] = _Probed(_Scored(opts), floors)
+        if opts:
+            self._lower(opts)
 
-    def bound(j: int, q: Pending, mins: Mapping[str, float]) -> float:
+    def _bound(self, j: int) -> float:
+        """The least balanced score GPU ``j`` can reach at the current minima."""
+        q, mins = self.order[j], self.mins
         if q.tier:
             return INF
+        c_min, t_min = mins.money, mins.time
         if not (c_min > 0 and t_min > 0):
             return 0.0  # a minimum underflowed to zero: no finite bound, never passed over
         floors = [(q.lb_cost, q.lb_time)]
         best = INF
-        if j in probed:
-            opts, floors = probed[j]
-            best = best_score(opts, mins)
+        probed = self.probed.get(j)
+        if probed is not None:
+            floors = probed.floors
+            best = probed.scored.best(mins, self.value)
         for lbc, lbt in floors:
             best = min(best, BALANCED_WEIGHT * lbc / c_min + (1 - BALANCED_WEIGHT) * lbt / t_min)
         return best
 
-    deferred: list[int] = []  # probed GPUs passed over: their bound was above the cut
-    maybe = [j for j, q in enumerate(order) if q.tier == 0]  # unprobed possible blockers
-    cut = INF
-
-    best_scores: dict[int, tuple[float, float, float, list[Option]]] = {}
-
-    def best_score(opts: list[Option], mins: Mapping[str, float]) -> float:
-        """min(value(o, mins) for o in opts) (INF for none), kept per evaluated or probed
-        GPU while the minima stay the same (a stop test re-scored every evaluated option: a
-        third of a balanced ranking's time)."""
-        c, t = mins["money"], mins["time"]
-        found = best_scores.get(id(opts))
-        if found is not None and found[3] is opts and found[0] == c and found[1] == t:
-            return found[2]
-        score = min((value(o, mins) for o in opts), default=INF)
-        best_scores[id(opts)] = (c, t, score, opts)  # the list held: its id is not reused
-        return score
-
-    def stop(rest: list[int]) -> list[Skipped] | None:
-        """The stop test before the GPUs ``rest`` (see above); None: keep evaluating."""
-        nonlocal cut
+    def _stop(self, rest: list[int]) -> list[Skipped] | None:
+        """The stop test before the GPUs ``rest`` (see the class docstring); None: keep
+        evaluating."""
+        order, seen, probed = self.order, self.seen, self.probed
         # GPUs that might still lower a minimum are probed now, out of turn (the set
         # evaluated, not the order, decides the answer); each one only lowers the minima,
         # so the blocking set shrinks and this ends
         while True:
-            # only shrinks (the minima only fall): later tests filter what is left of it
-            maybe[:] = [j for j in maybe if j not in seen and j not in probed
-                        and (order[j].lb_cost < c_min or order[j].lb_time < t_min)]
-            if not maybe:
+            c_min, t_min = self.mins.money, self.mins.time
+            self.maybe = [j for j in self.maybe if j not in seen and j not in probed
+                          and (order[j].lb_cost < c_min or order[j].lb_time < t_min)]
+            if not self.maybe:
                 break
-            for j in list(maybe):
-                settle(j)
-        if maybe or not 0 < t_min < INF:
+            for j in list(self.maybe):
+                self._settle(j)
+        if self.maybe or not 0 < self.mins.time < INF:
             return None
-        mins = {"money": c_min, "time": t_min}
-        scores = sorted(best_score(opts, mins) for opts in done)
-        cut = scores[limit - 1] * (1.0 + PRUNE_MARGIN)
-        left = [j for j in rest if j not in seen] + deferred
+        mins, limit = self.mins, self.limit
+        scores = sorted(d.best(mins, self.value) for d in self.done)
+        self.cut = scores[limit - 1] * (1.0 + PRUNE_MARGIN)
+        left = [j for j in rest if j not in seen] + self.deferred
         # best bound first: a failing test usually stops at the first GPUs
-        if any(bound(j, order[j], mins) <= cut for j in left):
+        if any(self._bound(j) <= self.cut for j in left):
             return None
-        return [Skipped(order[j].gpu, bound(j, order[j], mins), scores[limit - 1])
-                for j in left]
+        return [Skipped(order[j].gpu, self._bound(j), scores[limit - 1]) for j in left]
 
-    def sweep(queue: list[int], defer: bool) -> list[Skipped] | None:
+    def _sweep(self, queue: list[int], defer: bool) -> list[Skipped] | None:
         """Evaluate ``queue`` in turn, testing every so often; ``defer``: pass over GPUs whose
         bound is above the last test's cut (the tests still check them)."""
         next_test = 0
         for k, i in enumerate(queue):
-            if i in seen:
+            if i in self.seen:
                 continue
-            if limit >= 1 and len(done) >= limit and k >= next_test and 0 < c_min < INF:
-                skipped = stop(queue[k:])
+            if self.limit >= 1 and len(self.done) >= self.limit and k >= next_test \
+                    and 0 < self.mins.money < INF:
+                skipped = self._stop(queue[k:])
                 if skipped is not None:
                     return skipped
-                next_test = k + max(1, (len(done) + len(deferred)) // BALANCED_RECHECK)
-                if i in seen:  # evaluated just now as a blocker
+                next_test = k + max(1, (len(self.done) + len(self.deferred)) // BALANCED_RECHECK)
+                if i in self.seen:  # evaluated just now as a blocker
                     continue
-            if defer and bound(i, order[i], {"money": c_min, "time": t_min}) > cut:
-                deferred.append(i)
+            if defer and self._bound(i) > self.cut:
+                self.deferred.append(i)
                 continue
-            seen.add(i)
-            run(order[i])
+            self._evaluate(i)
         return None
-
-    skipped = sweep(list(range(len(order))), True)
-    if skipped is None and deferred:
-        # the cut rose (the minima fell) past some deferred bounds: those, best bound first
-        mins = {"money": c_min, "time": t_min}
-        queue = sorted(deferred, key=lambda j: bound(j, order[j], mins))
-        deferred.clear()
-        skipped = sweep(queue, False)
-    return skipped or []
