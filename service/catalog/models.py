@@ -10,10 +10,10 @@ from sqlalchemy import JSON, Column, String
 from sqlmodel import Field, SQLModel
 
 from service.common import utcnow
-from service.engine.types import ComputePrecision, FormFactor, Interconnect
+from service.engine.types import FormFactor, Interconnect
 from service.text import no_control_chars
 
-PRECISION_COLUMN: dict[ComputePrecision, str] = {
+PRECISION_COLUMN = {
     "fp64": "fp64_tflops",
     "fp32": "fp32_tflops",
     "tf32": "tf32_tflops",

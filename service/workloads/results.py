@@ -12,6 +12,7 @@ from service.engine.recommend_types import (
     Candidate,
     CostBreakdown,
     Fabric,
+    Objective,
     Offer,
     Recommendation,
     RejectionCode,
@@ -26,7 +27,7 @@ from service.estimates.schemas import (
     estimate_data,
     fix_out,
 )
-from service.workloads.models import ConstraintsIn, Objective
+from service.workloads.models import ConstraintsIn
 
 
 class QuoteRef(BaseModel):
