@@ -6,11 +6,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import get_args
 
 from sqlmodel import Session
 
 from service.config import Settings, get_settings
 from service.db import make_engine
+from service.security import Role
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -149,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub = keys.add_subparsers(dest="keys_cmd", required=True)
     create = keys_sub.add_parser("create", help="Create a key; prints it once")
     create.add_argument("--name", required=True)
-    create.add_argument("--role", choices=["admin", "submitter", "reader"], required=True)
+    create.add_argument("--role", choices=get_args(Role), required=True)
     revoke = keys_sub.add_parser("revoke", help="Revoke keys by prefix or name")
     revoke.add_argument("key", help="Key prefix (as `keys list` shows) or name")
     keys_sub.add_parser("list", help="List keys (never the secrets)")

@@ -37,7 +37,7 @@ from service.observability import (
     configure_logging,
 )
 from service.quotes.routes import router as quotes_router
-from service.security import install_key
+from service.security import declared_access, install_key, reads_api_key
 from service.web.routes import install_pages
 
 DESCRIPTION = """
@@ -183,24 +183,22 @@ def _document_422_as_problem(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-ROLE_SETS: dict[str, list[str]] = {
-    "require_reader": ["anonymous", "reader", "submitter", "admin"],
-    "require_metrics_reader": ["anonymous", "reader", "submitter", "admin"],
-    "require_submitter": ["submitter", "admin"],
-    "require_admin": ["admin"],
-}
-"""Who passes each access dependency (anonymous only while reads are public)."""
-
-
 def route_roles(route: APIRoute) -> list[str]:
-    """The roles that may call ``route``, read from its access dependency; none = anyone."""
+    """The roles that may call ``route``, as declared on its access dependency
+    (:func:`service.security.access`); a route that never reads an API key: anyone. Raises
+    if the route reads a key through dependencies none of which declares who it lets through."""
     stack = list(route.dependant.dependencies)
+    reads_key = False
     while stack:
         dep = stack.pop()
-        name = getattr(dep.call, "__name__", "")
-        if name in ROLE_SETS:
-            return ROLE_SETS[name]
+        callers = declared_access(dep.call)
+        if callers is not None:
+            return list(callers)
+        reads_key = reads_key or reads_api_key(dep.call)
         stack.extend(dep.dependencies)
+    if reads_key:
+        raise RuntimeError(f"{route.path} reads an API key, but none of its dependencies "
+                           "declares who it lets through (service.security.access)")
     return ["anyone"]
 
 

@@ -10,8 +10,9 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -25,10 +26,34 @@ from service.errors import Forbidden, Unauthorized
 
 log = logging.getLogger("gpu_advisor")
 Role = Literal["admin", "submitter", "reader"]
-ROLES: tuple[str, ...] = ("admin", "submitter", "reader")
 """reader: catalog, quotes, models, stateless estimates and recommendations; submitter: that,
 plus its own workloads and runs; admin: everything, every owner's workloads."""
+Caller = Literal["anonymous", Role]
+"""Who calls: a key's role, or anonymous (no key), let through only where reads are public."""
+READERS: tuple[Caller, ...] = ("anonymous", "reader", "submitter", "admin")
+SUBMITTERS: tuple[Role, ...] = ("submitter", "admin")
+ADMINS: tuple[Role, ...] = ("admin",)
 KEY_PREFIX = "gpa"
+
+_Dependency = TypeVar("_Dependency", bound=Callable[..., Any])
+_ACCESS_ATTR = "access_callers"
+
+
+def access(*callers: Caller) -> Callable[[_Dependency], _Dependency]:
+    """Declare, on an access dependency, who it lets through. Each operation's `x-roles` in
+    the OpenAPI document is read from the declaration on the dependency its route uses
+    (directly or inside another dependency), so a renamed or wrapped dependency keeps its
+    documented roles."""
+    def declare(dependency: _Dependency) -> _Dependency:
+        setattr(dependency, _ACCESS_ATTR, callers)
+        return dependency
+    return declare
+
+
+def declared_access(dependency: object) -> tuple[Caller, ...] | None:
+    """The callers ``dependency`` was declared to let through (:func:`access`), or None."""
+    callers: tuple[Caller, ...] | None = getattr(dependency, _ACCESS_ATTR, None)
+    return callers
 
 
 class ApiKey(SQLModel, table=True):
@@ -108,6 +133,12 @@ _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: 
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
+def reads_api_key(dependency: object) -> bool:
+    """Whether ``dependency`` is the one that reads the caller's API key: a dependency that
+    depends on it checks access and must declare who it lets through (:func:`access`)."""
+    return dependency is _bearer
+
+
 def _caller(session: Session, creds: HTTPAuthorizationCredentials) -> ApiKey:
     row = authenticate(session, creds.credentials)
     if row is None:
@@ -133,6 +164,7 @@ def _anonymous(caller: ApiKey | None, *, public: bool, what: str) -> ApiKey | No
     return caller
 
 
+@access(*READERS)
 async def require_reader(request: Request, session: SessionDep,
                          creds: BearerDep) -> ApiKey | None:
     """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
@@ -140,6 +172,7 @@ async def require_reader(request: Request, session: SessionDep,
                       public=request.app.state.settings.public_reads, what="reads")
 
 
+@access(*READERS)
 async def require_metrics_reader(request: Request, session: SessionDep,
                                  creds: BearerDep) -> ApiKey | None:
     """/metrics is public when GPU_ADVISOR_METRICS_PUBLIC is true; unset, it follows the read
@@ -149,24 +182,26 @@ async def require_metrics_reader(request: Request, session: SessionDep,
     return _anonymous(await _caller_of(session, creds), public=public, what="/metrics")
 
 
+@access(*ADMINS)
 async def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
     caller = await _caller_of(session, creds)
     if caller is None:
         raise Unauthorized("This route needs an admin API key",
                            headers={"WWW-Authenticate": "Bearer"})
-    if caller.role != "admin":
+    if caller.role not in ADMINS:
         raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; this route needs "
                         "'admin'")
     return caller
 
 
+@access(*SUBMITTERS)
 async def require_submitter(session: SessionDep, creds: BearerDep) -> ApiKey:
     """A submitter or admin key: workloads and runs belong to the key that created them."""
     caller = await _caller_of(session, creds)
     if caller is None:
         raise Unauthorized("Workloads need a submitter or admin API key",
                            headers={"WWW-Authenticate": "Bearer"})
-    if caller.role not in ("submitter", "admin"):
+    if caller.role not in SUBMITTERS:
         raise Forbidden(f"Key '{caller.name}' has role '{caller.role}'; workloads need "
                         "'submitter' or 'admin'")
     return caller

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
 from sqlalchemy import JSON, Column, String
 from sqlmodel import Field, SQLModel
 
 from service.common import utcnow
+from service.engine.types import FormFactor, Interconnect
 from service.text import no_control_chars
 
-FormFactor = Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]
-Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 PRECISION_COLUMN = {
     "fp64": "fp64_tflops",
     "fp32": "fp32_tflops",

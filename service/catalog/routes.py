@@ -8,8 +8,6 @@ from fastapi import APIRouter, Body, Query, Request, Response, status
 
 from service.catalog import service
 from service.catalog.models import (
-    PRECISIONS,
-    FormFactor,
     GpuCreate,
     GpuPublic,
     GpuReplace,
@@ -27,6 +25,7 @@ from service.common import (
     parse_if_match,
 )
 from service.db import SessionDep
+from service.engine.types import ComputePrecision, FormFactor
 from service.errors import responses
 from service.security import AdminDep, ReaderDep
 from service.text import Text
@@ -88,7 +87,7 @@ def list_gpus(
     form_factor: FormFactor | None = None,
     min_memory_gb: Annotated[float | None, Query(ge=0, le=10_000)] = None,
     precision: Annotated[
-        Literal[PRECISIONS] | None,  # type: ignore[valid-type]
+        ComputePrecision | None,
         Query(description="Only GPUs that support this precision"),
     ] = None,
     q: Annotated[

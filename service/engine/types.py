@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4"]
+# The engine's vocabulary: the API schemas, the CLI and the comparison page take their choices
+# from these Literals (typing.get_args), so each enumeration is spelled once.
+ComputePrecision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+"""What a workload computes in: the precisions the catalog lists a peak for."""
+Precision = Literal[ComputePrecision, "int4"]
+WeightPrecision = Literal["int8", "int4"]
+"""Quantised weights (inference)."""
+KvCachePrecision = Literal["fp16", "bf16", "fp8", "int8"]
 FormFactor = Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]
 Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
 WorkloadKind = Literal["training", "inference", "compute"]
@@ -17,6 +24,7 @@ Optimizer = Literal["adamw", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
 Communication = Literal["stencil", "allreduce", "none"]
+Fp64Units = Literal["vector", "matrix"]
 FixKind = Literal[
     "gpu_count",
     "weight_precision",
@@ -188,7 +196,7 @@ class ComputeSpec:
     total_tflop: float
     total_gb_moved: float = 0.0
     memory_gb: float = 0.0
-    fp64_units: Literal["vector", "matrix"] = "vector"
+    fp64_units: Fp64Units = "vector"
     """FP64 jobs: whether the code's FLOPs run on matrix (tensor) units (DGEMM, HPL) or on
     plain vector units (stencils, CFD, most solvers: the default)."""
     communication: Communication = "stencil"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from service.engine.types import Assumption, Estimate, Fix, FixKind
+from service.engine.types import Assumption, Bound, Estimate, Fix, FixKind
 from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
@@ -160,7 +160,7 @@ class EstimateOut(BaseModel):
     )
     memory: MemoryOut = Field(description="Memory needed per GPU and its breakdown")
     parallelism: ParallelismOut = Field(description="How the work is split over the GPUs")
-    bound: Literal["compute", "memory_bandwidth", "interconnect"] | None = Field(
+    bound: Bound | None = Field(
         description="What limits speed: compute, memory_bandwidth or interconnect",
     )
     throughput: ThroughputOut = Field(description="Work done per second")

@@ -7,7 +7,7 @@ import getpass
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import TypeAdapter, ValidationError
 from sqlmodel import Session
@@ -79,11 +79,13 @@ def _print_summary(r: dict[str, Any]) -> None:
 
 
 def add_import_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from service.quotes.models import ImportFormat
+
     p = sub.add_parser("import-quotes", help="Import quotes from a SkyPilot or generic file")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("file", nargs="?", help="CSV or JSON file")
     src.add_argument("--url", help="Fetch the file over HTTP(S) instead")
-    p.add_argument("--format", choices=["skypilot", "generic"], default="skypilot")
+    p.add_argument("--format", choices=get_args(ImportFormat), default="skypilot")
     p.add_argument("--provider", help="The cloud (required for skypilot): aws, lambda, gcp...")
     p.add_argument("--dry-run", action="store_true", help="Report changes; write nothing")
     p.add_argument("--source", help="Where the prices came from (default: the file or URL)")

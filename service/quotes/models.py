@@ -10,16 +10,14 @@ from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from service.common import ObservedDate, UtcDatetime, latest_today, utcnow
+from service.engine.recommend_types import Fabric, Pricing
 from service.quotes.networks import fill_network
 from service.text import no_control_chars
 
-Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
-PRICINGS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y", "purchase")
 MAX_HOURLY_USD = 100_000.0
 """No rentable instance costs more than this per hour (the largest list at ~$100)."""
 MAX_PURCHASE_USD = 100_000_000.0
 
-Fabric = Literal["infiniband", "efa", "roce", "ethernet", "none"]
 MIN_NETWORK_GBPS = 1.0
 """Slowest instance network accepted [Gb/s]: below it multi-node times overflow to infinity."""
 MAX_NETWORK_GBPS = 100_000.0

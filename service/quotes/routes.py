@@ -21,6 +21,7 @@ from service.common import (
     utcnow,
 )
 from service.db import SessionDep
+from service.engine.recommend_types import Pricing
 from service.errors import responses
 from service.quotes import history, imports, service
 from service.quotes.models import (
@@ -28,7 +29,6 @@ from service.quotes.models import (
     ImportFormat,
     ImportResult,
     PriceChangePublic,
-    Pricing,
     Quote,
     QuoteCreate,
     QuoteImportPublic,

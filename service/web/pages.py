@@ -1,7 +1,8 @@
 """Server-rendered HTML for `/` and `/ui`. Plain strings, escaped; no template engine needed.
 
-The comparison page's form is built here from the request schema's choices and the named
-examples; `static/ui.js` turns it into a `POST /v1/recommendations` body and draws the answer.
+The comparison page's form is built here from the request schema's choices (the engine's
+Literals, which the schema uses too) and the named examples; `static/ui.js` turns it into a
+`POST /v1/recommendations` body and draws the answer.
 """
 
 from __future__ import annotations
@@ -9,11 +10,20 @@ from __future__ import annotations
 import json
 from functools import cache
 from html import escape
-from typing import Any
+from typing import Any, get_args
 
 from service import __version__
+from service.engine.recommend_types import Deployment, Objective
+from service.engine.types import (
+    ComputePrecision,
+    Fp64Units,
+    Optimizer,
+    WeightPrecision,
+    WorkloadKind,
+)
 from service.presets.catalog import PRESETS
 from service.workloads.examples import EXAMPLES, submission_body
+from service.workloads.schemas import ShardingChoice
 
 _HEAD = """<!doctype html>
 <html lang="en">
@@ -101,7 +111,18 @@ def _input(path: str, label: str, *, kind: str = "float", step: str = "any",
 
 
 _NONE = [("", "(not set)")]
-_PRECISIONS = ["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+
+
+def _choices(literal: Any, labels: dict[str, str] | None = None, *,
+             first: str | None = None) -> list[tuple[str, str]]:
+    """(value, text) options for every value of ``literal`` (a Literal type), in its order
+    but with ``first`` moved to the top (the option shown before an example is chosen);
+    ``labels`` gives the text for people where it is more than the value."""
+    values = list(get_args(literal))
+    if first is not None:
+        values.remove(first)
+        values.insert(0, first)
+    return [(v, (labels or {}).get(v, v)) for v in values]
 
 
 def _form() -> str:
@@ -110,15 +131,13 @@ def _form() -> str:
         (p.id, f"{p.name} ({p.family})") for p in PRESETS.values()
     ]
     workload = "".join([
-        _select("kind", "Kind", [("inference", "inference"), ("training", "training"),
-                                 ("compute", "compute (HPC, FP64)")]),
+        _select("kind", "Kind", _choices(WorkloadKind, {"compute": "compute (HPC, FP64)"},
+                                         first="inference")),
         _select("model.preset", "Model preset", presets),
-        _select("precision", "Precision (compute)", [(p, p) for p in _PRECISIONS]),
-        _select("weight_precision", "Weight precision", _NONE + [("int8", "int8"),
-                                                                 ("int4", "int4")]),
+        _select("precision", "Precision (compute)", _choices(ComputePrecision)),
+        _select("weight_precision", "Weight precision", _NONE + _choices(WeightPrecision)),
         _select("objective", "Objective (ranked on)",
-                [("balanced", "balanced cost and time"), ("cost", "cost"), ("time", "time"),
-                 ("energy", "energy")]),
+                _choices(Objective, {"balanced": "balanced cost and time"}, first="balanced")),
     ])
     custom = "".join([
         _input("model.params", "Parameters [count]"),
@@ -135,11 +154,9 @@ def _form() -> str:
         _input("training.seq_len", "Sequence length [tokens]", kind="int", step="1"),
         _input("training.tokens", "Tokens to train on"),
         _input("training.samples", "Samples to train on (non-LLM)"),
-        _select("training.optimizer", "Optimizer", [("adamw", "AdamW"), ("sgd", "SGD"),
-                                                    ("adafactor", "Adafactor")]),
-        _select("training.sharding", "Sharding", [(s, s) for s in
-                                                  ("auto", "none", "zero1", "zero2", "zero3",
-                                                   "fsdp")]),
+        _select("training.optimizer", "Optimizer",
+                _choices(Optimizer, {"adamw": "AdamW", "sgd": "SGD", "adafactor": "Adafactor"})),
+        _select("training.sharding", "Sharding", _choices(ShardingChoice)),
         _input("training.activation_checkpointing", "Activation checkpointing", kind="bool"),
     ])
     inference = "".join([
@@ -155,8 +172,9 @@ def _form() -> str:
         _input("compute.total_tflop", "Work [TFLOP]"),
         _input("compute.total_gb_moved", "Memory traffic [GB]"),
         _input("compute.memory_gb", "Working set [GB]"),
-        _select("compute.fp64_units", "FP64 units", [("vector", "vector (stencils, CFD)"),
-                                                     ("matrix", "matrix (DGEMM, HPL)")]),
+        _select("compute.fp64_units", "FP64 units",
+                _choices(Fp64Units, {"vector": "vector (stencils, CFD)",
+                                     "matrix": "matrix (DGEMM, HPL)"})),
     ])
     constraints = "".join([
         _input("constraints.max_gpus", "Max GPUs", kind="int", step="1"),
@@ -164,8 +182,8 @@ def _form() -> str:
         _input("constraints.budget_usd", "Budget [USD]"),
         _input("constraints.max_usd_per_hour", "Max price [USD/hour]"),
         _input("constraints.deadline_hours", "Deadline [hours]"),
-        _select("constraints.deployment", "Deployment", _NONE + [
-            ("cloud", "cloud"), ("on_prem", "on premises"), ("edge", "edge")]),
+        _select("constraints.deployment", "Deployment",
+                _NONE + _choices(Deployment, {"on_prem": "on premises"})),
         _input("constraints.vendors", "Vendors (comma-separated)", kind="list",
                help_text="e.g. NVIDIA, AMD; empty = any"),
     ])

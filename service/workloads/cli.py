@@ -7,12 +7,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 from sqlmodel import Session
 
 from service.common import utcnow
+from service.engine.recommend_types import Objective
 from service.errors import ProblemError
 
 
@@ -23,7 +24,7 @@ def add_recommend_parser(sub: Any) -> None:
                     "workload's body, without `limit`, works too); options override its "
                     "`objective` and `limit`.")
     p.add_argument("workload", help="Path to a workload JSON file ('-' for standard input)")
-    p.add_argument("--objective", choices=["cost", "time", "balanced", "energy"],
+    p.add_argument("--objective", choices=get_args(Objective),
                    help="Default: the body's objective")
     p.add_argument("--limit", type=int, default=None, help="Default: the body's limit (10)")
     p.add_argument("--format", choices=["table", "json"], default="table")

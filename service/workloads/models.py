@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlalchemy import JSON, Column, ForeignKey, String, UniqueConstraint
@@ -11,11 +11,11 @@ from sqlmodel import Field as SQLField
 from sqlmodel import SQLModel
 
 from service.common import utcnow
+from service.engine.recommend_types import Deployment, Objective, Pricing
+from service.engine.types import FormFactor
 from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
-Objective = Literal["cost", "time", "balanced", "energy"]
-PricingKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)
 
 
@@ -40,10 +40,10 @@ class ConstraintsIn(BaseModel):
         default=None, max_length=20,
         description="Only these vendors, e.g. [\"NVIDIA\", \"AMD\"]; null = any",
     )
-    form_factors: list[Literal["sxm", "oam", "pcie", "workstation", "consumer", "edge"]] | None = (
-        Field(default=None, description="Only these form factors; null = any")
+    form_factors: list[FormFactor] | None = Field(
+        default=None, description="Only these form factors; null = any"
     )
-    deployment: Literal["cloud", "on_prem", "edge"] | None = Field(
+    deployment: Deployment | None = Field(
         default=None,
         description=(
             "cloud prices from hourly quotes; on_prem and edge from purchase quotes amortised "
@@ -59,7 +59,7 @@ class ConstraintsIn(BaseModel):
         default=None, max_length=200,
         description="Only quotes in these regions; null = any",
     )
-    pricing: list[PricingKind] | None = Field(
+    pricing: list[Pricing] | None = Field(
         default=None, description="Allowed pricing kinds; default on_demand + reserved"
     )
     budget_usd: float | None = Field(

@@ -13,6 +13,7 @@ from service.engine.recommend_types import (
     Candidate,
     CostBreakdown,
     Fabric,
+    Objective,
     Offer,
     Recommendation,
     RejectionCode,
@@ -29,7 +30,7 @@ from service.estimates.schemas import (
     estimate_data,
     fix_out,
 )
-from service.workloads.models import ConstraintsIn, Objective
+from service.workloads.models import ConstraintsIn
 
 
 class QuoteRef(BaseModel):

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 
 from service.common import NOT_MODIFIED, Offset, Page, as_utc, capped_limit, conditional_get, utcnow
 from service.db import SessionDep, reads_database_only
+from service.engine.recommend_types import Objective
 from service.errors import responses
 from service.security import ReaderDep, SubmitterDep
 from service.workloads import examples, service
 from service.workloads.models import (
-    Objective,
     RecommendationQuery,
     RecommendationRun,
     RunRequest,

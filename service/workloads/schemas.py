@@ -8,14 +8,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from service.engine import validate_workload
 from service.engine.types import (
+    Communication,
+    ComputePrecision,
     ComputeSpec,
+    Fp64Units,
     GenericModel,
     InferenceSpec,
+    KvCachePrecision,
     ModelSpec,
+    Optimizer,
     Sharding,
     TrainingSpec,
     TransformerModel,
+    WeightPrecision,
     Workload,
+    WorkloadKind,
 )
 from service.presets.catalog import PRESETS, unknown_preset_message
 from service.text import no_control_chars
@@ -23,6 +30,8 @@ from service.text import no_control_chars
 MAX_PARAMS = 1e14
 MAX_TOKENS = 1e16
 MAX_INT = 10_000_000
+ShardingChoice = Literal[Sharding, "fsdp"]
+"""The engine's sharding names, plus fsdp: the API's alias for zero3."""
 
 
 class WorkloadError(Exception):
@@ -185,7 +194,7 @@ class TrainingInput(_Strict):
         default=None, ge=1, le=MAX_TOKENS,
         description="Dataset size [samples]; with epochs",
     )
-    optimizer: Literal["adamw", "sgd", "adafactor"] = Field(
+    optimizer: Optimizer = Field(
         default="adamw",
         description=(
             "Optimizer: adamw (two fp32 states per parameter), sgd (momentum), adafactor "
@@ -198,7 +207,7 @@ class TrainingInput(_Strict):
             "Recompute activations in the backward pass: less memory, about a third more compute"
         ),
     )
-    sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = Field(
+    sharding: ShardingChoice = Field(
         default="auto",
         description=(
             "How model states are split over data-parallel GPUs: auto picks the cheapest that "
@@ -342,7 +351,7 @@ class ComputeInput(_Strict):
     total_tflop: float = Field(gt=0, le=1e15, description="Work [TFLOP]")
     total_gb_moved: float = Field(default=0.0, ge=0, le=1e15, description="Memory traffic [GB]")
     memory_gb: float = Field(default=0.0, ge=0, le=1e9, description="Working set [GB]")
-    fp64_units: Literal["vector", "matrix"] = Field(
+    fp64_units: Fp64Units = Field(
         default="vector",
         description=(
             "Which FP64 units the code's FLOPs run on (fp64 precision only): vector = plain "
@@ -350,7 +359,7 @@ class ComputeInput(_Strict):
         ),
     )
 
-    communication: Literal["stencil", "allreduce", "none"] = Field(
+    communication: Communication = Field(
         default="stencil",
         description=(
             "What the GPUs exchange every step when the job is split: stencil = halos of a 3-D "
@@ -434,7 +443,7 @@ class WorkloadSpec(_Strict):
         extra="forbid", allow_inf_nan=False, json_schema_extra=cast(Any, {"examples": _EXAMPLES})
     )
 
-    kind: Literal["training", "inference", "compute"] = Field(
+    kind: WorkloadKind = Field(
         description=(
             "What is run: training, inference (serving), or compute (an HPC job given by its "
             "FLOPs and bytes)"
@@ -447,15 +456,15 @@ class WorkloadSpec(_Strict):
             "compute jobs"
         ),
     )
-    precision: Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"] = Field(
+    precision: ComputePrecision = Field(
         default="bf16",
         description="Arithmetic precision of the compute (tensor-core peak used)",
     )
-    weight_precision: Literal["int8", "int4"] | None = Field(
+    weight_precision: WeightPrecision | None = Field(
         default=None,
         description="Quantised weights (inference): int8 or int4; null = same as precision",
     )
-    kv_cache_precision: Literal["fp16", "bf16", "fp8", "int8"] | None = Field(
+    kv_cache_precision: KvCachePrecision | None = Field(
         default=None,
         description="KV-cache element type (inference); null = same as precision",
     )

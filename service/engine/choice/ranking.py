@@ -61,6 +61,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import get_args
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
@@ -99,7 +100,7 @@ BALANCED_COST_WEIGHT = bd.BALANCED_WEIGHT
 :mod:`bounds`, so scores and their bounds agree)."""
 REL_TIE = 1e-9
 """Relative rounding of scores before tie-breaking, so float noise never reorders results."""
-OBJECTIVES: tuple[Objective, ...] = ("cost", "time", "balanced", "energy")
+OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 PRUNED_OBJECTIVES: tuple[Objective, ...] = ("cost", "energy")
 """Objectives whose per-GPU best depends on that GPU's options alone (balanced needs every
 option's cost and time for its minima; time has no cheap bound), so counts whose lower bound

@@ -46,11 +46,13 @@
 
   function readForm() {
     const kind = $("#f-kind").value;
+    // The workload kinds, as the server rendered them from the request schema.
+    const kinds = Array.from($("#f-kind").options, (o) => o.value);
     const body = { name: $("#example").value || "ui", objective: $("#f-objective").value };
     $$("[data-path]", form).forEach((el) => {
       const path = el.dataset.path;
       const section = path.split(".")[0];
-      if (["training", "inference", "compute"].includes(section) && section !== kind) return;
+      if (kinds.includes(section) && section !== kind) return;
       if (path === "objective") return;
       let value;
       if (el.dataset.type === "bool") value = el.checked;
