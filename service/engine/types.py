@@ -133,6 +133,9 @@ class GenericModel:
     layers: int | None = None
     """Weighted layers (convolutions + fully connected): kernels per forward pass; None = a
     ResNet-50-deep network (:data:`constants.GENERIC_DEFAULT_LAYERS`)."""
+    layer_table: str | None = None
+    """Name of the network's layer table (:data:`service.engine.physics.cnn.LAYER_TABLES`):
+    timed layer by layer; None = the aggregate path (forward FLOPs and activation bytes)."""
 
 
 ModelSpec = TransformerModel | GenericModel
@@ -153,6 +156,10 @@ class TrainingSpec:
     activation_checkpointing: bool = False
     sharding: Sharding = "auto"
     flash_attention: bool = True
+    input_samples_per_s_per_gpu: float | None = None
+    """Host/input-pipeline ceiling: the most samples per second the data loader (decode,
+    augmentation, host-to-device copy) feeds one GPU [samples/s]; None = no ceiling (the GPU
+    is never starved)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,9 @@ class InferenceSpec:
     """Mean real (unpadded) tokens per sample when the runtime batches without padding
     (TensorRT / FasterTransformer remove-padding kernels); work is counted on these, memory
     is still sized for ``prompt_tokens``. None = padded (every sample costs prompt_tokens)."""
+    input_samples_per_s_per_gpu: float | None = None
+    """Host/input-pipeline ceiling for generic networks (CNNs): the most samples per second
+    the host's preprocessing (decode, resize, copy) feeds one GPU [samples/s]; None = none."""
 
 
 @dataclass(frozen=True)
