@@ -412,6 +412,17 @@ CNN_WINOGRAD_FLOP_FACTOR = _const(
     "Networks', sec. 4); cuDNN uses it (WINOGRAD / WINOGRAD_NONFUSED) for 3x3 stride-1 "
     "convolutions on CUDA cores; the transforms' extra work is left in the efficiency",
 )
+CNN_LAYOUT_TRANSPOSE_PASSES = _const(
+    "cnn_layout_transpose_passes",
+    2.0,
+    "passes over each activation operand of a tensor-core conv GEMM (NCHW training)",
+    "tensor-core convolutions run on NHWC data; with NCHW tensors cuDNN transposes each "
+    "activation operand in and the result back (nchwToNhwc / nhwcToNchw kernels: read and "
+    "write the tensor once each), which channels_last avoids (PyTorch tutorial 'Channels "
+    "Last Memory Format in PyTorch'; cuDNN developer guide, tensor-core layouts). NVIDIA's "
+    "DeepLearningExamples run AMP ResNet-50 with memory_format nhwc (ConvNets/configs.yml); "
+    "Lambda's benchmark logs show memory_format nchw",
+)
 GENERIC_DEFAULT_LAYERS = 50
 """Kernels per forward pass assumed for a generic network that does not give its layer count
 (ResNet-50 depth)."""
@@ -610,6 +621,7 @@ TRAINING_KEYS = (
     "cnn_relu_backward_passes",
     "cnn_residual_add_passes",
     "cnn_winograd_flop_factor",
+    "cnn_layout_transpose_passes",
 )
 INFERENCE_KEYS = (
     "quant_scale_overhead",

@@ -15,6 +15,7 @@ Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
 WorkloadKind = Literal["training", "inference", "compute"]
 Optimizer = Literal["adamw", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
+MemoryFormat = Literal["nchw", "nhwc"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
 Communication = Literal["stencil", "allreduce", "none"]
 FixKind = Literal[
@@ -156,6 +157,9 @@ class TrainingSpec:
     activation_checkpointing: bool = False
     sharding: Sharding = "auto"
     flash_attention: bool = True
+    memory_format: MemoryFormat = "nchw"
+    """CNN activation layout: nchw (PyTorch's default) or nhwc (``channels_last``). Tensor-core
+    convolutions work in NHWC, so NCHW training pays layout transposes around each one."""
     input_samples_per_s_per_gpu: float | None = None
     """Host/input-pipeline ceiling: the most samples per second the data loader (decode,
     augmentation, host-to-device copy) feeds one GPU [samples/s]; None = no ceiling (the GPU

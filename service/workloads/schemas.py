@@ -209,6 +209,23 @@ class TrainingInput(_Strict):
         default=True,
         description="Fused attention kernels (no materialised attention matrix)",
     )
+    memory_format: Literal["nchw", "nhwc"] = Field(
+        default="nchw",
+        description=(
+            "CNN activation layout: nchw (PyTorch's default) or nhwc (channels_last). "
+            "Tensor-core convolutions work in NHWC, so NCHW mixed-precision training pays a "
+            "layout transpose around every convolution; ignored for transformers"
+        ),
+    )
+    input_samples_per_s_per_gpu: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description=(
+            "Host/input-pipeline ceiling [samples/s per GPU]: the most samples per second the "
+            "data loader (storage reads, JPEG decode, augmentation, host-to-device copy) feeds "
+            "one GPU; a node's figure divided by its GPUs. A step never runs faster than its "
+            "samples at this rate. Null = no ceiling (synthetic or pre-loaded data)"
+        ),
+    )
 
     def to_engine(self) -> TrainingSpec:
         sharding: Sharding = "zero3" if self.sharding == "fsdp" else self.sharding
@@ -223,6 +240,8 @@ class TrainingInput(_Strict):
             activation_checkpointing=self.activation_checkpointing,
             sharding=sharding,
             flash_attention=self.flash_attention,
+            memory_format=self.memory_format,
+            input_samples_per_s_per_gpu=self.input_samples_per_s_per_gpu,
         )
 
 
@@ -272,6 +291,15 @@ class InferenceInput(_Strict):
             "padding (TensorRT / FasterTransformer remove-padding, variable-length attention). "
             "Work is counted on these, memory is still sized for prompt_tokens. Transformer "
             "models only; at most prompt_tokens. Null = padded: every sample costs prompt_tokens."
+        ),
+    )
+
+    input_samples_per_s_per_gpu: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description=(
+            "Host/input-pipeline ceiling for generic networks (CNNs, detectors) [samples/s per "
+            "GPU]: the most images per second the host's preprocessing (decode, resize, copy) "
+            "feeds one GPU; a node's figure divided by its GPUs. Null = no ceiling"
         ),
     )
 

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from service.engine import constants as c
 from service.engine.physics import kernels
-from service.engine.types import GenericModel
+from service.engine.types import GenericModel, MemoryFormat
 
 Timing = tuple[float, float, float]
 """(compute_s, memory_s, total_s): sums of the kernels' compute and memory times, and the sum
@@ -103,7 +103,7 @@ def table_of(model: GenericModel) -> tuple[Layer, ...] | None:
 def forward_flops(layers: tuple[Layer, ...]) -> float:
     """Forward FLOPs of one sample through the table's convolutions [FLOP] (1 MAC = 2)."""
     return sum(
-        2.0 * l.size_out**2 * l.c_out * l.c_in * l.kernel**2 for l in layers if l.kind == "conv"
+        2.0 * x.size_out**2 * x.c_out * x.c_in * x.kernel**2 for x in layers if x.kind == "conv"
     )
 
 
@@ -193,17 +193,19 @@ def _elementwise_passes(layer: Layer, training: bool, recompute: bool) -> float:
     return (2.0 if recompute else 1.0) * fwd + bwd
 
 
-def _kernels(layer: Layer, training: bool, recompute: bool) -> float:
-    """Kernels the layer launches: the GEMMs and one per elementwise op (inference: the conv
-    with its fused epilogue, or the pool)."""
+def _kernels(layer: Layer, training: bool, recompute: bool, transpose: bool) -> float:
+    """Kernels the layer launches: the GEMMs and one per elementwise op, two layout
+    transposes per GEMM in NCHW training (inference: the conv with its fused epilogue, or
+    the pool)."""
     if layer.kind == "pool":
         return 2.0 + (1.0 if recompute else 0.0) if training else 1.0
     if not training:
         return 1.0
     ops = float(layer.bn) + float(layer.add) + float(layer.relu)
-    fwd = 1.0 + ops
-    bwd = 1.0 + float(layer.grad_input) + ops
-    return (2.0 if recompute else 1.0) * fwd + bwd
+    gemms_fwd, gemms_bwd = 1.0, 1.0 + float(layer.grad_input)
+    if transpose:
+        gemms_fwd, gemms_bwd = 3.0 * gemms_fwd, 3.0 * gemms_bwd
+    return (2.0 if recompute else 1.0) * (gemms_fwd + ops) + gemms_bwd + ops
 
 
 class Net:
@@ -211,17 +213,23 @@ class Net:
     inference forward pass for any batch."""
 
     def __init__(self, layers: tuple[Layer, ...], dev: kernels.Device, act_b: float,
-                 w_b: float, *, training: bool, recompute: bool = False) -> None:
+                 w_b: float, *, training: bool, recompute: bool = False,
+                 memory_format: MemoryFormat = "nhwc") -> None:
         rate = dev.conv_flops_s if training else dev.conv_inference_flops_s
         self.dev = replace(dev, matrix_flops_s=rate)
         self.training, self.recompute, self.act_b = training, recompute, act_b
+        # NCHW tensors around tensor-core convolutions: each GEMM's activation operands are
+        # transposed in and its result back (training only: TensorRT picks its own layouts)
+        self.transpose = (c.CNN_LAYOUT_TRANSPOSE_PASSES
+                          if training and dev.tensor and memory_format == "nchw" else 0.0)
         self.layers = tuple(
             (layer, count, _ConvOps(layer, self.dev, act_b, w_b, training)
              if layer.kind == "conv" else None)
             for layer, count in _grouped(layers)
         )
         self.kernels_s = dev.kernel_s * sum(
-            count * _kernels(layer, training, recompute) for layer, count, _ in self.layers)
+            count * _kernels(layer, training, recompute, self.transpose > 0)
+            for layer, count, _ in self.layers)
         self.flops = forward_flops(layers)
         # bytes per sample every schedule moves at least: each conv's input and output once
         self.floor_bytes = sum(
@@ -252,6 +260,11 @@ class Net:
                 k0, k1, kt = k0 + w0, k1 + w1, kt + max(w0, w1)
                 passes = _elementwise_passes(layer, True, self.recompute)
                 extra = passes * b * ops.out_el * act_b / dev.bytes_s
+                if self.transpose:
+                    # both activation operands of forward, data- and weight-gradient GEMMs
+                    gemms = fwd_passes + 1.0 + float(ops.dgrad is not None)
+                    io = b * (ops.in_el + ops.out_el) * act_b
+                    extra += self.transpose * gemms * io / dev.bytes_s
             elif layer.add:  # TensorRT reads the shortcut in the conv's epilogue
                 extra = b * ops.out_el * act_b / dev.bytes_s
             compute += k0 * count
@@ -304,12 +317,15 @@ class Aggregate:
 
 
 def network(model: GenericModel, dev: kernels.Device, act_b: float, w_b: float, *,
-            training: bool, recompute: bool = False) -> Net | Aggregate:
-    """The per-layer :class:`Net` when the model has a layer table, else :class:`Aggregate`."""
+            training: bool, recompute: bool = False,
+            memory_format: MemoryFormat = "nhwc") -> Net | Aggregate:
+    """The per-layer :class:`Net` when the model has a layer table, else :class:`Aggregate`
+    (which has no layout term: its traffic is scaled from the activation size alone)."""
     layers = table_of(model)
     if layers is None:
         return Aggregate(model, dev, act_b, w_b, training=training, recompute=recompute)
-    return Net(layers, dev, act_b, w_b, training=training, recompute=recompute)
+    return Net(layers, dev, act_b, w_b, training=training, recompute=recompute,
+               memory_format=memory_format)
 
 
 def input_floor_s(samples: float, samples_per_s: float | None) -> float:

@@ -172,8 +172,11 @@ class MicroStep:
     def _generic(self, model: GenericModel, micro: int) -> tuple[float, float, float]:
         net = self._net
         if net is None:
+            spec = self.workload.training
+            assert spec is not None
             net = self._net = cnn.network(model, self.dev, self.act_b, self.act_b,
-                                          training=True, recompute=self.recompute)
+                                          training=True, recompute=self.recompute,
+                                          memory_format=spec.memory_format)
         return net.time(micro)
 
 
