@@ -162,7 +162,8 @@ EFF_NON_TENSOR = _const(
     0.86,
     "fraction of fp32/fp64 vector peak",
     "SGEMM/DGEMM on CUDA cores reach 70-90% of peak at boost, ~90% of the clock they hold; "
-    "set by CALIBRATION.md row 4 (ResNet-50 FP32 training on V100, 367 img/s)",
+    "set by CALIBRATION.md row 4 (ResNet-50 FP32 training on V100, 367 img/s, each layer's "
+    "GEMMs timed by tile waves, 3x3 convolutions as Winograd)",
 )
 EFF_FP64_TENSOR = _const(
     "efficiency_fp64_tensor",
@@ -258,8 +259,9 @@ CONV_EFFICIENCY = _const(
     "conv_efficiency",
     0.52,
     "fraction of the sustained-clock tensor peak",
-    "cuDNN implicit-GEMM convolutions over ResNet-class channel counts; set by CALIBRATION.md "
-    "row 3 (ResNet-50 AMP training, 1x A100-80GB, 2,470 img/s)",
+    "share of the tensor peak a well-shaped cuDNN implicit-GEMM convolution tile reaches "
+    "(partial tiles and waves are counted per layer by the tile model); set by CALIBRATION.md "
+    "row 3 (ResNet-50 AMP channels-last training, 1x A100-80GB, 2,470 img/s)",
 )
 CONV_INFERENCE_EFFICIENCY = _const(
     "conv_inference_efficiency",
