@@ -235,42 +235,60 @@ class Net:
         self.floor_bytes = sum(
             (ops.in_el + ops.out_el) * act_b * count
             for _, count, ops in self.layers if ops is not None)
-
-    def time(self, batch: float) -> Timing:
-        """(compute_s, memory_s, total_s) of one training micro-step (forward, backward and
-        a recomputed forward with checkpointing) or one inference forward of ``batch``."""
-        dev, b, act_b = self.dev, float(batch), self.act_b
-        compute = memory = total = 0.0
-        fwd_passes = 2.0 if self.training and self.recompute else 1.0
+        fwd_passes = 2.0 if training and recompute else 1.0
+        self._fwd_passes = fwd_passes
+        # memory-bound seconds per sample outside the GEMMs: pools, and per conv its batch
+        # norm / ReLU / residual passes and layout transposes (training) or the shortcut read
+        # fused into its epilogue (inference)
+        self._pool_s = 0.0
+        convs: list[tuple[float, _ConvOps, float, float]] = []
         for layer, count, ops in self.layers:
-            if ops is None:  # pooling: read the input, write the output (and back)
-                nbytes = b * layer.c_in * (layer.size_in**2 + layer.size_out**2) * act_b
-                pool_s = nbytes * (fwd_passes + 1.0 if self.training else 1.0) / dev.bytes_s
-                memory += pool_s * count
-                total += pool_s * count
+            if ops is None:
+                nbytes = layer.c_in * (layer.size_in**2 + layer.size_out**2) * act_b
+                self._pool_s += count * nbytes * (fwd_passes + 1.0 if training else 1.0)
                 continue
-            k0, k1 = ops.fwd.time(b * layer.size_out**2)
-            k0, k1, kt = fwd_passes * k0, fwd_passes * k1, fwd_passes * max(k0, k1)
-            extra = 0.0
-            if self.training:
-                if ops.dgrad is not None:
-                    d0, d1 = ops.dgrad.time(b * layer.size_in**2)
-                    k0, k1, kt = k0 + d0, k1 + d1, kt + max(d0, d1)
-                w0, w1 = ops.wgrad_time(dev, b)
-                k0, k1, kt = k0 + w0, k1 + w1, kt + max(w0, w1)
-                passes = _elementwise_passes(layer, True, self.recompute)
-                extra = passes * b * ops.out_el * act_b / dev.bytes_s
+            if training:
+                extra = _elementwise_passes(layer, True, recompute) * ops.out_el * act_b
                 if self.transpose:
                     # both activation operands of forward, data- and weight-gradient GEMMs
                     gemms = fwd_passes + 1.0 + float(ops.dgrad is not None)
-                    io = b * (ops.in_el + ops.out_el) * act_b
-                    extra += self.transpose * gemms * io / dev.bytes_s
-            elif layer.add:  # TensorRT reads the shortcut in the conv's epilogue
-                extra = b * ops.out_el * act_b / dev.bytes_s
+                    extra += self.transpose * gemms * (ops.in_el + ops.out_el) * act_b
+            else:
+                extra = ops.out_el * act_b if layer.add else 0.0
+            convs.append((float(count), ops, float(layer.size_out**2), extra))
+        self._pool_s /= dev.bytes_s
+        self._convs = tuple(convs)
+        self._times: dict[float, Timing] = {}
+
+    def time(self, batch: float) -> Timing:
+        """(compute_s, memory_s, total_s) of one training micro-step (forward, backward and
+        a recomputed forward with checkpointing) or one inference forward of ``batch``
+        (memoized per batch: the serving batch search and every GPU count ask again)."""
+        found = self._times.get(batch)
+        if found is None:
+            found = self._times[batch] = self._time(float(batch))
+        return found
+
+    def _time(self, b: float) -> Timing:
+        dev, training, passes = self.dev, self.training, self._fwd_passes
+        bytes_s = dev.bytes_s
+        compute = 0.0
+        memory = total = b * self._pool_s
+        for count, ops, pixels, extra in self._convs:
+            k0, k1 = ops.fwd.time(b * pixels)
+            kt = k0 if k0 > k1 else k1
+            if training:
+                k0, k1, kt = passes * k0, passes * k1, passes * kt
+                if ops.dgrad is not None:
+                    d0, d1 = ops.dgrad.time(b * ops.layer.size_in**2)
+                    k0, k1, kt = k0 + d0, k1 + d1, kt + (d0 if d0 > d1 else d1)
+                w0, w1 = ops.wgrad_time(dev, b)
+                k0, k1, kt = k0 + w0, k1 + w1, kt + (w0 if w0 > w1 else w1)
+            extra_s = b * extra / bytes_s
             compute += k0 * count
-            memory += (k1 + extra) * count
-            total += (kt + extra) * count
-        if not self.training:
+            memory += (k1 + extra_s) * count
+            total += (kt + extra_s) * count
+        if not training:
             # TensorRT runs the engine's layers back to back in one CUDA graph with several
             # batches in flight, so memory-bound and compute-bound layers overlap: the
             # larger total bounds throughput, as for one fused kernel

@@ -248,7 +248,7 @@ class ServingModel:
         self.fixed_s = 0.0
         self.per_seq_s = 0.0  # decoders only: the runtime's per-sequence work per iteration
         if isinstance(model, GenericModel):
-            self._init_generic(model)
+            self._init_generic(model, memo)
             return
         self.h, self.layers = model.hidden_size, model.layers
         self.ops = tops.layer_ops(model, dev, tp, self.act_b, self.wbpp, memo)
@@ -279,8 +279,10 @@ class ServingModel:
         self.fixed_s = c.STEP_OVERHEAD_S
         self.per_seq_s = c.SEQUENCE_STEP_OVERHEAD_S
 
-    def _init_generic(self, model: GenericModel) -> None:
-        self.cnn = cnn.network(model, self.dev, self.act_b, self.wbpp, training=False)
+    def _init_generic(self, model: GenericModel, memo: Memo | None) -> None:
+        key = (model, self.dev, self.act_b, self.wbpp)
+        self.cnn = memo_of(memo).get("cnn_inference", key, lambda: cnn.network(
+            model, self.dev, self.act_b, self.wbpp, training=False))
         self.fixed_s = self.cnn.kernels_s
 
     # ------------------------------------------------------------------ pieces
