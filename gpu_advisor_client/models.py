@@ -66,6 +66,8 @@ class TrainingIn(_Request):
     activation_checkpointing: bool = False
     sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
     flash_attention: bool = True
+    memory_format: Literal["nchw", "nhwc"] = "nchw"
+    input_samples_per_s_per_gpu: float | None = None
 
 
 class InferenceIn(_Request):
@@ -79,6 +81,7 @@ class InferenceIn(_Request):
     max_num_seqs: int | None = None
     """The runtime's cap on sequences per replica (vLLM max_num_seqs); None: its default."""
     effective_prompt_tokens: int | None = None
+    input_samples_per_s_per_gpu: float | None = None
 
 
 class ComputeIn(_Request):
