@@ -7,8 +7,11 @@ import pytest
 from service.engine import validate_workload
 from service.engine.physics import cnn, kernels
 from service.engine.physics.estimate import estimate, workload_rate
+from service.engine.physics.serving import ServingModel
+from service.engine.physics.training import training_floor_flops, training_floor_rate
 from service.engine.types import (
     GenericModel,
+    GpuSpec,
     InferenceSpec,
     MemoryFormat,
     Precision,
@@ -139,3 +142,19 @@ def test_generic_model_without_a_table_keeps_the_aggregate_path() -> None:
                    training=TrainingSpec(batch_size=256, samples=1e6, optimizer="sgd"))
     speed = estimate(job, H100_SXM, 1).samples_per_s
     assert speed is not None and speed > 0
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [(H100_SXM, "fp16"), (V100, "fp32")])
+def test_lower_bounds_stay_below_the_layer_model(gpu: GpuSpec, precision: Precision) -> None:
+    """The ranking prunes on FLOPs at the fastest kernel rate: the layer table's GEMM FLOPs
+    (Winograd counted) must never exceed what the layer model times, FP32 included."""
+    job = _train("nhwc", precision)
+    rate = workload_rate(job, gpu)
+    assert rate is not None
+    floor_s = training_floor_flops(job) / training_floor_rate(job, gpu, rate)
+    plan = estimate(job, gpu, 1)
+    assert plan.step_time_ms is not None
+    assert floor_s * 1e3 <= plan.step_time_ms
+    served = ServingModel(_serve(), gpu, rate, 1, 0.0)
+    per_sample = served.timing(256).ttft_s / 256
+    assert served.request_floor_s() <= per_sample

@@ -25,6 +25,7 @@ Units: seconds [s], bytes [B], FLOP.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -105,6 +106,36 @@ def forward_flops(layers: tuple[Layer, ...]) -> float:
     return sum(
         2.0 * x.size_out**2 * x.c_out * x.c_in * x.kernel**2 for x in layers if x.kind == "conv"
     )
+
+
+def _gemm_flops(layers: tuple[Layer, ...], *, training: bool, share: Callable[[Layer], float],
+                recompute: bool = False) -> float:
+    """FLOPs per sample of the table's GEMMs: forward (twice with recomputation), and in
+    training the weight gradient and the data gradient (none for the first layer, whose input
+    is the image); each layer's FLOPs scaled by ``share`` (Winograd)."""
+    total = 0.0
+    for x in layers:
+        if x.kind != "conv":
+            continue
+        gemms = 1.0
+        if training:
+            gemms = (2.0 if recompute else 1.0) + 1.0 + float(x.grad_input)
+        total += gemms * 2.0 * x.size_out**2 * x.c_out * x.c_in * x.kernel**2 * share(x)
+    return total
+
+
+def training_floor_flops(model: GenericModel) -> float | None:
+    """FLOPs per training sample no GPU runs fewer of (no recomputation): every GEMM of the
+    layer table, 3x3 stride-1 convolutions at the Winograd share; None without a table."""
+    layers = table_of(model)
+    if layers is None:
+        return None
+
+    def share(x: Layer) -> float:
+        winograd = x.kernel == 3 and x.size_in == x.size_out
+        return c.CNN_WINOGRAD_FLOP_FACTOR if winograd else 1.0
+
+    return _gemm_flops(layers, training=True, share=share)
 
 
 def _grouped(layers: tuple[Layer, ...]) -> tuple[tuple[Layer, int], ...]:
@@ -230,7 +261,10 @@ class Net:
         self.kernels_s = dev.kernel_s * sum(
             count * _kernels(layer, training, recompute, self.transpose > 0)
             for layer, count, _ in self.layers)
-        self.flops = forward_flops(layers)
+        # forward FLOPs per sample this device runs (Winograd on CUDA cores): the serving
+        # model's lower bounds divide them by the rate
+        self.flops = _gemm_flops(layers, training=False,
+                                 share=lambda x: winograd_factor(x, dev))
         # bytes per sample every schedule moves at least: each conv's input and output once
         self.floor_bytes = sum(
             (ops.in_el + ops.out_el) * act_b * count

@@ -204,10 +204,14 @@ def training_floor_rate(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> flo
 def training_floor_flops(workload: Workload) -> float:
     """FLOPs of one step that some GEMM, attention or conv kernel must run (no recomputation):
     :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
-    table lookup, not a GEMM."""
-    flops = training_flops_per_step(workload, False)
+    table lookup, not a GEMM; CNNs with a layer table: :func:`cnn.training_floor_flops`."""
     model, spec = workload.model, workload.training
     assert model is not None and spec is not None
+    if isinstance(model, GenericModel):
+        per_sample = cnn.training_floor_flops(model)
+        if per_sample is not None:  # the layer table's GEMMs (Winograd where it can run)
+            return per_sample * spec.batch_size
+    flops = training_flops_per_step(workload, False)
     if isinstance(model, TransformerModel):
         tokens = float(spec.batch_size * (spec.seq_len or 1))
         flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * model.vocab_size * model.hidden_size * tokens
