@@ -71,6 +71,8 @@ class TrainingIn(_Request):
     activation_checkpointing: bool = False
     sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
     flash_attention: bool = True
+    memory_format: Literal["nchw", "nhwc"] = "nchw"
+    input_samples_per_s_per_gpu: float | None = None
 
 
 class InferenceIn(_Request):
@@ -87,6 +89,7 @@ class InferenceIn(_Request):
     tensor_parallel: int | None = None
     pipeline_parallel: int | None = None
     """A pinned TP / PP split per replica; None: the engine's best split."""
+    input_samples_per_s_per_gpu: float | None = None
 
 
 class ComputeIn(_Request):

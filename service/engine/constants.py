@@ -159,10 +159,11 @@ RUNTIME_LARGE_GPU_GIB = _const(
 # ------------------------------------------------------------- efficiency
 EFF_NON_TENSOR = _const(
     "efficiency_non_tensor",
-    0.90,
+    0.86,
     "fraction of fp32/fp64 vector peak",
     "SGEMM/DGEMM on CUDA cores reach 70-90% of peak at boost, ~90% of the clock they hold; "
-    "set by CALIBRATION.md row 4 (ResNet-50 FP32 training on V100, 367 img/s)",
+    "set by CALIBRATION.md row 4 (ResNet-50 FP32 training on V100, 367 img/s, each layer's "
+    "GEMMs timed by tile waves, 3x3 convolutions as Winograd)",
 )
 EFF_FP64_TENSOR = _const(
     "efficiency_fp64_tensor",
@@ -281,14 +282,15 @@ TRAINING_HOURS_LOST_PER_INTERRUPTION = _const(
 )
 CONV_EFFICIENCY = _const(
     "conv_efficiency",
-    0.43,
+    0.52,
     "fraction of the sustained-clock tensor peak",
-    "cuDNN implicit-GEMM convolutions over ResNet-class channel counts; set by CALIBRATION.md "
-    "row 3 (ResNet-50 AMP training, 1x A100-80GB, 2,470 img/s)",
+    "share of the tensor peak a well-shaped cuDNN implicit-GEMM convolution tile reaches "
+    "(partial tiles and waves are counted per layer by the tile model); set by CALIBRATION.md "
+    "row 3 (ResNet-50 AMP channels-last training, 1x A100-80GB, 2,470 img/s)",
 )
 CONV_INFERENCE_EFFICIENCY = _const(
     "conv_inference_efficiency",
-    0.53,
+    0.62,
     "fraction of the sustained-clock tensor peak",
     "TensorRT inference convolutions (forward only, batch norm folded, activations fused into "
     "the epilogue, tuned tactics) reach more of peak than cuDNN training convolutions (data "
@@ -393,6 +395,63 @@ CNN_ELEMENTWISE_PASSES_INFERENCE = _const(
     0.0,
     "tensor passes per conv output (forward, inference)",
     "TensorRT folds batch norm into the convolution and fuses ReLU/add into its epilogue",
+)
+CNN_BN_FORWARD_PASSES = _const(
+    "cnn_bn_forward_passes",
+    3.0,
+    "passes over the conv output (training forward)",
+    "PyTorch's training batch norm reads its input once for the batch statistics "
+    "(batch_norm_collect_statistics) and once more to normalize it while writing the output "
+    "(batch_norm_elemt): 1 + 2 (aten/src/ATen/native/cuda/Normalization.cuh)",
+)
+CNN_BN_BACKWARD_PASSES = _const(
+    "cnn_bn_backward_passes",
+    5.0,
+    "passes over the conv output (training backward)",
+    "batch_norm_backward_reduce reads the saved input and the output gradient (2); "
+    "batch_norm_backward_elemt reads both again and writes the input gradient (3) "
+    "(aten/src/ATen/native/cuda/Normalization.cuh)",
+)
+CNN_RELU_FORWARD_PASSES = _const(
+    "cnn_relu_forward_passes",
+    2.0,
+    "passes over the tensor (forward)",
+    "torchvision's nn.ReLU(inplace=True) reads and writes its tensor once",
+)
+CNN_RELU_BACKWARD_PASSES = _const(
+    "cnn_relu_backward_passes",
+    3.0,
+    "passes over the tensor (backward)",
+    "threshold_backward reads the incoming gradient and the saved output (the mask) and "
+    "writes the outgoing gradient",
+)
+CNN_ADD_PASSES = _const(
+    "cnn_residual_add_passes",
+    3.0,
+    "passes over the tensor (forward; the same again in backward)",
+    "torchvision's Bottleneck runs `out += identity` as its own kernel in eager mode: read "
+    "two tensors, write one; in backward autograd sums the shortcut's gradient with the main "
+    "branch's at the block input (read two, write one)",
+)
+CNN_WINOGRAD_FLOP_FACTOR = _const(
+    "cnn_winograd_flop_factor",
+    16.0 / 36.0,
+    "x direct-convolution FLOPs",
+    "Winograd F(2x2, 3x3) computes a 2x2 output tile of a 3x3 convolution with 16 "
+    "multiplies instead of 36 (Lavin & Gray 2016, 'Fast Algorithms for Convolutional Neural "
+    "Networks', sec. 4); cuDNN uses it (WINOGRAD / WINOGRAD_NONFUSED) for 3x3 stride-1 "
+    "convolutions on CUDA cores; the transforms' extra work is left in the efficiency",
+)
+CNN_LAYOUT_TRANSPOSE_PASSES = _const(
+    "cnn_layout_transpose_passes",
+    2.0,
+    "passes over each activation operand of a tensor-core conv GEMM (NCHW training)",
+    "tensor-core convolutions run on NHWC data; with NCHW tensors cuDNN transposes each "
+    "activation operand in and the result back (nchwToNhwc / nhwcToNchw kernels: read and "
+    "write the tensor once each), which channels_last avoids (PyTorch tutorial 'Channels "
+    "Last Memory Format in PyTorch'; cuDNN developer guide, tensor-core layouts). NVIDIA's "
+    "DeepLearningExamples run AMP ResNet-50 with memory_format nhwc (ConvNets/configs.yml); "
+    "Lambda's benchmark logs show memory_format nchw",
 )
 GENERIC_DEFAULT_LAYERS = 50
 """Kernels per forward pass assumed for a generic network that does not give its layer count
@@ -726,6 +785,13 @@ TRAINING_KEYS = (
     "cnn_stashed_tensors_per_conv",
     "cnn_conv_io_passes",
     "cnn_elementwise_passes_training",
+    "cnn_bn_forward_passes",
+    "cnn_bn_backward_passes",
+    "cnn_relu_forward_passes",
+    "cnn_relu_backward_passes",
+    "cnn_residual_add_passes",
+    "cnn_winograd_flop_factor",
+    "cnn_layout_transpose_passes",
 )
 INFERENCE_KEYS = (
     "quant_scale_overhead",

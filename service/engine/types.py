@@ -22,6 +22,7 @@ Interconnect = Literal["nvlink", "infinity_fabric", "pcie", "none"]
 WorkloadKind = Literal["training", "inference", "compute"]
 Optimizer = Literal["adamw", "sgd", "adafactor"]
 Sharding = Literal["auto", "none", "zero1", "zero2", "zero3"]
+MemoryFormat = Literal["nchw", "nhwc"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
 Communication = Literal["stencil", "allreduce", "none"]
 Fp64Units = Literal["vector", "matrix"]
@@ -141,6 +142,9 @@ class GenericModel:
     layers: int | None = None
     """Weighted layers (convolutions + fully connected): kernels per forward pass; None = a
     ResNet-50-deep network (:data:`constants.GENERIC_DEFAULT_LAYERS`)."""
+    layer_table: str | None = None
+    """Name of the network's layer table (:data:`service.engine.physics.cnn.LAYER_TABLES`):
+    timed layer by layer; None = the aggregate path (forward FLOPs and activation bytes)."""
 
 
 ModelSpec = TransformerModel | GenericModel
@@ -161,6 +165,13 @@ class TrainingSpec:
     activation_checkpointing: bool = False
     sharding: Sharding = "auto"
     flash_attention: bool = True
+    memory_format: MemoryFormat = "nchw"
+    """CNN activation layout: nchw (PyTorch's default) or nhwc (``channels_last``). Tensor-core
+    convolutions work in NHWC, so NCHW training pays layout transposes around each one."""
+    input_samples_per_s_per_gpu: float | None = None
+    """Host/input-pipeline ceiling: the most samples per second the data loader (decode,
+    augmentation, host-to-device copy) feeds one GPU [samples/s]; None = no ceiling (the GPU
+    is never starved)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +198,9 @@ class InferenceSpec:
     it; None = the engine's best split. Either given pins both (the other 1). A count too
     small for the pinned group, or a GPU whose node holds fewer GPUs than the TP degree, is
     judged on the engine's own splits."""
+    input_samples_per_s_per_gpu: float | None = None
+    """Host/input-pipeline ceiling for generic networks (CNNs): the most samples per second
+    the host's preprocessing (decode, resize, copy) feeds one GPU [samples/s]; None = none."""
 
 
 @dataclass(frozen=True)

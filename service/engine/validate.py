@@ -90,6 +90,9 @@ def _training_errors(workload: Workload, *, require_amount: bool) -> list[tuple[
         errors.append(
             ("training.tokens", "give tokens, samples, or epochs with dataset_samples")
         )
+    ceiling = spec.input_samples_per_s_per_gpu
+    if ceiling is not None and ceiling <= 0:
+        errors.append(("training.input_samples_per_s_per_gpu", "must be > 0"))
     if spec.tokens is not None and isinstance(workload.model, GenericModel):
         errors.append(("training.tokens", "tokens apply to transformers; use samples"))
     return errors
@@ -114,4 +117,12 @@ def _inference_errors(workload: Workload) -> list[tuple[str, str]]:
             )
     if spec.batch_size is not None and spec.batch_size < 1:
         errors.append(("inference.batch_size", "batch_size must be >= 1"))
+    ceiling = spec.input_samples_per_s_per_gpu
+    if ceiling is not None and isinstance(workload.model, TransformerModel):
+        errors.append((
+            "inference.input_samples_per_s_per_gpu",
+            "input_samples_per_s_per_gpu applies to generic networks (CNNs) only",
+        ))
+    if ceiling is not None and ceiling <= 0:
+        errors.append(("inference.input_samples_per_s_per_gpu", "must be > 0"))
     return errors

@@ -49,7 +49,7 @@ _PRESETS: tuple[Preset, ...] = (
         "resnet-50",
         "ResNet-50 v1.5",
         "cnn",
-        GenericModel(25.6e6, 8.2, 45.0, name="resnet-50", layers=54),
+        GenericModel(25.6e6, 8.2, 45.0, name="resnet-50", layers=54, layer_table="resnet-50"),
         "He et al. 2016 (arXiv:1512.03385) Table 1: 3.8-4.1 GMAC at 224x224; torchvision "
         "resnet50 weights: 25.6M params, 4.09 GMAC",
         "gflops_per_sample = 2 x 4.1 GMAC. activation_mb_per_sample ~45 MB at fp16 (batch 256 "

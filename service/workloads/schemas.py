@@ -218,6 +218,23 @@ class TrainingInput(_Strict):
         default=True,
         description="Fused attention kernels (no materialised attention matrix)",
     )
+    memory_format: Literal["nchw", "nhwc"] = Field(
+        default="nchw",
+        description=(
+            "CNN activation layout: nchw (PyTorch's default) or nhwc (channels_last). "
+            "Tensor-core convolutions work in NHWC, so NCHW mixed-precision training pays a "
+            "layout transpose around every convolution; ignored for transformers"
+        ),
+    )
+    input_samples_per_s_per_gpu: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description=(
+            "Host/input-pipeline ceiling [samples/s per GPU]: the most samples per second the "
+            "data loader (storage reads, JPEG decode, augmentation, host-to-device copy) feeds "
+            "one GPU; a node's figure divided by its GPUs. A step never runs faster than its "
+            "samples at this rate. Null = no ceiling (synthetic or pre-loaded data)"
+        ),
+    )
 
     def to_engine(self) -> TrainingSpec:
         sharding: Sharding = "zero3" if self.sharding == "fsdp" else self.sharding
@@ -232,6 +249,8 @@ class TrainingInput(_Strict):
             activation_checkpointing=self.activation_checkpointing,
             sharding=sharding,
             flash_attention=self.flash_attention,
+            memory_format=self.memory_format,
+            input_samples_per_s_per_gpu=self.input_samples_per_s_per_gpu,
         )
 
 
@@ -299,6 +318,14 @@ class InferenceInput(_Strict):
             "Pin the pipeline stages per replica [count]; null = the engine picks. Pinning "
             "either pins both (the other defaults to 1); a GPU count smaller than tensor x "
             "pipeline is judged on the engine's own splits"
+        ),
+    )
+    input_samples_per_s_per_gpu: float | None = Field(
+        default=None, gt=0, le=1e9,
+        description=(
+            "Host/input-pipeline ceiling for generic networks (CNNs, detectors) [samples/s per "
+            "GPU]: the most images per second the host's preprocessing (decode, resize, copy) "
+            "feeds one GPU; a node's figure divided by its GPUs. Null = no ceiling"
         ),
     )
 

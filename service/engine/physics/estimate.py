@@ -222,6 +222,14 @@ LOW_EFFICIENCY = 0.5
 """Parallel efficiency below which an estimate warns that most of the added GPUs idle."""
 
 
+def _input_bound(ceiling: float | None, per_gpu: float) -> list[str]:
+    """A warning when the stated host/input ceiling [samples/s per GPU] sets the speed."""
+    if ceiling is None or per_gpu < ceiling * 0.999:
+        return []
+    return [f"held at the stated input-pipeline ceiling of {ceiling:g} samples/s per GPU: "
+            "the GPUs wait for data"]
+
+
 def _scaling_warnings(scaled: scaling.ScaledTime) -> list[str]:
     if scaled.gpus == 1 or scaled.efficiency >= LOW_EFFICIENCY:
         return []
@@ -258,6 +266,7 @@ def _estimate_training(
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     step_s = step.total_s
     samples_s = _sustained_samples_s(workload, n, spec.batch_size / step_s, seq)
+    warnings += _input_bound(spec.input_samples_per_s_per_gpu, samples_s / n)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
     hours = _training_hours(workload, samples_s, seq)
     power = _power_w(gpu, n)
@@ -560,6 +569,7 @@ def _estimate_inference(
             f"{target:g}; needs ~{replicas_needed} replicas of "
             f"{placement.tp * placement.pp} GPU(s)"
         )
+    warnings += _input_bound(spec.input_samples_per_s_per_gpu, requests_s / n)
     dominant = timing.prefill
     if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
         dominant = timing.decode

@@ -10,7 +10,7 @@ import numpy as np
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import batched, kernels
+from service.engine.physics import batched, cnn, kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
@@ -263,7 +263,7 @@ class ServingModel:
         self.fixed_s = 0.0
         self.per_seq_s = 0.0  # decoders only: the runtime's per-sequence work per iteration
         if isinstance(model, GenericModel):
-            self._init_generic(model)
+            self._init_generic(model, memo)
             return
         self.h, self.layers = model.hidden_size, model.layers
         self.ops = tops.layer_ops(model, dev, tp, self.act_b, self.wbpp, memo)
@@ -294,16 +294,11 @@ class ServingModel:
         self.fixed_s = c.STEP_OVERHEAD_S
         self.per_seq_s = c.SEQUENCE_STEP_OVERHEAD_S
 
-    def _init_generic(self, model: GenericModel) -> None:
-        dev = self.dev
-        per_sample = model.activation_mb_per_sample * 1e6 * self.act_b / 2.0
-        conv_out = per_sample / c.CNN_STASHED_TENSORS_PER_CONV
-        self.conv_flops = model.gflops_per_sample * 1e9
-        self.conv_bytes = c.CNN_CONV_PASSES * conv_out
-        self.elementwise_bytes = c.CNN_ELEMENTWISE_PASSES_INFERENCE * conv_out
-        self.weights = model.params * self.wbpp
-        layers = model.layers or c.GENERIC_DEFAULT_LAYERS
-        self.fixed_s = layers * dev.kernel_s
+    def _init_generic(self, model: GenericModel, memo: Memo | None) -> None:
+        key = (model, self.dev, self.act_b, self.wbpp)
+        self.cnn = memo_of(memo).get("cnn_inference", key, lambda: cnn.network(
+            model, self.dev, self.act_b, self.wbpp, training=False))
+        self.fixed_s = self.cnn.kernels_s
 
     # ------------------------------------------------------------------ pieces
     def _comm(self, tokens: float) -> float:
@@ -345,12 +340,9 @@ class ServingModel:
         """(prefill, decode) phases for ``batch``, unboxed."""
         if not self.decoder:
             if isinstance(self.model, GenericModel):
-                b = float(batch)
-                conv_c = b * self.conv_flops / self.dev.conv_inference_flops_s
-                conv_m = (b * self.conv_bytes + self.weights) / self.dev.bytes_s
-                ew = b * self.elementwise_bytes / self.dev.bytes_s
-                total = max(conv_c, conv_m) + ew + self.fixed_s
-                return _phase(conv_c, conv_m + ew, total, 0.0), None
+                conv_c, conv_m, total = self.cnn.time(batch)
+                total = max(total, cnn.input_floor_s(batch, self.spec.input_samples_per_s_per_gpu))
+                return _phase(conv_c, conv_m, total, 0.0), None
             rows = batch * self.tokens
             return self._iteration(
                 rows, batch * self.prompt_attn, batch * self.prompt_attn_bytes, 0.0
@@ -471,7 +463,8 @@ class ServingModel:
         least this (tile and wave quantization and fixed costs only add)."""
         dev = self.dev
         if isinstance(self.model, GenericModel):
-            return max(self.conv_flops / dev.conv_inference_flops_s, self.conv_bytes / dev.bytes_s)
+            return max(self.cnn.flops / dev.conv_inference_flops_s,
+                       self.cnn.floor_bytes / dev.bytes_s)
         dense = self._per_token_gemm_flops() / dev.matrix_flops_s
         per_gpu_attn = self.layers * self.tp / dev.attention_flops_s
         if not self.decoder:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import kernels
+from service.engine.physics import cnn, kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import training_splits as splits
@@ -108,9 +108,9 @@ class MicroStep:
     Transformers: every layer's GEMMs (data and weight gradients in backward), flash attention
     (or the materialized scores' traffic without it), non-GEMM traffic and kernel costs
     (:class:`transformer_ops.LayerOps`), then the LM head and the loss over the vocabulary.
-    CNNs: convolutions at the conv rate (3x forward FLOPs) against their input/output bytes,
-    batch norm / ReLU traffic (:data:`constants.CNN_ELEMENTWISE_PASSES_TRAINING` per conv
-    output, x3 with backward), and a forward, data- and weight-gradient kernel per layer."""
+    CNNs: :mod:`cnn` (each layer's forward, data- and weight-gradient GEMMs, batch norm /
+    ReLU / residual traffic, kernel costs; the aggregate path for models without a layer
+    table)."""
 
     def __init__(
         self, workload: Workload, dev: kernels.Device, recompute: bool, memo: Memo
@@ -119,6 +119,7 @@ class MicroStep:
         self.act_b = mem.activation_bytes_per_element(workload.precision)
         self._memo: dict[tuple[int, int], tuple[float, float, float]] = {}
         self._ops: dict[int, LayerOps] = {}
+        self._net: cnn.Net | cnn.Aggregate | None = None
 
     def time(self, micro: int, tp: int) -> tuple[float, float, float]:
         """(compute_s, memory_s, total_s) of one micro-step: floats, kept in the shared cache
@@ -169,18 +170,14 @@ class MicroStep:
         return compute, memory + loss, total + loss
 
     def _generic(self, model: GenericModel, micro: int) -> tuple[float, float, float]:
-        dev = self.dev
-        passes = c.CNN_TRAIN_FLOPS_FACTOR + (1.0 if self.recompute else 0.0)
-        conv_out = model.activation_mb_per_sample * 1e6 * self.act_b / 2.0 / (
-            c.CNN_STASHED_TENSORS_PER_CONV)
-        flops = passes * model.gflops_per_sample * 1e9 * micro
-        conv_c = flops / dev.conv_flops_s
-        conv_m = passes * c.CNN_CONV_PASSES * conv_out * micro / dev.bytes_s
-        backward = c.BACKWARD_ELEMENTWISE_FACTOR + (1.0 if self.recompute else 0.0)
-        elementwise = (1.0 + backward) * c.CNN_ELEMENTWISE_PASSES_TRAINING * conv_out * micro
-        ew_s = elementwise / dev.bytes_s
-        launches = passes * 3.0 * (model.layers or c.GENERIC_DEFAULT_LAYERS) * dev.kernel_s
-        return conv_c, conv_m + ew_s, max(conv_c, conv_m) + ew_s + launches
+        net = self._net
+        if net is None:
+            spec = self.workload.training
+            assert spec is not None
+            net = self._net = cnn.network(model, self.dev, self.act_b, self.act_b,
+                                          training=True, recompute=self.recompute,
+                                          memory_format=spec.memory_format)
+        return net.time(micro)
 
 
 def training_device(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> kernels.Device:
@@ -222,10 +219,14 @@ def training_floor_rate(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> flo
 def training_floor_flops(workload: Workload) -> float:
     """FLOPs of one step that some GEMM, attention or conv kernel must run (no recomputation):
     :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
-    table lookup, not a GEMM."""
-    flops = training_flops_per_step(workload, False)
+    table lookup, not a GEMM; CNNs with a layer table: :func:`cnn.training_floor_flops`."""
     model, spec = workload.model, workload.training
     assert model is not None and spec is not None
+    if isinstance(model, GenericModel):
+        per_sample = cnn.training_floor_flops(model)
+        if per_sample is not None:  # the layer table's GEMMs (Winograd where it can run)
+            return per_sample * spec.batch_size
+    flops = training_flops_per_step(workload, False)
     if isinstance(model, TransformerModel):
         tokens = float(spec.batch_size * (spec.seq_len or 1))
         flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * model.vocab_size * model.hidden_size * tokens
@@ -546,4 +547,7 @@ def _step(
         tp_comm = per_layer * job.layers * accumulation
     exposed = max(0.0, tp_comm + dp_comm - c.BACKWARD_OVERLAP_FRACTION * compute_s)
     stall = max(0.0, total - max(compute_s, memory_s))
+    # a stated host/input ceiling: the GPU waits for its samples when the loader is slower
+    fed = cnn.input_floor_s(micro_batch * accumulation / tp, spec.input_samples_per_s_per_gpu)
+    stall += max(0.0, fed - (max(compute_s, memory_s) + stall + exposed))
     return compute_s, memory_s, tp_comm, dp_comm, exposed, stall
