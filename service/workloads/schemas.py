@@ -15,6 +15,7 @@ from service.engine.types import (
     GenericModel,
     InferenceSpec,
     KvCachePrecision,
+    MemoryFormat,
     ModelSpec,
     Optimizer,
     Sharding,
@@ -218,7 +219,7 @@ class TrainingInput(_Strict):
         default=True,
         description="Fused attention kernels (no materialised attention matrix)",
     )
-    memory_format: Literal["nchw", "nhwc"] = Field(
+    memory_format: MemoryFormat = Field(
         default="nchw",
         description=(
             "CNN activation layout: nchw (PyTorch's default) or nhwc (channels_last). "

@@ -31,6 +31,7 @@ from service.engine.types import (
     Fp64Units,
     Interconnect,
     KvCachePrecision,
+    MemoryFormat,
     Optimizer,
     WeightPrecision,
     WorkloadKind,
@@ -45,7 +46,8 @@ from tests.conftest import REPO_ROOT
 
 SOURCES: list[Any] = [
     Bound, Communication, ComputePrecision, Deployment, Fabric, FixKind, FormFactor, Fp64Units,
-    Freshness, HistoryEvent, ImportFormat, Interconnect, KvCachePrecision, Objective, Optimizer,
+    Freshness, HistoryEvent, ImportFormat, Interconnect, KvCachePrecision, MemoryFormat, Objective,
+    Optimizer,
     Pricing, RejectionCode, ShardingChoice, SortField, View, WarningCode, WeightPrecision,
     WorkloadKind,
 ]
@@ -59,6 +61,7 @@ SCHEMA_FIELDS: list[tuple[str, str, Any]] = [
     ("WorkloadSubmission", "objective", Objective),
     ("TrainingInput", "optimizer", Optimizer),
     ("TrainingInput", "sharding", ShardingChoice),
+    ("TrainingInput", "memory_format", MemoryFormat),
     ("ComputeInput", "fp64_units", Fp64Units),
     ("ComputeInput", "communication", Communication),
     ("ConstraintsIn", "form_factors", FormFactor),

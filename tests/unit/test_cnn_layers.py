@@ -100,7 +100,8 @@ def test_input_ceiling_caps_training_and_serving() -> None:
     free = estimate(_train(), H100_SXM, 2)
     capped = estimate(_train(ceiling=1000.0), H100_SXM, 2)
     assert free.samples_per_s is not None and free.samples_per_s > 2500
-    assert capped.samples_per_s == pytest.approx(2000.0)
+    # the ceiling caps the healthy step rate; the job's goodput (one GPU: 1 - 6e-6) follows
+    assert capped.samples_per_s == pytest.approx(2000.0, rel=1e-4)
     assert any("input-pipeline ceiling" in w for w in capped.warnings)
     assert not any("input-pipeline ceiling" in w for w in free.warnings)
     served = estimate(_serve(5000.0), H100_SXM, 1)
