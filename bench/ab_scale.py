@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from sqlmodel import Session
 from bench.bench_scale import build
 from bench.bench_http import WORKLOADS
-from service.config import Settings
-from service.db import make_engine
+from service.core.config import Settings
+from service.core.db import make_engine
 from service.workloads.models import RecommendationQuery
 import service.workloads.service as ws
 directory, n_gpus, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -25,12 +25,12 @@ from sqlalchemy import insert, select
 from sqlmodel import Session
 
 from bench.bench_http import WORKLOADS
+from service.app.seeding import seed
 from service.catalog.models import Gpu
-from service.config import Settings
-from service.db import make_engine
-from service.migrate import upgrade
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
 from service.quotes.models import Quote
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for, warm_up
 

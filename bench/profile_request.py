@@ -50,16 +50,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from bench import varied
+from service.app.seeding import seed
 from service.catalog.service import catalog_snapshot
-from service.common import utcnow
-from service.config import Settings
-from service.db import make_engine
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import CostSettings
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
-from service.migrate import upgrade
 from service.quotes.service import offer_snapshot
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.results import RecommendationResult, result_out
 from service.workloads.service import _constraints, _revision, offers_at, warm_up

@@ -17,17 +17,7 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import (
-    EntityTags,
-    SnapshotCache,
-    check_version,
-    database_key,
-    lock_row,
-    table_fingerprint,
-    utcnow,
-)
-from service.engine.types import GpuSpec
-from service.errors import (
+from service.core.errors import (
     Conflict,
     NotFound,
     PreconditionFailed,
@@ -35,7 +25,12 @@ from service.errors import (
     Unprocessable,
     field_error,
 )
-from service.text import is_clean
+from service.core.snapshots import SnapshotCache, database_key, table_fingerprint
+from service.core.tables import lock_row
+from service.core.text import is_clean
+from service.core.times import utcnow
+from service.engine.types import GpuSpec
+from service.http.etags import EntityTags, check_version
 
 SORTABLE = (
     "slug", "name", "vendor", "launch_year", "memory_gb", "memory_bandwidth_gb_s",

@@ -12,15 +12,15 @@ from typing import Any, get_args
 from pydantic import TypeAdapter, ValidationError
 from sqlmodel import Session
 
-from service.common import ObservedDate
-from service.errors import ProblemError
+from service.core.errors import ProblemError
+from service.core.times import ObservedDate
 
 
 def cmd_import_quotes(args: argparse.Namespace) -> int:
     import httpx
 
     from service.cli import _settings
-    from service.db import make_engine
+    from service.core.db import make_engine
     from service.quotes.imports import run_import
 
     if args.url:

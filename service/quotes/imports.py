@@ -19,8 +19,8 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from service.common import as_date, as_utc, utcnow
-from service.errors import Conflict, Unprocessable, field_error
+from service.core.errors import Conflict, Unprocessable, field_error
+from service.core.times import as_date, as_utc, utcnow
 from service.quotes.importers import (
     CatalogGpu,
     GpuMatcher,

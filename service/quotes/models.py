@@ -9,10 +9,11 @@ from pydantic import ConfigDict, field_validator, model_validator
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from service.common import ObservedDate, UtcDatetime, latest_today, utcnow
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+from service.core.text import no_control_chars
+from service.core.times import ObservedDate, UtcDatetime, latest_today, utcnow
 from service.engine.recommend_types import Fabric, Pricing
 from service.quotes.networks import fill_network
-from service.text import no_control_chars
 
 MAX_HOURLY_USD = 100_000.0
 """No rentable instance costs more than this per hour (the largest list at ~$100)."""

@@ -10,17 +10,7 @@ from sqlalchemy import func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.common import (
-    EntityTags,
-    SnapshotCache,
-    as_utc,
-    check_version,
-    database_key,
-    lock_row,
-    table_fingerprint,
-    utcnow,
-)
-from service.errors import (
+from service.core.errors import (
     Conflict,
     NotFound,
     PreconditionFailed,
@@ -28,6 +18,10 @@ from service.errors import (
     Unprocessable,
     field_error,
 )
+from service.core.snapshots import SnapshotCache, database_key, table_fingerprint
+from service.core.tables import lock_row
+from service.core.times import as_utc, utcnow
+from service.http.etags import EntityTags, check_version
 from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
     QUOTE_NOT_NULL,

@@ -12,9 +12,9 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlmodel import Session
 
-from service.common import utcnow
+from service.core.errors import ProblemError
+from service.core.times import utcnow
 from service.engine.recommend_types import Objective
-from service.errors import ProblemError
 
 
 def add_recommend_parser(sub: Any) -> None:
@@ -88,10 +88,10 @@ def render_table(result: dict[str, Any]) -> str:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from service.app.seeding import seed
     from service.cli import _settings
-    from service.db import make_engine
-    from service.migrate import upgrade
-    from service.seeding import seed
+    from service.core.db import make_engine
+    from service.core.migrate import upgrade
     from service.workloads.models import RecommendationQuery
     from service.workloads.service import recommend_for
 

@@ -17,16 +17,18 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from service.catalog.service import catalog_snapshot
-from service.common import SnapshotCache, as_date, as_utc, lock_row
-from service.config import Settings
+from service.core.config import Settings
+from service.core.errors import Conflict, NotFound
+from service.core.security import ApiKey, owner_scope
+from service.core.snapshots import SnapshotCache
+from service.core.tables import lock_row
+from service.core.text import is_clean
+from service.core.times import as_date, as_utc
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
-from service.errors import Conflict, NotFound
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
-from service.security import ApiKey, owner_scope
-from service.text import is_clean
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
-from service.config import Settings
+from service.core.config import Settings
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import cost as co
 from service.engine.physics import estimate as es

@@ -14,6 +14,8 @@ from __future__ import annotations
 from sqlalchemy import BigInteger
 from sqlmodel import Field, SQLModel
 
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+
 COUNTED_TABLES = ("gpus", "quotes")
 """The tables whose rows snapshots are built from."""
 

@@ -8,7 +8,7 @@ the app: a head not complete within ``GPU_ADVISOR_HEADER_READ_TIMEOUT_S`` closes
 and a head over ``GPU_ADVISOR_MAX_HEADER_BYTES`` (plus room for the request line) gets 431 and
 is dropped without being buffered further. With the pure-Python h11 parser (no httptools),
 uvicorn's own ``h11_max_incomplete_event_size`` bounds the head instead. Slow bodies are timed by
-BodyTimeoutMiddleware (service/guards.py), idle keep-alive connections by uvicorn.
+BodyTimeoutMiddleware (service/http/guards.py), idle keep-alive connections by uvicorn.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from service.config import Settings
-from service.errors import PROBLEM_BASE, PROBLEM_JSON
+from service.core.config import Settings
+from service.core.errors import PROBLEM_BASE, PROBLEM_JSON
 
 REQUEST_LINE_ROOM = 8_192
 """Head bytes allowed beyond the header limit: the request line (method, path, query)."""
@@ -41,7 +41,7 @@ responsive under load at a cost of a few percent of throughput."""
 
 def app_factory() -> FastAPI:
     """The app for uvicorn (``--workers`` imports it in every worker process)."""
-    from service.main import create_app
+    from service.app.factory import create_app
     from service.workloads.service import warm_up
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
