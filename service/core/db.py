@@ -97,12 +97,6 @@ def _fix_sqlite_transactions(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")
 
 
-def writes_database(endpoint: E) -> E:
-    """Mark a safe-method route (GET) that writes: its session begins as a writer."""
-    setattr(endpoint, _WRITES_ATTR, True)
-    return endpoint
-
-
 def reads_database_only(endpoint: E) -> E:
     """Mark an unsafe-method route (a POST that only computes) whose session only reads."""
     setattr(endpoint, _WRITES_ATTR, False)

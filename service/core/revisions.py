@@ -16,9 +16,6 @@ from sqlmodel import Field, SQLModel
 
 import service.core.tables  # noqa: F401  (the naming convention, before any table)
 
-COUNTED_TABLES = ("gpus", "quotes")
-"""The tables whose rows snapshots are built from."""
-
 
 class TableRevision(SQLModel, table=True):
     __tablename__ = "table_revisions"
