@@ -100,7 +100,7 @@ class Quote(QuoteFields, table=True):
         UniqueConstraint("provider", "region", "instance_type", "pricing"),
         # Ids are never reused (SQLite reuses the largest rowid otherwise): the price history
         # of a deleted quote keeps its id and must never be read as a new quote's.
-        {"sqlite_autoincrement": True},
+        {"sqlite_autoincrement": True, "info": {"noun": "price quotes"}},
     )
 
     id: int | None = Field(default=None, primary_key=True)

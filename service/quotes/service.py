@@ -10,6 +10,7 @@ from sqlalchemy import func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from service.catalog.service import get_gpu
 from service.core.errors import (
     Conflict,
     NotFound,
@@ -83,12 +84,6 @@ def get_quote(session: Session, *, quote_id: int) -> Quote:
     return quote
 
 
-def count_quotes_for_gpu(session: Session, *, gpu_slug: str) -> int:
-    return int(
-        session.exec(select(func.count()).where(Quote.gpu_slug == gpu_slug)).one()
-    )
-
-
 def list_quotes(
     session: Session,
     *,
@@ -130,8 +125,6 @@ def list_quotes(
 
 
 def _check_gpu_exists(session: Session, slug: str, field: str) -> None:
-    from service.catalog.service import get_gpu
-
     try:
         get_gpu(session, slug=slug)
     except NotFound as exc:

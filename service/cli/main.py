@@ -10,16 +10,15 @@ from typing import get_args
 
 from sqlmodel import Session
 
-from service.core.config import Settings, get_settings
+from service.cli.import_quotes import add_import_parser
+from service.cli.recommend import add_recommend_parser
+from service.core.config import Settings, command_settings
 from service.core.db import make_engine
 from service.core.security import Role
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    settings = get_settings()
-    if getattr(args, "database_url", None):
-        settings = settings.model_copy(update={"database_url": args.database_url})
-    return settings
+    return command_settings(args.database_url)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -157,11 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub.add_parser("list", help="List keys (never the secrets)")
     keys.set_defaults(func=cmd_keys)
 
-    from service.workloads.cli import add_recommend_parser
-
     add_recommend_parser(sub)
-    from service.quotes.cli import add_import_parser
-
     add_import_parser(sub)
     return parser
 
@@ -170,7 +165,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
