@@ -21,7 +21,7 @@ RUN groupadd --system --gid 10001 app \
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
 # alembic.ini and migrations/ are read from the working directory by an installed copy
-# (service/migrate.py); owned by root, so the app cannot change its own code or schema files.
+# (service/core/migrate.py); owned by root, so the app cannot change its own code or schema files.
 COPY alembic.ini ./
 COPY migrations ./migrations
 # The default SQLite database lives in /data (the only directory the app may write).

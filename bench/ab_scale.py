@@ -6,9 +6,10 @@ turn (A, B, A, B, ...), each on its own synthetic catalog built by that tree's
 ``bench.bench_scale.build`` (the same rows: the same seed, sizes and jitter), and measures
 ``recommend_for`` per bench workload: CPU time of the process (``time.process_time``, so other
 load on a shared machine moves it far less than wall time), first request and the median of
-the next ``BENCH_AB_RUNS`` (default 7). A tree that has ``warm_up`` (the server's start-up
-step) gets it before the first request, as ``gpu-advisor serve`` does. Output: per tree and
-workload, the median over rounds of the per-round medians; bench/results/ab_scale.json.
+the next ``BENCH_AB_RUNS`` (default 7). A tree that has the server's start-up warm-up
+(``warm_up_and_freeze``; in older trees ``warm_up``) gets it before the first request, as
+``gpu-advisor serve`` does. Output: per tree and workload, the median over rounds of the
+per-round medians; bench/results/ab_scale.json.
 """
 
 from __future__ import annotations
@@ -33,18 +34,24 @@ from datetime import UTC, datetime
 from sqlmodel import Session
 from bench.bench_scale import build
 from bench.bench_http import WORKLOADS
-from service.config import Settings
-from service.db import make_engine
 from service.workloads.models import RecommendationQuery
 import service.workloads.service as ws
+try:
+    from service.core.config import Settings
+    from service.core.db import make_engine
+    from service.app.serving import warm_up_and_freeze as warm_up
+except ImportError:  # a tree from before service/core/ and service/app/
+    from service.config import Settings
+    from service.db import make_engine
+    warm_up = getattr(ws, "warm_up", None)
 directory, n_gpus, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 url = f"sqlite:///{directory}/scale-{n_gpus}.db"
 if not os.path.exists(f"{directory}/scale-{n_gpus}.db"):
     build(n_gpus, directory)
 engine = make_engine(url)
 settings = Settings(database_url=url)
-if hasattr(ws, "warm_up"):
-    ws.warm_up(engine, settings)
+if warm_up is not None:
+    warm_up(engine, settings)
 out = {}
 for name, body in WORKLOADS.items():
     cpu = []

@@ -21,9 +21,9 @@ _CHILD = r'''
 import gc, json, tempfile, tracemalloc
 from sqlalchemy import text
 from sqlmodel import Session
-from service.db import make_engine
-from service.migrate import upgrade
-from service.seeding import seed
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.app.seeding import seed
 from service.catalog.service import catalog_snapshot
 url = f"sqlite:///{tempfile.mkdtemp()}/leak.db"
 upgrade(url); engine = make_engine(url); seed(engine)

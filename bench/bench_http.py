@@ -206,7 +206,7 @@ def _server_side(row: dict[str, Any], before: str, after: str, method: str,
 
     The server also answers the requests in flight when the load generator closed its
     connections; nobody reads those answers, and a POST among them is a 422 (its body read
-    finds the client gone: FastAPI's body error, which service/errors.py answers 422). So the
+    finds the client gone: FastAPI's body error, which service/core/errors.py answers 422). So the
     server's non-2xx count flags the route only beyond those unread answers."""
     statuses = _server_statuses(before, after, method, route)
     row["server_statuses"] = statuses

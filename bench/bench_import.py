@@ -24,10 +24,10 @@ from typing import Any
 
 from sqlmodel import Session
 
-from service.db import make_engine
-from service.migrate import upgrade
+from service.app.seeding import seed
+from service.core.db import make_engine
+from service.core.migrate import upgrade
 from service.quotes.imports import run_import
-from service.seeding import seed
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "data" / "skypilot" / "aws_vms_gpu.csv"

@@ -25,14 +25,15 @@ from sqlalchemy import insert, select
 from sqlmodel import Session
 
 from bench.bench_http import WORKLOADS
+from service.app.seeding import seed
+from service.app.serving import warm_up_and_freeze
 from service.catalog.models import Gpu
-from service.config import Settings
-from service.db import make_engine
-from service.migrate import upgrade
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
 from service.quotes.models import Quote
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
-from service.workloads.service import recommend_for, warm_up
+from service.workloads.service import recommend_for
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SCALE_SIZES", "50,500,5000").split(","))
@@ -106,7 +107,7 @@ def main() -> dict[str, Any]:
         build_s = time.perf_counter() - t0
         engine = make_engine(url)
         settings = Settings(database_url=url)
-        warm_up(engine, settings)  # as `gpu-advisor serve` does before its first request
+        warm_up_and_freeze(engine, settings)  # as `gpu-advisor serve` does before its first request
         row: dict[str, Any] = {"gpus": n, "quotes": n_quotes, "build_s": round(build_s, 2),
                                "median_ms": {}}
         for name, body in WORKLOADS.items():

@@ -33,7 +33,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from sqlmodel import Session
 
-from service.common import utcnow
+from service.core.times import utcnow
 from service.workloads import service
 from service.workloads.models import RecommendationQuery
 
@@ -63,7 +63,7 @@ def _free_engine() -> None:
 
 
 def app_factory() -> FastAPI:
-    from service.serving import app_factory as production
+    from service.app.serving import app_factory as production
 
     _free_engine()
     app = production()
@@ -96,11 +96,11 @@ def main(database_url: str, port: int) -> None:
 
     import uvicorn
 
-    from service.config import Settings
-    from service.db import make_engine
-    from service.migrate import upgrade
-    from service.seeding import seed
-    from service.serving import uvicorn_options
+    from service.app.seeding import seed
+    from service.app.serving import uvicorn_options
+    from service.core.config import Settings
+    from service.core.db import make_engine
+    from service.core.migrate import upgrade
 
     upgrade(database_url)
     engine = make_engine(database_url)

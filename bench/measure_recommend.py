@@ -14,9 +14,9 @@ import time
 from sqlmodel import Session
 
 from bench.profile_recommend import WORKLOADS, clear_caches, query
-from service.common import utcnow
-from service.config import Settings
-from service.db import make_engine
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.times import utcnow
 from service.workloads.service import recommend_for
 
 OBJECTIVES = ("cost", "time", "energy", "balanced")

@@ -26,12 +26,12 @@ import uvicorn
 from sqlalchemy import text
 from sqlmodel import Session
 
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import create_key
-from service.seeding import seed
+from service.app.factory import create_app
+from service.app.seeding import seed
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.security import create_key
 
 WORKLOAD = {"name": "chat-8b", "objective": "cost", "kind": "inference",
             "model": {"preset": "llama-3.1-8b"}, "precision": "bf16",

@@ -28,17 +28,17 @@ from typing import Any
 
 from sqlmodel import Session
 
+from service.app.seeding import seed
 from service.catalog.service import all_gpus, to_spec
-from service.common import utcnow
-from service.config import Settings
-from service.db import make_engine
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.physics import estimate as est_mod
 from service.engine.recommend_types import Offer
 from service.estimates.service import to_engine_workload
-from service.migrate import upgrade
 from service.quotes.service import offer_snapshot
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
 

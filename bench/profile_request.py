@@ -7,7 +7,7 @@ The bodies are the varied route's (bench/varied.py, the stream of wrk's first th
 body new, so no answer is reused, as under ``make bench``'s headline load. The engine's shared
 memo tables (``ENGINE_CACHE``) persist across requests as in a server process, unless
 ``--clear-engine-cache`` empties them before every request. Before timing, the database is
-migrated and seeded and :func:`~service.workloads.service.warm_up` runs, as ``gpu-advisor
+migrated and seeded and :func:`~service.app.serving.warm_up_and_freeze` runs, as ``gpu-advisor
 serve`` does; two bodies from another stream then warm the code paths.
 
 Stages of one request (medians over the N requests, [ms]), as :func:`request_by_stage` composes
@@ -50,19 +50,20 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from bench import varied
+from service.app.seeding import seed
+from service.app.serving import warm_up_and_freeze
 from service.catalog.service import catalog_snapshot
-from service.common import utcnow
-from service.config import Settings
-from service.db import make_engine
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import CostSettings
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
-from service.migrate import upgrade
 from service.quotes.service import offer_snapshot
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.results import RecommendationResult, result_out
-from service.workloads.service import _constraints, _revision, offers_at, warm_up
+from service.workloads.service import _constraints, _revision, offers_at
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAGES = ("parse_validate", "engine_inputs", "snapshots", "recommend", "result_out",
@@ -118,7 +119,7 @@ def seeded_catalog() -> tuple[Engine, Settings]:
     engine = make_engine(url)
     seed(engine)
     settings = Settings(database_url=url)
-    warm_up(engine, settings)
+    warm_up_and_freeze(engine, settings)
     return engine, settings
 
 

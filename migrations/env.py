@@ -1,12 +1,12 @@
-"""Alembic environment: the URL comes from the caller (service.migrate) or DATABASE_URL."""
+"""Alembic environment: the URL comes from the caller (service.core.migrate) or DATABASE_URL."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from service.config import get_settings
-from service.db import make_engine
-from service.models_registry import metadata
+from service.app.schema import metadata
+from service.core.config import get_settings
+from service.core.db import make_engine
 
 config = context.config
 

@@ -18,11 +18,11 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session
 
-from service.config import Settings
-from service.db import get_session, make_engine
-from service.main import create_app
-from service.migrate import upgrade
-from service.seeding import seed
+from service.app.factory import create_app
+from service.app.seeding import seed
+from service.core.config import Settings
+from service.core.db import get_session, make_engine
+from service.core.migrate import upgrade
 from tests.helpers import api_key
 
 PG_URL = os.environ.get("TEST_DATABASE_URL")

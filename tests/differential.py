@@ -49,12 +49,12 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from service.config import Settings
-from service.db import make_engine
-from service.errors import ProblemError
+from service.app.seeding import seed
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.errors import ProblemError
+from service.core.migrate import upgrade
 from service.estimates.service import ENGINE_CACHE
-from service.migrate import upgrade
-from service.seeding import seed
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
 from tests.differential_bodies import FAMILIES, REFUSED, SEED, Body, make_bodies

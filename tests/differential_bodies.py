@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from service.seeding import seed_gpus, seed_quotes
+from service.app.seeding import seed_gpus, seed_quotes
 from service.workloads.models import RecommendationQuery
 
 SEED = 14

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlmodel import Session
 
-from service.security import create_key
+from service.core.security import create_key
 
 PROBLEM = "application/problem+json"
 H100 = "nvidia-h100-sxm5-80gb"

@@ -9,9 +9,10 @@ from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_valida
 from sqlalchemy import JSON, Column, String
 from sqlmodel import Field, SQLModel
 
-from service.common import utcnow
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+from service.core.text import no_control_chars
+from service.core.times import utcnow
 from service.engine.types import FormFactor, Interconnect
-from service.text import no_control_chars
 
 PRECISION_COLUMN = {
     "fp64": "fp64_tflops",

@@ -13,22 +13,20 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import (
+from service.core.db import SessionDep
+from service.core.errors import responses
+from service.core.security import AdminDep, ReaderDep
+from service.core.text import Text
+from service.engine.types import ComputePrecision, FormFactor
+from service.http.etags import (
     NOT_MODIFIED,
     IfMatch,
     IfNoneMatch,
-    Offset,
-    Page,
-    capped_limit,
     conditional_get,
     etag_for,
     parse_if_match,
 )
-from service.db import SessionDep
-from service.engine.types import ComputePrecision, FormFactor
-from service.errors import responses
-from service.security import AdminDep, ReaderDep
-from service.text import Text
+from service.http.pagination import Offset, Page, capped_limit
 
 router = APIRouter(prefix="/v1/gpus", tags=["gpus"])
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, cast, func, or_, update
+from sqlalchemy import String, Table, cast, func, or_, update
 from sqlmodel import Session, col, select
 
 from service.catalog.models import (
@@ -17,17 +17,7 @@ from service.catalog.models import (
     GpuReplace,
     GpuUpdate,
 )
-from service.common import (
-    EntityTags,
-    SnapshotCache,
-    check_version,
-    database_key,
-    lock_row,
-    table_fingerprint,
-    utcnow,
-)
-from service.engine.types import GpuSpec
-from service.errors import (
+from service.core.errors import (
     Conflict,
     NotFound,
     PreconditionFailed,
@@ -35,7 +25,12 @@ from service.errors import (
     Unprocessable,
     field_error,
 )
-from service.text import is_clean
+from service.core.snapshots import SnapshotCache, database_key, table_fingerprint
+from service.core.tables import lock_row
+from service.core.text import is_clean
+from service.core.times import utcnow
+from service.engine.types import GpuSpec
+from service.http.etags import EntityTags, check_version
 
 SORTABLE = (
     "slug", "name", "vendor", "launch_year", "memory_gb", "memory_bandwidth_gb_s",
@@ -166,17 +161,33 @@ def _check_clocks(session: Session, *, slug: str, changes: dict[str, Any]) -> No
 
 
 def delete_gpu(session: Session, *, slug: str, if_match: EntityTags | None) -> None:
-    from service.quotes.service import count_quotes_for_gpu  # the other domain's service
-
     gpu = lock_row(session, Gpu, get_gpu(session, slug=slug).id)
     if gpu is None:
         raise NotFound(f"No GPU with slug '{slug}'")
     check_version(if_match, gpu.version)
-    quotes = count_quotes_for_gpu(session, gpu_slug=slug)
-    if quotes:
-        raise Conflict(f"GPU '{slug}' has {quotes} price quotes; delete them first")
+    referring = _referring_rows(session, gpu)
+    if referring:
+        rows = ", ".join(f"{count} {noun}" for noun, count in referring)
+        raise Conflict(f"GPU '{slug}' has {rows}; delete them first")
     session.delete(gpu)
     session.flush()
+
+
+def _referring_rows(session: Session, gpu: Gpu) -> list[tuple[str, int]]:
+    """(what the rows are called, how many) per table with rows whose foreign key refers to
+    ``gpu`` (the quotes): the database would refuse the delete; this says why. The catalog
+    reads the schema for them, so it depends on no domain that refers to it."""
+    gpus: Table = Gpu.__table__  # type: ignore[attr-defined]
+    found = []
+    for table in gpus.metadata.sorted_tables:
+        for fk in table.foreign_keys:
+            if fk.column.table is gpus:
+                value = getattr(gpu, fk.column.name)
+                stmt = select(func.count()).select_from(table).where(fk.parent == value)
+                count = int(session.exec(stmt).one())
+                if count:
+                    found.append((table.info.get("noun", table.name), count))
+    return found
 
 
 def to_spec(gpu: Gpu) -> GpuSpec:

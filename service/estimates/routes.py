@@ -8,16 +8,16 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, Field
 
 from service.catalog.service import get_gpu, to_spec
-from service.common import Offset, Page
-from service.db import SessionDep, reads_database_only
+from service.core.db import SessionDep, reads_database_only
+from service.core.errors import NotFound, Unprocessable, field_error, responses
+from service.core.security import ReaderDep
+from service.core.text import Text
 from service.engine import estimate
 from service.engine.cache import Memo
-from service.errors import NotFound, Unprocessable, field_error, responses
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
+from service.http.pagination import Offset, Page
 from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
-from service.security import ReaderDep
-from service.text import Text
 from service.workloads.examples import estimate_body, openapi_examples
 
 router = APIRouter(tags=["estimates"])

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from service.core.text import no_control_chars
 from service.engine.types import Assumption, Bound, Estimate, Fix, FixKind
-from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
 

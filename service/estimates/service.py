@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from service.core.errors import Unprocessable, field_error
 from service.engine.cache import EngineCache
 from service.engine.types import Workload
-from service.errors import Unprocessable, field_error
 from service.workloads.schemas import WorkloadError, WorkloadSpec
 
 

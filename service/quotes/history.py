@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from service.common import as_utc
+from service.core.times import as_utc
 from service.quotes.models import PriceChangePublic, Quote, QuotePriceChange
 
 

@@ -43,9 +43,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from service.core.text import MESSAGE as CONTROL_CHARS_MESSAGE
+from service.core.text import control_char_errors
 from service.quotes.models import MAX_HOURLY_USD, QuoteCreate
-from service.text import MESSAGE as CONTROL_CHARS_MESSAGE
-from service.text import control_char_errors
 
 MEMORY_TOLERANCE = 0.12
 """Relative gap allowed between reported and catalog memory: AWS reports 22888 MiB (22.4 GiB)

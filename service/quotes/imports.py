@@ -19,8 +19,9 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from service.common import as_date, as_utc, utcnow
-from service.errors import Conflict, Unprocessable, field_error
+from service.catalog.service import all_gpus
+from service.core.errors import Conflict, Unprocessable, field_error
+from service.core.times import as_date, as_utc, utcnow
 from service.quotes.importers import (
     CatalogGpu,
     GpuMatcher,
@@ -86,8 +87,6 @@ def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 
 def catalog_gpus(session: Session) -> list[CatalogGpu]:
-    from service.catalog.service import all_gpus
-
     return [CatalogGpu(g.slug, g.memory_gb, g.form_factor, tuple(g.aliases))
             for g in all_gpus(session)]
 

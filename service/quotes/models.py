@@ -9,10 +9,11 @@ from pydantic import ConfigDict, field_validator, model_validator
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from service.common import ObservedDate, UtcDatetime, latest_today, utcnow
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+from service.core.text import no_control_chars
+from service.core.times import ObservedDate, UtcDatetime, latest_today, utcnow
 from service.engine.recommend_types import Fabric, Pricing
 from service.quotes.networks import fill_network
-from service.text import no_control_chars
 
 MAX_HOURLY_USD = 100_000.0
 """No rentable instance costs more than this per hour (the largest list at ~$100)."""
@@ -99,7 +100,7 @@ class Quote(QuoteFields, table=True):
         UniqueConstraint("provider", "region", "instance_type", "pricing"),
         # Ids are never reused (SQLite reuses the largest rowid otherwise): the price history
         # of a deleted quote keeps its id and must never be read as a new quote's.
-        {"sqlite_autoincrement": True},
+        {"sqlite_autoincrement": True, "info": {"noun": "price quotes"}},
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -6,23 +6,21 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
 
-from service.common import (
+from service.core.db import SessionDep
+from service.core.errors import responses
+from service.core.security import AdminDep, ReaderDep
+from service.core.text import Text
+from service.core.times import ObservedDate, UtcDatetime, utcnow
+from service.engine.recommend_types import Pricing
+from service.http.etags import (
     NOT_MODIFIED,
     IfMatch,
     IfNoneMatch,
-    ObservedDate,
-    Offset,
-    Page,
-    UtcDatetime,
-    capped_limit,
     conditional_get,
     etag_for,
     parse_if_match,
-    utcnow,
 )
-from service.db import SessionDep
-from service.engine.recommend_types import Pricing
-from service.errors import responses
+from service.http.pagination import Offset, Page, capped_limit
 from service.quotes import history, imports, service
 from service.quotes.models import (
     HistoryEvent,
@@ -35,8 +33,6 @@ from service.quotes.models import (
     QuotePublic,
     QuoteUpdate,
 )
-from service.security import AdminDep, ReaderDep
-from service.text import Text
 
 QuoteId = Annotated[int, Path(ge=1, le=2_147_483_647, description="Quote id")]
 """Bounded to the id column's range (PostgreSQL INTEGER), so a huge id is a 422, not a 500."""

@@ -10,17 +10,8 @@ from sqlalchemy import func, or_, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from service.common import (
-    EntityTags,
-    SnapshotCache,
-    as_utc,
-    check_version,
-    database_key,
-    lock_row,
-    table_fingerprint,
-    utcnow,
-)
-from service.errors import (
+from service.catalog.service import get_gpu
+from service.core.errors import (
     Conflict,
     NotFound,
     PreconditionFailed,
@@ -28,6 +19,10 @@ from service.errors import (
     Unprocessable,
     field_error,
 )
+from service.core.snapshots import SnapshotCache, database_key, table_fingerprint
+from service.core.tables import lock_row
+from service.core.times import as_utc, utcnow
+from service.http.etags import EntityTags, check_version
 from service.quotes.history import price_changed, record_price_change
 from service.quotes.models import (
     QUOTE_NOT_NULL,
@@ -89,12 +84,6 @@ def get_quote(session: Session, *, quote_id: int) -> Quote:
     return quote
 
 
-def count_quotes_for_gpu(session: Session, *, gpu_slug: str) -> int:
-    return int(
-        session.exec(select(func.count()).where(Quote.gpu_slug == gpu_slug)).one()
-    )
-
-
 def list_quotes(
     session: Session,
     *,
@@ -136,8 +125,6 @@ def list_quotes(
 
 
 def _check_gpu_exists(session: Session, slug: str, field: str) -> None:
-    from service.catalog.service import get_gpu
-
     try:
         get_gpu(session, slug=slug)
     except NotFound as exc:

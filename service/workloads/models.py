@@ -10,10 +10,11 @@ from sqlalchemy import JSON, Column, ForeignKey, String, UniqueConstraint
 from sqlmodel import Field as SQLField
 from sqlmodel import SQLModel
 
-from service.common import utcnow
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+from service.core.text import no_control_chars
+from service.core.times import utcnow
 from service.engine.recommend_types import Deployment, Objective, Pricing
 from service.engine.types import FormFactor
-from service.text import no_control_chars
 from service.workloads.schemas import WorkloadSpec
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=True)

@@ -6,11 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 
-from service.common import NOT_MODIFIED, Offset, Page, as_utc, capped_limit, conditional_get, utcnow
-from service.db import SessionDep, reads_database_only
+from service.core.db import SessionDep, reads_database_only
+from service.core.errors import responses
+from service.core.security import ReaderDep, SubmitterDep
+from service.core.times import as_utc, utcnow
 from service.engine.recommend_types import Objective
-from service.errors import responses
-from service.security import ReaderDep, SubmitterDep
+from service.http.etags import NOT_MODIFIED, conditional_get
+from service.http.pagination import Offset, Page, capped_limit
 from service.workloads import examples, service
 from service.workloads.models import (
     RecommendationQuery,

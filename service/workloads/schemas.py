@@ -6,6 +6,7 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from service.core.text import no_control_chars
 from service.engine import validate_workload
 from service.engine.types import (
     Communication,
@@ -26,7 +27,6 @@ from service.engine.types import (
     WorkloadKind,
 )
 from service.presets.catalog import PRESETS, unknown_preset_message
-from service.text import no_control_chars
 
 MAX_PARAMS = 1e14
 MAX_TOKENS = 1e16

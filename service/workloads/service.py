@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
@@ -17,16 +16,18 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from service.catalog.service import catalog_snapshot
-from service.common import SnapshotCache, as_date, as_utc, lock_row
-from service.config import Settings
+from service.core.config import Settings
+from service.core.errors import Conflict, NotFound
+from service.core.security import ApiKey, owner_scope
+from service.core.snapshots import SnapshotCache
+from service.core.tables import lock_row
+from service.core.text import is_clean
+from service.core.times import as_date, as_utc
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
-from service.errors import Conflict, NotFound
 from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
-from service.security import ApiKey, owner_scope
-from service.text import is_clean
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -153,12 +154,6 @@ def _revision(gpus: tuple[object, ...], quotes: tuple[object, ...]) -> str:
 
 
 _log = logging.getLogger(__name__)
-GC_GENERATION2_THRESHOLD = 100
-"""Middle-generation collections between full ones (CPython's default: 10). Measured with
-bench/ab_scale.py's child at 5,000 GPUs (median CPU ms per recommendation, default -> 100):
-training 381 -> 322, LLM inference 522 -> 425, ResNet-50 329 -> 260, FP64 370 -> 272; the
-collector's time over the FP64 requests 890 -> 106 ms. Garbage cycles are still collected,
-only later; a 10x larger young generation (10,000) was slower (cycles piled up)."""
 _OFFER_LISTS: SnapshotCache[tuple[object, ...], list[Offer]] = SnapshotCache(slots=8)
 
 
@@ -190,23 +185,11 @@ def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> l
 
 
 def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) -> bool:
-    """Build the catalog and offer snapshots before the first request, then move everything
-    alive (modules, settings, those snapshots) into the collector's permanent generation once.
+    """Build the catalog and offer snapshots before the first request.
 
-    A server process calls this at start-up, before it accepts a request, so no request's
-    garbage is frozen (freezing on every snapshot write would leak it). What it
-    buys: a full collection no longer re-walks the snapshots (hundreds of thousands of objects
-    at 5,000 GPUs), which otherwise costs ~25% of a recommendation's CPU time at that scale.
-    The snapshots are acyclic, so refcounting still frees them when they are replaced.
-    Returns False (and freezes nothing) when the database cannot be read now: serving starts
-    anyway and builds the snapshots on first use.
-
-    It also sets the collector's oldest-generation threshold to
-    :data:`GC_GENERATION2_THRESHOLD`: a ranking at that scale keeps tens of thousands of
-    objects alive across young collections, which promotes them, so with CPython's default
-    (10) a full collection ran every one or two requests and took a quarter of their CPU."""
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, GC_GENERATION2_THRESHOLD)
+    Returns False when the database cannot be read now: serving starts anyway and builds the
+    snapshots on first use. The server's start-up (service/app/serving.py) calls this before
+    it accepts a request, then freezes what is alive."""
     try:
         with Session(engine) as session:
             at = now or datetime.now(UTC)
@@ -216,8 +199,6 @@ def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) 
     except (SQLAlchemyError, OSError) as exc:
         _log.warning("warm-up skipped: %s", type(exc).__name__)
         return False
-    gc.collect()
-    gc.freeze()
     return True
 
 

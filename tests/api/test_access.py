@@ -17,11 +17,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from service.common import utcnow
-from service.config import Settings
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import ApiKey
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.migrate import upgrade
+from service.core.security import ApiKey
+from service.core.times import utcnow
 from service.workloads.models import RecommendationRun, StoredWorkload
 from tests.conftest import REPO_ROOT
 from tests.helpers import (

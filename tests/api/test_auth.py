@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from service.config import Settings
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import ApiKey, revoke_key
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.migrate import upgrade
+from service.core.security import ApiKey, revoke_key
 from tests.conftest import REPO_ROOT
 from tests.helpers import assert_problem, new_gpu
 

@@ -48,8 +48,8 @@ def test_recommend_takes_exactly_the_api_body(tmp_path: Path) -> None:
     both rank the same GPUs, counts and offers on the same database."""
     from fastapi.testclient import TestClient
 
-    from service.config import Settings
-    from service.main import create_app
+    from service.app.factory import create_app
+    from service.core.config import Settings
     from service.workloads.examples import submission_body
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"

@@ -33,12 +33,12 @@ from gpu_advisor_client import (
     Workload,
     WorkloadSubmission,
 )
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import create_key
-from service.seeding import seed
+from service.app.factory import create_app
+from service.app.seeding import seed
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.security import create_key
 from tests.conftest import PG_URL, REPO_ROOT, create_pg_database, drop_pg_database
 
 EXAMPLE = REPO_ROOT / "examples" / "client_quickstart.py"

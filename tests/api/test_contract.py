@@ -9,8 +9,8 @@ import sys
 import yaml
 from fastapi.testclient import TestClient
 
-from service.main import create_app
-from service.openapi_doc import openapi_json
+from service.app.factory import create_app
+from service.http.openapi_doc import openapi_json
 from tests.conftest import REPO_ROOT
 from tests.helpers import assert_problem
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from service.config import Settings
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import revoke_key
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.migrate import upgrade
+from service.core.security import revoke_key
 from tests.helpers import assert_problem, new_gpu, new_quote
 
 T4 = "nvidia-t4"

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from service.catalog.routes import SortField
 from service.cli import build_parser
+from service.core.security import Role
 from service.engine.recommend_types import (
     Deployment,
     Fabric,
@@ -38,7 +39,6 @@ from service.engine.types import (
 )
 from service.quotes.models import HistoryEvent, ImportFormat
 from service.quotes.service import Freshness
-from service.security import Role
 from service.web.pages import comparison_page
 from service.workloads.results import View
 from service.workloads.schemas import ShardingChoice

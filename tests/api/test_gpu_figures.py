@@ -6,8 +6,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from service.app.seeding import seed_gpus
 from service.catalog.service import get_gpu, to_spec
-from service.seeding import seed_gpus
 from tests.helpers import H100, assert_problem, new_gpu
 
 FIGURES = ("sm_count", "boost_clock_mhz", "base_clock_mhz", "l2_cache_mb",

@@ -130,7 +130,12 @@ def test_nan_and_infinity_rejected(client: TestClient, admin_headers: dict[str, 
 
 
 def test_delete_with_quotes_is_409(client: TestClient, admin_headers: dict[str, str]) -> None:
-    assert_problem(client.delete(f"/v1/gpus/{H100}", headers=admin_headers), 409)
+    params = {"gpu": H100, "limit": 1, "include_expired": "true"}
+    quotes = client.get("/v1/quotes", params=params).json()["total"]
+    resp = client.delete(f"/v1/gpus/{H100}", headers=admin_headers)
+    assert_problem(resp, 409)
+    assert quotes > 0
+    assert resp.json()["detail"] == f"GPU '{H100}' has {quotes} price quotes; delete them first"
 
 
 def test_unknown_route_and_method_are_problems(client: TestClient) -> None:

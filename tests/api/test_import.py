@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
-from service.config import Settings
-from service.db import get_session
-from service.main import create_app
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.db import get_session
 from tests.helpers import CSV, assert_problem, do_import, t4_file
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "skypilot"

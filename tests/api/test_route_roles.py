@@ -11,9 +11,9 @@ from fastapi import APIRouter, Depends
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
-from service import security
-from service.main import _routers, route_roles
-from service.security import AdminDep, ApiKey, BearerDep, SubmitterDep, access
+from service.app.factory import _routers, route_roles
+from service.core import security
+from service.core.security import AdminDep, ApiKey, BearerDep, SubmitterDep, access
 
 
 def _routes() -> list[APIRoute]:

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlmodel import Session
 
-from service.common import utcnow
-from service.config import Settings
+from service.core.config import Settings
+from service.core.times import utcnow
 from service.workloads.models import RecommendationRun
 from tests.helpers import api_key, submit_workload
 

@@ -1,4 +1,4 @@
-"""The request session (service.db.get_session) and the access dependencies, unmocked.
+"""The request session (service.core.db.get_session) and the access dependencies, unmocked.
 
 Most API tests replace ``get_session`` with a session inside a rolled-back transaction; these
 run the real one on a database of their own (SQLite, or PostgreSQL under TEST_DATABASE_URL):
@@ -22,11 +22,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from service.config import Settings
-from service.db import SessionDep, make_engine
-from service.main import create_app
-from service.migrate import upgrade
-from service.security import ApiKey, ReaderDep, SubmitterDep, create_key, hash_key
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.db import SessionDep, make_engine
+from service.core.migrate import upgrade
+from service.core.security import ApiKey, ReaderDep, SubmitterDep, create_key, hash_key
 from tests.conftest import PG_URL, create_pg_database, drop_pg_database
 
 

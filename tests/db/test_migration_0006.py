@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, inspect, text
 
-from service.migrate import downgrade, upgrade
+from service.core.migrate import downgrade, upgrade
 from service.quotes import networks
 from service.workloads.results import RecommendationResult
 from tests.helpers import (

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
-from service.migrate import downgrade, upgrade
+from service.core.migrate import downgrade, upgrade
 from service.workloads.results import RecommendationResult
 from tests.helpers import STORED_RUN_ROW, STORED_WORKLOAD_ROW, stored_candidate_before_0006
 

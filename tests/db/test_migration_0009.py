@@ -12,8 +12,8 @@ from types import ModuleType
 
 from sqlalchemy import create_engine, inspect, text
 
-from service.migrate import downgrade, upgrade
-from service.seeding import QUOTES_CSV
+from service.app.seeding import QUOTES_CSV
+from service.core.migrate import downgrade, upgrade
 from tests.helpers import OLD_GPU_ROW, table_revisions
 
 _QUOTE = """

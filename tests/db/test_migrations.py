@@ -12,9 +12,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from service.migrate import downgrade, upgrade
-from service.models_registry import metadata
-from service.seeding import seed_gpus
+from service.app.schema import metadata
+from service.app.seeding import seed_gpus
+from service.core.migrate import downgrade, upgrade
 from tests.helpers import OLD_GPU_ROW, table_revisions
 
 
@@ -170,9 +170,9 @@ def test_table_revisions_move_with_every_write(empty_url: str) -> None:
     is that counter."""
     from sqlmodel import Session
 
-    from service.common import table_fingerprint
+    from service.app.seeding import seed
+    from service.core.snapshots import table_fingerprint
     from service.quotes.models import Quote
-    from service.seeding import seed
 
     upgrade(empty_url)
     engine = create_engine(empty_url)

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from service.db import make_engine
-from service.migrate import upgrade
-from service.security import create_key
-from service.seeding import seed
+from service.app.seeding import seed
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.core.security import create_key
 from tests.conftest import PG_URL, create_pg_database, drop_pg_database
 
 

@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.db import make_engine
 from tests.conftest import PG_URL
 from tests.hardening.conftest import new_key
 from tests.hardening.tcp_proxy import TcpProxy

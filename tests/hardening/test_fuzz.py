@@ -22,8 +22,8 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy.engine import Engine
 
-from service.config import Settings
-from service.main import create_app
+from service.app.factory import create_app
+from service.core.config import Settings
 from tests.conftest import REPO_ROOT
 from tests.hardening.conftest import new_key
 

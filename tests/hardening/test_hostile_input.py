@@ -18,7 +18,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from service.config import Settings
+from service.core.config import Settings
 from tests.helpers import H100, assert_problem
 
 CONTROL = ["\x00", "a\x00b", "\x01", "x\x1b[31m", "\x1f"]

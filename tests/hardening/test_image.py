@@ -191,7 +191,7 @@ def test_installed_copies_find_their_migrations(tmp_path: Path) -> None:
     shutil.copy(REPO_ROOT / "alembic.ini", app)
     shutil.copytree(REPO_ROOT / "migrations", app / "migrations",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    code = ("from service.migrate import ROOT, upgrade; import service; "
+    code = ("from service.core.migrate import ROOT, upgrade; import service; "
             "print(ROOT, service.__file__); upgrade('sqlite:///installed.db')")
     out = subprocess.run([sys.executable, "-c", code], cwd=app, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)

@@ -17,12 +17,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlmodel import Session
 
-from service import security
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
-from service.migrate import upgrade
-from service.observability import JsonFormatter
+from service.app.factory import create_app
+from service.core import security
+from service.core.config import Settings
+from service.core.db import make_engine
+from service.core.migrate import upgrade
+from service.http.observability import JsonFormatter
 from tests.conftest import REPO_ROOT
 
 H100 = "nvidia-h100-sxm5-80gb"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from service.observability import JsonFormatter
+from service.http.observability import JsonFormatter
 
 WORKLOAD = {"kind": "inference", "model": {"preset": "llama-3.1-8b"},
             "inference": {"prompt_tokens": 512, "output_tokens": 128}}

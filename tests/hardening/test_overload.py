@@ -21,9 +21,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.db import make_engine
 from tests.hardening.live import concurrently, serve, stop
 
 ADMIN_KEY = "gpa_overload001_" + "e" * 43
@@ -240,11 +240,11 @@ def test_slow_body_gets_408(live: tuple[str, int]) -> None:
 
 
 def test_db_deadline_interrupts_a_runaway_sqlite_query(tmp_path: Path) -> None:
-    """The deadline watchdog (service/db_deadline.py) on SQLite: sqlite3_interrupt."""
+    """The deadline watchdog (service/core/db_deadline.py) on SQLite: sqlite3_interrupt."""
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
-    from service.db_deadline import install_db_deadline
+    from service.core.db_deadline import install_db_deadline
 
     engine = make_engine(f"sqlite:///{tmp_path / 'd.db'}")
     install_db_deadline(engine, seconds=0.5, ping_seconds=0.5)

@@ -22,10 +22,10 @@ import pytest
 import uvicorn
 from sqlalchemy.engine import Engine
 
-from service.common import SnapshotCache
-from service.config import Settings
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.snapshots import SnapshotCache
 from service.estimates.service import ENGINE_CACHE
-from service.main import create_app
 from tests.hardening.live import concurrently, free_port
 
 WORKLOADS: list[dict[str, Any]] = [

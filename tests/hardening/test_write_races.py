@@ -19,9 +19,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
-from service.config import Settings
-from service.db import make_engine
-from service.main import create_app
+from service.app.factory import create_app
+from service.core.config import Settings
+from service.core.db import make_engine
 from tests.conftest import PG_URL
 from tests.hardening.conftest import new_key
 from tests.hardening.live import concurrently, serve, stop

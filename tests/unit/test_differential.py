@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy.engine import Engine
 
-from service.config import Settings
+from service.core.config import Settings
 from service.estimates.service import ENGINE_CACHE
 from tests.differential import in_order, load_golden, mismatches, run_cases, seeded_catalog
 from tests.differential_bodies import make_bodies

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from service.app.seeding import seed_gpus
 from service.quotes.importers import (
     CatalogGpu,
     GpuMatcher,
@@ -15,7 +16,6 @@ from service.quotes.importers import (
     parse_generic,
     parse_skypilot,
 )
-from service.seeding import seed_gpus
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "skypilot"
 AWS_HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,"

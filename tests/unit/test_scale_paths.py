@@ -2,8 +2,9 @@
 
 Each shortcut (compute jobs' smallest count, the offer index's usable subsets and cheapest
 GPU-hour, the per-(node size, cap) count list, the one-pass rejection list) exists for the
-5,000-GPU figures; these tests pin that none of them changes a result, and warm_up's contract
-(snapshots built, the heap frozen once, nothing frozen when the database cannot be read).
+5,000-GPU figures; these tests pin that none of them changes a result, and the server
+start-up's contract (warm_up_and_freeze: snapshots built, the heap frozen once, nothing frozen
+when the database cannot be read).
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
-from service.config import Settings
+from service.app.serving import GC_GENERATION2_THRESHOLD, warm_up_and_freeze
+from service.core.config import Settings
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import cost as co
 from service.engine.physics import estimate as es
 from service.engine.recommend_types import Constraints, CostSettings
 from service.engine.types import ComputeSpec, Workload
-from service.workloads.service import GC_GENERATION2_THRESHOLD, warm_up
 from tests.unit.catalog_data import load_gpus, load_offers
 
 
@@ -123,7 +124,7 @@ def test_count_candidates_memoized_equal_plain() -> None:
 def test_warm_up_builds_the_snapshots_and_freezes_once(engine: Engine, settings: Settings) -> None:
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
-        assert warm_up(engine, settings) is True
+        assert warm_up_and_freeze(engine, settings) is True
         assert gc.get_freeze_count() > before
         assert gc.get_threshold()[2] == GC_GENERATION2_THRESHOLD
     finally:
@@ -135,7 +136,8 @@ def test_warm_up_without_a_database_freezes_nothing() -> None:
     broken = create_engine("sqlite:////nonexistent-dir/x/y.db")
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
-        assert warm_up(broken, Settings(database_url="sqlite:////nonexistent-dir/x/y.db")) is False
+        url = "sqlite:////nonexistent-dir/x/y.db"
+        assert warm_up_and_freeze(broken, Settings(database_url=url)) is False
         assert gc.get_freeze_count() == before
     finally:
         gc.set_threshold(*thresholds)

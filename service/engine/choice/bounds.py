@@ -50,8 +50,8 @@ same figures in another order) can never lift a bound above the exact score it b
 SECONDS_PER_HOUR = 3600.0
 PRUNE_MARGIN = 1e-6
 """Relative margin a bound must clear before a count (or a GPU type) is skipped: far above
-float noise and the 1e-9 rounding of ``ranking.REL_TIE``, so a skipped option could never
-have tied or won."""
+float noise and the 1e-9 relative rounding of scores (``ranking._round_rel``), so a skipped
+option could never have tied or won."""
 BALANCED_WEIGHT = 0.5
 """``ranking.BALANCED_COST_WEIGHT``: the balanced score's weight of normalized cost."""
 BALANCED_RECHECK = 8

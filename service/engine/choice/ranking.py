@@ -98,8 +98,6 @@ CAP_INFERENCE_GPUS = 64
 BALANCED_COST_WEIGHT = bd.BALANCED_WEIGHT
 """Weight of normalized cost in the balanced score; time gets the rest (one definition, in
 :mod:`bounds`, so scores and their bounds agree)."""
-REL_TIE = 1e-9
-"""Relative rounding of scores before tie-breaking, so float noise never reorders results."""
 OBJECTIVES: tuple[Objective, ...] = get_args(Objective)
 PRUNED_OBJECTIVES: tuple[Objective, ...] = ("cost", "energy")
 """Objectives whose per-GPU best depends on that GPU's options alone (balanced needs every
@@ -125,6 +123,8 @@ _Evaluated = tuple[GpuSpec, list[_Option], list[Notice]]
 
 
 def _round_rel(x: float) -> float:
+    """``x`` rounded to 1e-9 relative before tie-breaking, so float noise never reorders
+    results."""
     if not math.isfinite(x) or x == 0:
         return x
     return round(x, -int(math.floor(math.log10(abs(x)))) + 9)

@@ -364,26 +364,6 @@ def _walk(
     return out
 
 
-def candidate_plans(
-    workload: Workload,
-    gpu: GpuSpec,
-    gpu_count: int,
-    rate: PeakRate,
-    *,
-    checkpointing: bool | None = None,
-    sharding: Sharding | None = None,
-    memo: Memo | None = None,
-) -> tuple[TrainPlan, ...]:
-    """Every layout that fits, at its largest micro-batch, with its step time; smallest TP
-    first, then least sharding."""
-    ckpt, wanted = _resolve(workload, checkpointing, sharding)
-    found = _walk(workload, gpu, gpu_count, rate, ckpt, wanted, -math.inf, False, memo)
-    return tuple(
-        replace(_plan(gpu, gpu_count, option, micro, True), step=StepTime(*step))
-        for option, micro, step in found
-    )
-
-
 def _fastest(
     workload: Workload,
     gpu: GpuSpec,

@@ -17,19 +17,20 @@ from sqlmodel import Session
 
 from service import __version__
 from service.catalog.routes import router as gpus_router
-from service.config import Settings, get_settings
-from service.db import SQLITE_BEGIN, make_engine
-from service.db_deadline import install_db_deadline
-from service.errors import PROBLEM_JSON, Problem, install_error_handlers
+from service.core.config import Settings, get_settings
+from service.core.db import SQLITE_BEGIN, make_engine
+from service.core.db_deadline import install_db_deadline
+from service.core.errors import PROBLEM_JSON, Problem, install_error_handlers
+from service.core.security import declared_access, install_key, reads_api_key
 from service.estimates.service import ENGINE_CACHE
-from service.guards import (
+from service.http.guards import (
     AdmissionMiddleware,
     BodyTimeoutMiddleware,
     HeaderLimitMiddleware,
     MergeConditionalHeadersMiddleware,
 )
-from service.health import router as health_router
-from service.observability import (
+from service.http.health import router as health_router
+from service.http.observability import (
     BodySizeLimitMiddleware,
     CacheCollector,
     Metrics,
@@ -37,7 +38,6 @@ from service.observability import (
     configure_logging,
 )
 from service.quotes.routes import router as quotes_router
-from service.security import declared_access, install_key, reads_api_key
 from service.web.routes import install_pages
 
 DESCRIPTION = """
@@ -97,9 +97,10 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         # pool, so threads never queue on connections (finding: QueuePool overflow -> 500).
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         if settings.bootstrap_admin_key:
-            # A writer from the start (SQLite: BEGIN IMMEDIATE, service/db.py): `serve --workers
-            # N` starts N lifespans at once, and a deferred read-then-insert fails at once with
-            # "database is locked" instead of waiting, so the worker and then serve exited.
+            # A writer from the start (SQLite: BEGIN IMMEDIATE, service/core/db.py):
+            # `serve --workers N` starts N lifespans at once, and a deferred read-then-insert
+            # fails at once with "database is locked" instead of waiting, so the worker and then
+            # serve exited.
             with Session(engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})) as session:
                 try:
                     install_key(session, key=settings.bootstrap_admin_key,
@@ -185,7 +186,7 @@ def _document_422_as_problem(app: FastAPI) -> None:
 
 def route_roles(route: APIRoute) -> list[str]:
     """The roles that may call ``route``, as declared on its access dependency
-    (:func:`service.security.access`); a route that never reads an API key: anyone. Raises
+    (:func:`service.core.security.access`); a route that never reads an API key: anyone. Raises
     if the route reads a key through dependencies none of which declares who it lets through."""
     stack = list(route.dependant.dependencies)
     reads_key = False
@@ -198,7 +199,7 @@ def route_roles(route: APIRoute) -> list[str]:
         stack.extend(dep.dependencies)
     if reads_key:
         raise RuntimeError(f"{route.path} reads an API key, but none of its dependencies "
-                           "declares who it lets through (service.security.access)")
+                           "declares who it lets through (service.core.security.access)")
     return ["anyone"]
 
 

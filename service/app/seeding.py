@@ -13,7 +13,7 @@ from sqlmodel import Session, func, select
 from service.catalog.models import Gpu, GpuCreate
 from service.quotes.models import Quote, QuoteCreate
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 GPUS_CSV = DATA_DIR / "gpus.csv"
 QUOTES_CSV = DATA_DIR / "quotes.csv"
 _LIST_FIELDS = {"aliases"}

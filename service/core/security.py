@@ -20,9 +20,10 @@ from sqlalchemy import String
 from sqlmodel import Field, Session, SQLModel, select
 from starlette.concurrency import run_in_threadpool
 
-from service.common import utcnow
-from service.db import SessionDep
-from service.errors import Forbidden, Unauthorized
+import service.core.tables  # noqa: F401  (the naming convention, before any table)
+from service.core.db import SessionDep
+from service.core.errors import Forbidden, Unauthorized
+from service.core.times import utcnow
 
 log = logging.getLogger("gpu_advisor")
 Role = Literal["admin", "submitter", "reader"]

@@ -66,3 +66,12 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def command_settings(database_url: str | None) -> Settings:
+    """The environment's settings, with a command line's ``--database-url`` (when given) in
+    place of DATABASE_URL."""
+    settings = get_settings()
+    if database_url:
+        settings = settings.model_copy(update={"database_url": database_url})
+    return settings

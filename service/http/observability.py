@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import PROBLEM_BASE, PROBLEM_JSON
+from service.core.errors import PROBLEM_BASE, PROBLEM_JSON
 
 log = logging.getLogger("gpu_advisor.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")

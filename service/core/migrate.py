@@ -10,7 +10,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, text
 
-_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
 ROOT = _SOURCE_ROOT if (_SOURCE_ROOT / "alembic.ini").is_file() else Path.cwd()
 """Where alembic.ini and migrations/ are: the source tree, or, for a regular (non-editable)
 install such as the image's, the working directory (the Dockerfile puts both in /app)."""

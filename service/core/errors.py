@@ -95,10 +95,6 @@ class Forbidden(ProblemError):
     status, slug, title = 403, "forbidden", "Forbidden"
 
 
-class PayloadTooLarge(ProblemError):
-    status, slug, title = 413, "payload-too-large", "Request body too large"
-
-
 class Unprocessable(ProblemError):
     status, slug, title = 422, "validation-error", "Request validation failed"
 

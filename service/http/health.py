@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from service.errors import ServiceUnavailable, responses
-from service.security import MetricsReaderDep
+from service.core.errors import ServiceUnavailable, responses
+from service.core.security import MetricsReaderDep
 
 router = APIRouter(tags=["health"])
 

@@ -10,20 +10,19 @@ from typing import get_args
 
 from sqlmodel import Session
 
-from service.config import Settings, get_settings
-from service.db import make_engine
-from service.security import Role
+from service.cli.import_quotes import add_import_parser
+from service.cli.recommend import add_recommend_parser
+from service.core.config import Settings, command_settings
+from service.core.db import make_engine
+from service.core.security import Role
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    settings = get_settings()
-    if getattr(args, "database_url", None):
-        settings = settings.model_copy(update={"database_url": args.database_url})
-    return settings
+    return command_settings(args.database_url)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from service.migrate import startup_lock, upgrade
+    from service.core.migrate import startup_lock, upgrade
 
     url = _settings(args).database_url
     with startup_lock(url):
@@ -33,7 +32,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from service.seeding import seed
+    from service.app.seeding import seed
 
     result = seed(make_engine(_settings(args).database_url), force=args.force)
     if result.skipped:
@@ -46,9 +45,9 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.migrate import startup_lock, upgrade
-    from service.seeding import seed
-    from service.serving import uvicorn_options
+    from service.app.seeding import seed
+    from service.app.serving import uvicorn_options
+    from service.core.migrate import startup_lock, upgrade
 
     settings = _settings(args)
     engine = make_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
@@ -58,21 +57,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     engine.dispose()
     if not result.skipped:
         print(f"seeded {result.gpus} GPUs and {result.quotes} quotes", file=sys.stderr)
-    # Each worker builds its app from the environment (service.serving.app_factory).
+    # Each worker builds its app from the environment (service.app.serving.app_factory).
     os.environ["DATABASE_URL"] = settings.database_url
     port = args.port if args.port is not None else int(os.environ.get("PORT", "8000"))
     base = f"http://{_url_host(args.host)}:{port}"
     print(f"gpu-advisor serving on {base}/  (comparison page {base}/ui, API docs {base}/docs; "
           "Ctrl-C stops)", file=sys.stderr, flush=True)
-    uvicorn.run("service.serving:app_factory", factory=True, host=args.host, port=port,
+    uvicorn.run("service.app.serving:app_factory", factory=True, host=args.host, port=port,
                 workers=args.workers, log_level="warning", access_log=False,
                 **uvicorn_options(settings))
     return 0
 
 
 def cmd_export_openapi(args: argparse.Namespace) -> int:
-    from service.main import create_app
-    from service.openapi_doc import openapi_json
+    from service.app.factory import create_app
+    from service.http.openapi_doc import openapi_json
 
     text = openapi_json(create_app(Settings(database_url="sqlite://")))
     if args.output:
@@ -84,7 +83,7 @@ def cmd_export_openapi(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from service.security import ApiKey, create_key, revoke_key
+    from service.core.security import ApiKey, create_key, revoke_key
 
     engine = make_engine(_settings(args).database_url)
     with Session(engine) as session:
@@ -157,11 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub.add_parser("list", help="List keys (never the secrets)")
     keys.set_defaults(func=cmd_keys)
 
-    from service.workloads.cli import add_recommend_parser
-
     add_recommend_parser(sub)
-    from service.quotes.cli import add_import_parser
-
     add_import_parser(sub)
     return parser
 
@@ -170,7 +165,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
-from service.errors import ServiceUnavailable
+from service.core.errors import ServiceUnavailable
 
 STATEMENT_TIMEOUT_MS = 30_000
 """No request's query should run longer; the largest (a 100,000-row import) takes ~2 s."""
@@ -27,11 +27,12 @@ def make_engine(url: str, *, connect_timeout_s: float = 3.0, pool_size: int | No
 
     ``pool_size``: connections kept per process; the server passes its thread count, so every
     thread running a sync route can hold one (plus half as many again for requests between two
-    threads). ``pool_timeout_s``: longest wait for a free one (then 503, service/errors.py).
+    threads). ``pool_timeout_s``: longest wait for a free one (then 503, service/core/errors.py).
     ``busy_timeout_s``: SQLite only, longest wait for another connection's write lock (pysqlite's
     ``timeout``, SQLite's busy timeout); the server passes its database deadline
     (GPU_ADVISOR_DB_DEADLINE_S), so a writer queued behind another process gets 503 database-busy
-    within it. BEGIN is not under the deadline watchdog (service/db_deadline.py): this bounds it.
+    within it. BEGIN is not under the deadline watchdog (service/core/db_deadline.py): this
+    bounds it.
     """
     connect_args: dict[str, Any] = {}
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
@@ -94,12 +95,6 @@ def _fix_sqlite_transactions(engine: Engine) -> None:
     def _on_begin(conn: Any) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
         conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")
-
-
-def writes_database(endpoint: E) -> E:
-    """Mark a safe-method route (GET) that writes: its session begins as a writer."""
-    setattr(endpoint, _WRITES_ATTR, True)
-    return endpoint
 
 
 def reads_database_only(endpoint: E) -> E:

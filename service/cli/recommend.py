@@ -12,9 +12,10 @@ from typing import Any, get_args
 from pydantic import ValidationError
 from sqlmodel import Session
 
-from service.common import utcnow
+from service.core.config import command_settings
+from service.core.errors import ProblemError
+from service.core.times import utcnow
 from service.engine.recommend_types import Objective
-from service.errors import ProblemError
 
 
 def add_recommend_parser(sub: Any) -> None:
@@ -88,10 +89,9 @@ def render_table(result: dict[str, Any]) -> str:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from service.cli import _settings
-    from service.db import make_engine
-    from service.migrate import upgrade
-    from service.seeding import seed
+    from service.app.seeding import seed
+    from service.core.db import make_engine
+    from service.core.migrate import upgrade
     from service.workloads.models import RecommendationQuery
     from service.workloads.service import recommend_for
 
@@ -106,7 +106,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
             field = ".".join(str(p) for p in detail["loc"])
             print(f"error: {field}: {detail['msg']}", file=sys.stderr)
         return 2
-    settings = _settings(args)
+    settings = command_settings(args.database_url)
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     seed(engine)

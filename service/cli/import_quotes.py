@@ -12,15 +12,15 @@ from typing import Any, get_args
 from pydantic import TypeAdapter, ValidationError
 from sqlmodel import Session
 
-from service.common import ObservedDate
-from service.errors import ProblemError
+from service.core.config import command_settings
+from service.core.errors import ProblemError
+from service.core.times import ObservedDate
 
 
 def cmd_import_quotes(args: argparse.Namespace) -> int:
     import httpx
 
-    from service.cli import _settings
-    from service.db import make_engine
+    from service.core.db import make_engine
     from service.quotes.imports import run_import
 
     if args.url:
@@ -40,7 +40,7 @@ def cmd_import_quotes(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"--observed-at: {exc.errors()[0]['msg']}", file=sys.stderr)
         return 2
-    engine = make_engine(_settings(args).database_url)
+    engine = make_engine(command_settings(args.database_url).database_url)
     with Session(engine, expire_on_commit=False) as session:
         try:
             result = run_import(

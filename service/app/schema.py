@@ -3,9 +3,9 @@
 from sqlmodel import SQLModel
 
 import service.catalog.models
+import service.core.revisions
+import service.core.security
 import service.quotes.models
-import service.revisions
-import service.security
 import service.workloads.models  # noqa: F401
 
 metadata = SQLModel.metadata

@@ -110,7 +110,7 @@ def install_db_deadline(engine: Engine, *, seconds: float, ping_seconds: float) 
     def _before(conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if statement[:5].upper() == "BEGIN":
             # SQLite's BEGIN IMMEDIATE queues writers on the lock; the busy timeout bounds that
-            # wait (service/db.py), and a queued writer is not a dead database.
+            # wait (service/core/db.py), and a queued writer is not a dead database.
             return
         watchdog.arm(conn.connection.dbapi_connection)
 

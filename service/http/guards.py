@@ -17,7 +17,7 @@ import time
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import PROBLEM_BASE, PROBLEM_JSON
+from service.core.errors import PROBLEM_BASE, PROBLEM_JSON
 
 EXPENSIVE_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"POST"}), re.compile(r"^/v1/(recommendations|estimates|quotes/import)/?$")),
@@ -110,7 +110,7 @@ def headers_size(scope: Scope) -> int:
 class HeaderLimitMiddleware:
     """431 problem+json when the request headers total more than ``max_bytes``.
 
-    `gpu-advisor serve` also stops reading a head past this size (service/serving.py), so the
+    `gpu-advisor serve` also stops reading a head past this size (service/app/serving.py), so the
     server never buffers a huge header; this middleware gives the same answer on any server.
     """
 
