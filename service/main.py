@@ -16,12 +16,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from service import __version__
+from service.caches import AppCaches
 from service.catalog.routes import router as gpus_router
 from service.config import Settings, get_settings
 from service.db import SQLITE_BEGIN, make_engine
 from service.db_deadline import install_db_deadline
 from service.errors import PROBLEM_JSON, Problem, install_error_handlers
-from service.estimates.service import ENGINE_CACHE
 from service.guards import (
     AdmissionMiddleware,
     BodyTimeoutMiddleware,
@@ -109,6 +109,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                     # Another replica starting at the same moment installed the same key.
                     session.rollback()
         yield
+        app.state.caches.clear()  # a stopped app keeps no snapshots alive
 
     app = FastAPI(
         title="gpu-advisor",
@@ -123,8 +124,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.state.caches = AppCaches()
     app.state.metrics = Metrics()
-    app.state.metrics.registry.register(CacheCollector(ENGINE_CACHE.stats))
+    app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)

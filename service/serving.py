@@ -46,7 +46,8 @@ def app_factory() -> FastAPI:
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app = create_app(Settings())
-    warm_up(app.state.engine, app.state.settings)  # before uvicorn accepts a request
+    # before uvicorn accepts a request
+    warm_up(app.state.engine, app.state.settings, app.state.caches)
     return app
 
 

@@ -88,6 +88,7 @@ def render_table(result: dict[str, Any]) -> str:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
+    from service.caches import AppCaches
     from service.cli import _settings
     from service.db import make_engine
     from service.migrate import upgrade
@@ -114,7 +115,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         try:
             result = recommend_for(
                 session, submission=submission, objective=args.objective or submission.objective,
-                limit=submission.limit, settings=settings, now=utcnow(),
+                limit=submission.limit, settings=settings, caches=AppCaches(), now=utcnow(),
             )
         except ProblemError as exc:
             for err in exc.errors:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 
+from service.caches import CachesDep
 from service.common import NOT_MODIFIED, Offset, Page, as_utc, capped_limit, conditional_get, utcnow
 from service.db import SessionDep, reads_database_only
 from service.engine.recommend_types import Objective
@@ -118,6 +119,7 @@ def recommend_workload(
     workload_id: str,
     request: Request,
     session: SessionDep,
+    caches: CachesDep,
     caller: SubmitterDep,
     objective: Objective | None = None,
     limit: Limit = 10,
@@ -128,8 +130,8 @@ def recommend_workload(
     workload's own."""
     _, _, result = service.recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
-        view=view,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics, view=view,
     )
     return result
 
@@ -141,6 +143,7 @@ def create_run(
     workload_id: str,
     request: Request,
     session: SessionDep,
+    caches: CachesDep,
     caller: SubmitterDep,
     response: Response,
     body: RunRequest | None = None,
@@ -150,7 +153,8 @@ def create_run(
     GPU_ADVISOR_RUN_RETENTION_DAYS when set); older ones are deleted as this one is stored."""
     run = service.create_run(
         session, workload_id=workload_id, caller=caller, request=body or RunRequest(),
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics,
     )
     response.headers["Location"] = f"/v1/workloads/{workload_id}/runs/{run.id}"
     return _run_out(run)
@@ -179,11 +183,11 @@ def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",
                              response_model=RecommendationResult, responses=responses(401, 422))
 @reads_database_only
-def recommend_once(body: QueryBody, request: Request, session: SessionDep,
+def recommend_once(body: QueryBody, request: Request, session: SessionDep, caches: CachesDep,
                    _: ReaderDep, view: ViewQuery = "compact") -> RecommendationResult:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""
     return service.recommend_for(
         session, submission=body, objective=body.objective, limit=body.limit,
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
-        view=view,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics, view=view,
     )

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 
+from service.caches import AppCaches
 from service.config import Settings
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import cost as co
@@ -123,7 +124,7 @@ def test_count_candidates_memoized_equal_plain() -> None:
 def test_warm_up_builds_the_snapshots_and_freezes_once(engine: Engine, settings: Settings) -> None:
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
-        assert warm_up(engine, settings) is True
+        assert warm_up(engine, settings, AppCaches()) is True
         assert gc.get_freeze_count() > before
         assert gc.get_threshold()[2] == GC_GENERATION2_THRESHOLD
     finally:
@@ -135,7 +136,8 @@ def test_warm_up_without_a_database_freezes_nothing() -> None:
     broken = create_engine("sqlite:////nonexistent-dir/x/y.db")
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
-        assert warm_up(broken, Settings(database_url="sqlite:////nonexistent-dir/x/y.db")) is False
+        assert warm_up(broken, Settings(database_url="sqlite:////nonexistent-dir/x/y.db"),
+                       AppCaches()) is False
         assert gc.get_freeze_count() == before
     finally:
         gc.set_threshold(*thresholds)
