@@ -33,7 +33,7 @@ ETAG_HEADER_DOC = ('The ETag from the last GET of this resource, e.g. "3" (stron
 
 
 class SnapshotCache(Generic[K, V]):
-    """A small thread-safe LRU for per-process snapshots of database state.
+    """A small thread-safe LRU for an app's snapshots of database state.
 
     Keys must include what the snapshot was read at (database URL and a fingerprint of the
     rows), so a hit is only ever the same state; the LRU bound keeps memory flat.

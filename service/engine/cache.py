@@ -1,4 +1,4 @@
-"""Memo tables for the engine, owned by whoever calls it (the service keeps one per process).
+"""Memo tables for the engine, owned by whoever calls it (the service keeps one per app).
 
 The engine keeps no module-global caches. Two kinds of memo exist:
 
