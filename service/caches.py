@@ -23,8 +23,7 @@ OfferLists = SnapshotCache[tuple[object, ...], list[Offer]]
 """An offer snapshot's rows as engine offers, keyed by snapshot, minute and staleness."""
 
 SNAPSHOT_SLOTS = 8
-"""Snapshots kept per kind: one per database and revision in use, with room for the revisions
-that replicas or a running import may still be reading."""
+"""Snapshots kept per kind (one per database and revision in use)."""
 
 
 @dataclass
