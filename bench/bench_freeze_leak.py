@@ -24,7 +24,9 @@ from sqlmodel import Session
 from service.core.db import make_engine
 from service.core.migrate import upgrade
 from service.app.seeding import seed
+from service.workloads.caches import AppCaches
 from service.catalog.service import catalog_snapshot
+caches = AppCaches()
 url = f"sqlite:///{tempfile.mkdtemp()}/leak.db"
 upgrade(url); engine = make_engine(url); seed(engine)
 class Node:
@@ -42,7 +44,7 @@ for i in range(200):
         c.execute(text("UPDATE gpus SET notes = :n, version = version + 1 "
                        "WHERE slug = (SELECT min(slug) FROM gpus)"), {"n": f"edit {i}"})
     with Session(engine) as s:
-        catalog_snapshot(s)                      # a write changes the fingerprint: rebuild
+        catalog_snapshot(s, cache=caches.catalog)  # a write changes the fingerprint: rebuild
     del held                                     # the requests end
 gc.collect()
 t1 = tracemalloc.get_traced_memory()[0]

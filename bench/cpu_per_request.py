@@ -65,15 +65,15 @@ def bodies(kind: str, seed: int, n: int) -> list[str]:
 
 
 def measure(n: int, seed: int) -> dict[str, Any]:
-    engine, settings = seeded_catalog()
+    engine, settings, caches = seeded_catalog()
     out: dict[str, Any] = {}
     for kind in KINDS:
         for text in bodies(kind, seed + 99, 2):  # warm-up: another stream
-            request_by_stage(engine, text, settings, lambda stage: None)
+            request_by_stage(engine, text, settings, caches, lambda stage: None)
         cpu: list[float] = []
         for text in bodies(kind, seed, n):
             started = time.process_time()
-            request_by_stage(engine, text, settings, lambda stage: None)
+            request_by_stage(engine, text, settings, caches, lambda stage: None)
             cpu.append((time.process_time() - started) * 1e3)
         out[kind] = {"bodies": n, "cpu_ms_p50": round(statistics.median(cpu), 3),
                      "cpu_ms_p90": round(statistics.quantiles(cpu, n=10)[-1], 3),

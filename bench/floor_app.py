@@ -76,7 +76,8 @@ def app_factory() -> FastAPI:
             with Session(request.app.state.engine) as session:
                 result = service.recommend_for(
                     session, submission=body, objective=body.objective, limit=body.limit,
-                    settings=request.app.state.settings, now=utcnow(), view="compact")
+                    settings=request.app.state.settings, caches=request.app.state.caches,
+                    now=utcnow(), view="compact")
             answer.append(result.model_dump_json().encode())
         return Response(answer[0], media_type="application/json")
 

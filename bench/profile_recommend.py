@@ -37,8 +37,9 @@ from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.physics import estimate as est_mod
 from service.engine.recommend_types import Offer
-from service.estimates.service import to_engine_workload
 from service.quotes.service import offer_snapshot
+from service.workloads.caches import AppCaches
+from service.workloads.convert import to_engine_workload
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
 
@@ -67,13 +68,6 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 }
 
 
-def clear_caches() -> None:
-    """Empty the service's engine cache (cold runs: no cross-request reuse)."""
-    from service.estimates.service import ENGINE_CACHE
-
-    ENGINE_CACHE.clear()
-
-
 def query(name: str, objective: str) -> RecommendationQuery:
     return RecommendationQuery.model_validate({**WORKLOADS[name], "objective": objective})
 
@@ -89,6 +83,7 @@ def seeded() -> tuple[str, Any]:
 
 def time_server(engine: Any, url: str, cold: bool) -> dict[str, dict[str, float]]:
     settings = Settings(database_url=url)
+    caches = AppCaches()  # one server process's
     out: dict[str, dict[str, float]] = {}
     with Session(engine) as session:
         for name in WORKLOADS:
@@ -98,10 +93,10 @@ def time_server(engine: Any, url: str, cold: bool) -> dict[str, dict[str, float]
                 samples = []
                 for _ in range(RUNS):
                     if cold:
-                        clear_caches()
+                        caches.engine.clear()  # no cross-request reuse
                     t0 = time.perf_counter()
                     recommend_for(session, submission=q, objective=objective, limit=10,
-                                  settings=settings, now=utcnow())
+                                  settings=settings, caches=caches, now=utcnow())
                     samples.append((time.perf_counter() - t0) * 1e3)
                 out[name][objective] = statistics.median(samples)
     return out
@@ -115,7 +110,7 @@ def engine_inputs(engine: Any) -> tuple[list[Any], list[Offer]]:
                   instance_type=q.instance_type, gpu_count=q.gpu_count, pricing=q.pricing,
                   price_usd_per_hour=q.price_usd_per_hour,
                   purchase_price_usd=q.purchase_price_usd, age_days=1.0, stale=False)
-            for q in offer_snapshot(session, now=utcnow()).rows
+            for q in offer_snapshot(session, now=utcnow(), cache=AppCaches().offers).rows
         ]
     return gpus, offers
 
@@ -161,7 +156,8 @@ def scale(
     engine: Any, n_gpus: int, quotes_per_gpu: int, runs: int, exhaustive: bool
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Engine-only ``recommend`` (limit 10) per workload x objective on a synthetic catalog:
-    median ms of ``runs`` (caches cleared before each) and the peak of one traced run [MiB]."""
+    median ms of ``runs`` (no engine cache: each run's memo tables are its own) and the peak
+    of one traced run [MiB]."""
     big_gpus, big_offers = synthetic_catalog(engine, n_gpus, quotes_per_gpu)
     out: dict[str, dict[str, dict[str, float]]] = {}
     print(f"scale {len(big_gpus)} GPUs / {len(big_offers)} quotes"
@@ -177,11 +173,9 @@ def scale(
 
             samples = []
             for _ in range(runs):
-                clear_caches()
                 t0 = time.perf_counter()
                 rec = run()
                 samples.append((time.perf_counter() - t0) * 1e3)
-            clear_caches()
             tracemalloc.start()
             run()
             peak = tracemalloc.get_traced_memory()[1] / 2**20
@@ -211,13 +205,14 @@ def main() -> None:
     if args.profile:
         settings = Settings(database_url=url)
         q = query(args.profile, "cost")
+        caches = AppCaches()
         with Session(engine) as session:
             prof = cProfile.Profile()
             prof.enable()
             for _ in range(5):
-                clear_caches()
+                caches.engine.clear()
                 recommend_for(session, submission=q, objective="cost", limit=10,
-                              settings=settings, now=utcnow())
+                              settings=settings, caches=caches, now=utcnow())
             prof.disable()
         pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
         return

@@ -5,7 +5,7 @@ Run: ``.venv/bin/python -m bench.profile_request [-n N] [--seed S] [--clear-engi
 
 The bodies are the varied route's (bench/varied.py, the stream of wrk's first thread): every
 body new, so no answer is reused, as under ``make bench``'s headline load. The engine's shared
-memo tables (``ENGINE_CACHE``) persist across requests as in a server process, unless
+memo tables (``AppCaches.engine``) persist across requests as in a server process, unless
 ``--clear-engine-cache`` empties them before every request. Before timing, the database is
 migrated and seeded and :func:`~service.app.serving.warm_up_and_freeze` runs, as ``gpu-advisor
 serve`` does; two bodies from another stream then warm the code paths.
@@ -17,7 +17,7 @@ before it and its response handling after:
 * ``parse_validate``: ``RecommendationQuery.model_validate_json`` of the body text;
 * ``engine_inputs``: ``to_engine_workload`` (presets resolved), constraints, cost settings;
 * ``snapshots``: ``catalog_snapshot``, ``offer_snapshot``, ``offers_at`` (fingerprint queries;
-  the rows are cached per process);
+  the rows are cached per app);
 * ``recommend``: the engine's ``recommend`` (service/engine/choice/ranking.py);
 * ``result_out``: the catalog revision and ``result_out`` (service/workloads/results.py), in
   the route's default ``compact`` view;
@@ -59,8 +59,9 @@ from service.core.migrate import upgrade
 from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import CostSettings
-from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import offer_snapshot
+from service.workloads.caches import AppCaches
+from service.workloads.convert import to_engine_workload
 from service.workloads.models import RecommendationQuery
 from service.workloads.results import RecommendationResult, result_out
 from service.workloads.service import _constraints, _revision, offers_at
@@ -76,7 +77,8 @@ WARMUP_STREAM = 99
 Lap = Callable[[str], None]
 
 
-def request_by_stage(engine: Engine, text: str, settings: Settings, lap: Lap) -> bytes:
+def request_by_stage(engine: Engine, text: str, settings: Settings, caches: AppCaches,
+                     lap: Lap) -> bytes:
     """One POST /v1/recommendations body through the service, ``lap(stage)`` after each stage.
 
     Mirrors ``recommend_for`` (service/workloads/service.py) step for step: when that changes,
@@ -91,13 +93,14 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, lap: Lap) ->
     cost = CostSettings(electricity_usd_per_kwh=settings.electricity_usd_per_kwh,
                         amortization_years=settings.amortization_years)
     lap("engine_inputs")
-    catalog = catalog_snapshot(session)
-    quotes = offer_snapshot(session, now=now)
-    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days)
+    catalog = catalog_snapshot(session, cache=caches.catalog)
+    quotes = offer_snapshot(session, now=now, cache=caches.offers)
+    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
+                       cache=caches.offer_lists)
     lap("snapshots")
     rec = recommend(workload, catalog.specs, offers, objective=body.objective,
                     constraints=constraints, settings=cost, limit=body.limit,
-                    skypilot_names=catalog.skypilot_names, cache=ENGINE_CACHE)
+                    skypilot_names=catalog.skypilot_names, cache=caches.engine, validated=True)
     lap("recommend")
     result = result_out(rec, constraints=body.constraints,
                         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
@@ -112,18 +115,20 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, lap: Lap) ->
     return payload
 
 
-def seeded_catalog() -> tuple[Engine, Settings]:
-    """A freshly migrated and seeded SQLite catalog, warmed up as ``gpu-advisor serve`` does."""
+def seeded_catalog() -> tuple[Engine, Settings, AppCaches]:
+    """A freshly migrated and seeded SQLite catalog, and one app's caches warmed up on it as
+    ``gpu-advisor serve`` does."""
     url = f"sqlite:///{tempfile.mkdtemp(prefix='gpu-advisor-profile-')}/seeded.db"
     upgrade(url)
     engine = make_engine(url)
     seed(engine)
     settings = Settings(database_url=url)
-    warm_up_and_freeze(engine, settings)
-    return engine, settings
+    caches = AppCaches()
+    warm_up_and_freeze(engine, settings, caches)
+    return engine, settings, caches
 
 
-def run(engine: Engine, settings: Settings, texts: list[str],
+def run(engine: Engine, settings: Settings, caches: AppCaches, texts: list[str],
         clear_engine_cache: bool, clock: Callable[[], float] = time.perf_counter,
         ) -> tuple[dict[str, list[float]], list[int]]:
     """Each body once: per-stage times [ms] by ``clock`` and response sizes [bytes]."""
@@ -136,9 +141,9 @@ def run(engine: Engine, settings: Settings, texts: list[str],
 
     for text in texts:
         if clear_engine_cache:
-            ENGINE_CACHE.clear()
+            caches.engine.clear()
         marks.clear()
-        payload = request_by_stage(engine, text, settings, lap)
+        payload = request_by_stage(engine, text, settings, caches, lap)
         for (_, t0), (stage, t1) in zip(marks, marks[1:], strict=False):
             times[stage].append((t1 - t0) * 1e3)
         times["total"].append((marks[-1][1] - marks[0][1]) * 1e3)
@@ -158,15 +163,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--cprofile", metavar="FILE",
                    help="also profile N further bodies with cProfile; stats to FILE")
     args = p.parse_args(argv)
-    engine, settings = seeded_catalog()
+    engine, settings, caches = seeded_catalog()
     stream = varied.VariedBodies(args.seed, 1)
     texts = stream.take(args.n)
-    run(engine, settings, varied.VariedBodies(args.seed, WARMUP_STREAM).take(2), False)
-    times, sizes = run(engine, settings, texts, args.clear_engine_cache,
+    run(engine, settings, caches, varied.VariedBodies(args.seed, WARMUP_STREAM).take(2), False)
+    times, sizes = run(engine, settings, caches, texts, args.clear_engine_cache,
                        time.process_time if args.cpu else time.perf_counter)
     with Session(engine) as session:
-        gpus = len(catalog_snapshot(session).specs)
-        quotes = len(offer_snapshot(session, now=utcnow()).rows)
+        gpus = len(catalog_snapshot(session, cache=caches.catalog).specs)
+        quotes = len(offer_snapshot(session, now=utcnow(), cache=caches.offers).rows)
     medians = {s: round(statistics.median(v), 3) for s, v in times.items()}
     out: dict[str, Any] = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -194,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         more = stream.take(args.n)
         prof = cProfile.Profile()
         prof.enable()
-        run(engine, settings, more, args.clear_engine_cache)
+        run(engine, settings, caches, more, args.clear_engine_cache)
         prof.disable()
         prof.dump_stats(args.cprofile)
         pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(25)

@@ -54,7 +54,7 @@ from service.core.config import Settings
 from service.core.db import make_engine
 from service.core.errors import ProblemError
 from service.core.migrate import upgrade
-from service.estimates.service import ENGINE_CACHE
+from service.workloads.caches import AppCaches
 from service.workloads.models import RecommendationQuery
 from service.workloads.service import recommend_for
 from tests.differential_bodies import FAMILIES, REFUSED, SEED, Body, make_bodies
@@ -84,13 +84,16 @@ def seeded_catalog(directory: Path) -> tuple[Engine, Settings]:
         amortization_years=SETTINGS["amortization_years"])
 
 
-def canonical_answer(engine: Engine, settings: Settings, body: Body) -> dict[str, Any]:
-    """The answer to ``body`` (a result, or a 4xx's problem details) without run-time fields."""
+def canonical_answer(engine: Engine, settings: Settings, body: Body, *,
+                     caches: AppCaches | None = None) -> dict[str, Any]:
+    """The answer to ``body`` (a result, or a 4xx's problem details) without run-time fields,
+    computed with ``caches`` (None: fresh ones, as a newly started app has)."""
     query = RecommendationQuery.model_validate(body)
     with Session(engine) as session:
         try:
             result = recommend_for(session, submission=query, objective=query.objective,
-                                   limit=query.limit, settings=settings, now=NOW)
+                                   limit=query.limit, settings=settings,
+                                   caches=caches or AppCaches(), now=NOW)
         except ProblemError as exc:
             return {"error": {"status": exc.status, "type": exc.slug, "title": exc.title,
                               "detail": exc.detail,
@@ -123,14 +126,15 @@ def summary(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_cases(engine: Engine, settings: Settings, cases: Iterable[dict[str, Any]], *,
-              cold_each: bool = False) -> dict[int, Outcome]:
-    """Each case's outcome by its index, computed in the order given; ``cold_each`` empties
-    the engine cache before every case."""
+              caches: AppCaches, cold_each: bool = False) -> dict[int, Outcome]:
+    """Each case's outcome by its index, computed in the order given with ``caches``;
+    ``cold_each`` empties the engine cache before every case."""
     out = {}
     for case in cases:
         if cold_each:
-            ENGINE_CACHE.clear()
-        out[case["index"]] = outcome(canonical_answer(engine, settings, case["body"]))
+            caches.engine.clear()
+        out[case["index"]] = outcome(canonical_answer(engine, settings, case["body"],
+                                                      caches=caches))
     return out
 
 
@@ -199,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gpu-advisor-differential-") as tmp:
         engine, settings = seeded_catalog(Path(tmp))
-        got = run_cases(engine, settings, in_order(cases, args.order), cold_each=args.cold_each)
+        got = run_cases(engine, settings, in_order(cases, args.order), caches=AppCaches(),
+                        cold_each=args.cold_each)
         engine.dispose()
     seconds = time.perf_counter() - started
     if args.command == "regenerate":

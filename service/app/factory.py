@@ -22,7 +22,6 @@ from service.core.db import SQLITE_BEGIN, make_engine
 from service.core.db_deadline import install_db_deadline
 from service.core.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.core.security import declared_access, install_key, reads_api_key
-from service.estimates.service import ENGINE_CACHE
 from service.http.guards import (
     AdmissionMiddleware,
     BodyTimeoutMiddleware,
@@ -39,6 +38,7 @@ from service.http.observability import (
 )
 from service.quotes.routes import router as quotes_router
 from service.web.routes import install_pages
+from service.workloads.caches import AppCaches
 
 DESCRIPTION = """
 **gpu-advisor** answers: *for this workload, which GPU, how many, from which offer, and why?*
@@ -110,6 +110,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                     # Another replica starting at the same moment installed the same key.
                     session.rollback()
         yield
+        app.state.caches.clear()  # a stopped app keeps no snapshots alive
 
     app = FastAPI(
         title="gpu-advisor",
@@ -124,8 +125,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.state.caches = AppCaches()
     app.state.metrics = Metrics()
-    app.state.metrics.registry.register(CacheCollector(ENGINE_CACHE.stats))
+    app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)

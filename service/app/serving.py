@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from service.core.config import Settings
 from service.core.errors import PROBLEM_BASE, PROBLEM_JSON
+from service.workloads.caches import AppCaches
 
 REQUEST_LINE_ROOM = 8_192
 """Head bytes allowed beyond the header limit: the request line (method, path, query)."""
@@ -54,13 +55,15 @@ def app_factory() -> FastAPI:
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     app = create_app(Settings())
-    warm_up_and_freeze(app.state.engine, app.state.settings)  # before uvicorn accepts a request
+    # before uvicorn accepts a request
+    warm_up_and_freeze(app.state.engine, app.state.settings, app.state.caches)
     return app
 
 
-def warm_up_and_freeze(engine: Engine, settings: Settings, *,
+def warm_up_and_freeze(engine: Engine, settings: Settings, caches: AppCaches, *,
                        now: datetime | None = None) -> bool:
-    """Build the catalog and offer snapshots before the first request, then move everything
+    """Build the catalog and offer snapshots into the app's ``caches`` before the first
+    request, then move everything
     alive (modules, settings, those snapshots) into the collector's permanent generation once.
 
     A server process calls this at start-up, before it accepts a request, so no request's
@@ -79,7 +82,7 @@ def warm_up_and_freeze(engine: Engine, settings: Settings, *,
 
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, GC_GENERATION2_THRESHOLD)
-    if not warm_up(engine, settings, now=now):
+    if not warm_up(engine, settings, caches, now=now):
         return False
     gc.collect()
     gc.freeze()

@@ -252,20 +252,21 @@ class CatalogSnapshot:
     skypilot_names: dict[str, str]
 
 
-_SNAPSHOTS: SnapshotCache[tuple[object, ...], CatalogSnapshot] = SnapshotCache(slots=8)
-"""Snapshots kept per process (one per database and revision in use)."""
+CatalogSnapshots = SnapshotCache[tuple[object, ...], CatalogSnapshot]
+"""Snapshots keyed by (database URL, *fingerprint); the app owns one
+(:class:`service.caches.AppCaches`)."""
 
 
-def catalog_snapshot(session: Session) -> CatalogSnapshot:
+def catalog_snapshot(session: Session, *, cache: CatalogSnapshots) -> CatalogSnapshot:
     """The catalog for the engine, rebuilt only when the fingerprint changes.
 
     Reading and converting every row costs ~0.1 s at 5,000 GPUs; the fingerprint query is one
-    aggregate. Each process keeps its own snapshots, and every request checks the fingerprint
-    against the database, so replicas never serve a stale catalog.
+    aggregate. Each app keeps its own snapshots in ``cache``, and every request checks the
+    fingerprint against the database, so replicas never serve a stale catalog.
     """
     fingerprint = catalog_fingerprint(session)
     key = (database_key(session), *fingerprint)
-    snap = _SNAPSHOTS.get(key)
+    snap = cache.get(key)
     if snap is None:
         gpus = all_gpus(session)
         snap = CatalogSnapshot(
@@ -278,5 +279,5 @@ def catalog_snapshot(session: Session) -> CatalogSnapshot:
         # Under READ COMMITTED a commit may land between the two reads: cache only rows known
         # to belong to the fingerprint they are filed under.
         if catalog_fingerprint(session) == fingerprint:
-            _SNAPSHOTS.put(key, snap)
+            cache.put(key, snap)
     return snap

@@ -92,6 +92,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from service.app.seeding import seed
     from service.core.db import make_engine
     from service.core.migrate import upgrade
+    from service.workloads.caches import AppCaches
     from service.workloads.models import RecommendationQuery
     from service.workloads.service import recommend_for
 
@@ -114,7 +115,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         try:
             result = recommend_for(
                 session, submission=submission, objective=args.objective or submission.objective,
-                limit=submission.limit, settings=settings, now=utcnow(),
+                limit=submission.limit, settings=settings, caches=AppCaches(), now=utcnow(),
             )
         except ProblemError as exc:
             for err in exc.errors:

@@ -1,4 +1,4 @@
-"""Memo tables for the engine, owned by whoever calls it (the service keeps one per process).
+"""Memo tables for the engine, owned by whoever calls it (the service keeps one per app).
 
 The engine keeps no module-global caches. Two kinds of memo exist:
 
@@ -30,12 +30,12 @@ V = TypeVar("V")
 _MISSING: Any = object()
 DEFAULT_MAX_ENTRIES = 16_384
 """Entries per table: three times the GPU types of the largest catalog benchmarked (5,000);
-an entry is a few hundred bytes, so a full table is a few MB per process."""
+an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES`. A full :class:`Estimate` is ~1-2 KB, so
-the largest ordinary table stays under ~30 MB per process; an ``offer_index`` entry holds a
+the largest ordinary table stays under ~30 MB per app; an ``offer_index`` entry holds a
 whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
 4,096 of them, ~8 MB."""

@@ -15,9 +15,10 @@ from service.core.text import Text
 from service.engine import estimate
 from service.engine.cache import Memo
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
-from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.http.pagination import Offset, Page
 from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
+from service.workloads.caches import CachesDep
+from service.workloads.convert import to_engine_workload
 from service.workloads.examples import estimate_body, openapi_examples
 
 router = APIRouter(tags=["estimates"])
@@ -28,7 +29,8 @@ EstimateBody = Annotated[EstimateRequest, Body(openapi_examples=openapi_examples
 @router.post("/v1/estimates", summary="Estimate one workload on one GPU type and count",
              response_model=EstimateOut, responses=responses(401, 422))
 @reads_database_only
-def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> EstimateOut:
+def create_estimate(body: EstimateBody, session: SessionDep, caches: CachesDep,
+                    _: ReaderDep) -> EstimateOut:
     """Memory per GPU with its breakdown, parallelism, roofline bound, speed, energy, and the
     named constants used. Infeasible is an answer (`fits: false` with reasons), not an error."""
     workload = to_engine_workload(body.workload, require_amount=False)
@@ -39,7 +41,7 @@ def create_estimate(body: EstimateBody, session: SessionDep, _: ReaderDep) -> Es
             f"Unknown GPU '{body.gpu_slug}'",
             errors=[field_error("body.gpu_slug", f"no GPU with slug '{body.gpu_slug}'")],
         ) from exc
-    est = estimate(workload, to_spec(gpu), body.gpu_count, memo=Memo(ENGINE_CACHE))
+    est = estimate(workload, to_spec(gpu), body.gpu_count, memo=Memo(caches.engine))
     out = estimate_out(est, gpu_name=gpu.name)
     train = workload.training
     if train is not None and train.tokens is None and train.samples is None and (

@@ -244,10 +244,12 @@ class OfferSnapshot:
     """The earliest expiry after ``built_at``: past it, the snapshot is rebuilt."""
 
 
-_OFFERS: SnapshotCache[tuple[object, ...], OfferSnapshot] = SnapshotCache(slots=8)
+OfferSnapshots = SnapshotCache[tuple[object, ...], OfferSnapshot]
+"""Snapshots keyed by (database URL, *fingerprint); the app owns one
+(:class:`service.caches.AppCaches`)."""
 
 
-def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
+def offer_snapshot(session: Session, *, now: datetime, cache: OfferSnapshots) -> OfferSnapshot:
     """The quotes a recommendation can pick, rebuilt only when quotes change or one expires.
 
     The recommender takes, for each GPU and instance size, the cheapest allowed quote (ties:
@@ -257,7 +259,7 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     """
     fingerprint = quotes_fingerprint(session)
     key = (database_key(session), *fingerprint)
-    snap = _OFFERS.get(key)
+    snap = cache.get(key)
     if snap is not None and now >= snap.built_at and (
         snap.valid_until is None or now < snap.valid_until
     ):
@@ -284,5 +286,5 @@ def offer_snapshot(session: Session, *, now: datetime) -> OfferSnapshot:
     snap = OfferSnapshot(key=key, fingerprint=fingerprint, rows=rows, built_at=now,
                          valid_until=as_utc(next_expiry) if next_expiry else None)
     if quotes_fingerprint(session) == fingerprint:  # no commit landed between the reads
-        _OFFERS.put(key, snap)
+        cache.put(key, snap)
     return snap

@@ -14,6 +14,7 @@ from service.engine.recommend_types import Objective
 from service.http.etags import NOT_MODIFIED, conditional_get
 from service.http.pagination import Offset, Page, capped_limit
 from service.workloads import examples, service
+from service.workloads.caches import CachesDep
 from service.workloads.models import (
     RecommendationQuery,
     RecommendationRun,
@@ -120,6 +121,7 @@ def recommend_workload(
     workload_id: str,
     request: Request,
     session: SessionDep,
+    caches: CachesDep,
     caller: SubmitterDep,
     objective: Objective | None = None,
     limit: Limit = 10,
@@ -130,8 +132,8 @@ def recommend_workload(
     workload's own."""
     _, _, result = service.recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
-        view=view,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics, view=view,
     )
     return result
 
@@ -143,6 +145,7 @@ def create_run(
     workload_id: str,
     request: Request,
     session: SessionDep,
+    caches: CachesDep,
     caller: SubmitterDep,
     response: Response,
     body: RunRequest | None = None,
@@ -152,7 +155,8 @@ def create_run(
     GPU_ADVISOR_RUN_RETENTION_DAYS when set); older ones are deleted as this one is stored."""
     run = service.create_run(
         session, workload_id=workload_id, caller=caller, request=body or RunRequest(),
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics,
     )
     response.headers["Location"] = f"/v1/workloads/{workload_id}/runs/{run.id}"
     return _run_out(run)
@@ -181,11 +185,11 @@ def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",
                              response_model=RecommendationResult, responses=responses(401, 422))
 @reads_database_only
-def recommend_once(body: QueryBody, request: Request, session: SessionDep,
+def recommend_once(body: QueryBody, request: Request, session: SessionDep, caches: CachesDep,
                    _: ReaderDep, view: ViewQuery = "compact") -> RecommendationResult:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""
     return service.recommend_for(
         session, submission=body, objective=body.objective, limit=body.limit,
-        settings=request.app.state.settings, now=utcnow(), metrics=request.app.state.metrics,
-        view=view,
+        settings=request.app.state.settings, caches=caches, now=utcnow(),
+        metrics=request.app.state.metrics, view=view,
     )

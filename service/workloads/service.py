@@ -19,15 +19,15 @@ from service.catalog.service import catalog_snapshot
 from service.core.config import Settings
 from service.core.errors import Conflict, NotFound
 from service.core.security import ApiKey, owner_scope
-from service.core.snapshots import SnapshotCache
 from service.core.tables import lock_row
 from service.core.text import is_clean
 from service.core.times import as_date, as_utc
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
-from service.estimates.service import ENGINE_CACHE, to_engine_workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
+from service.workloads.caches import AppCaches, OfferLists
+from service.workloads.convert import to_engine_workload
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -154,17 +154,18 @@ def _revision(gpus: tuple[object, ...], quotes: tuple[object, ...]) -> str:
 
 
 _log = logging.getLogger(__name__)
-_OFFER_LISTS: SnapshotCache[tuple[object, ...], list[Offer]] = SnapshotCache(slots=8)
 
 
-def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> list[Offer]:
+def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float,
+              cache: OfferLists) -> list[Offer]:
     """The snapshot's rows as engine offers, with age and staleness at ``now`` (to the minute).
 
-    Cached per snapshot and minute: building 30,000 offers is ~50 ms at the 5,000-GPU scale.
+    Cached in ``cache`` per snapshot and minute: building 30,000 offers is ~50 ms at the
+    5,000-GPU scale.
     """
     minute = now.replace(second=0, microsecond=0)
     key = (snapshot.key, snapshot.built_at, minute, stale_days)
-    cached = _OFFER_LISTS.get(key)
+    cached = cache.get(key)
     if cached is not None:
         return cached
     offers = []
@@ -180,12 +181,13 @@ def offers_at(snapshot: OfferSnapshot, *, now: datetime, stale_days: float) -> l
             fabric=q.network_fabric, multi_node=bool(q.multi_node),
             network_source=q.network_source,
         ))
-    _OFFER_LISTS.put(key, offers)
+    cache.put(key, offers)
     return offers
 
 
-def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) -> bool:
-    """Build the catalog and offer snapshots before the first request.
+def warm_up(engine: Engine, settings: Settings, caches: AppCaches, *,
+            now: datetime | None = None) -> bool:
+    """Build the catalog and offer snapshots into the app's ``caches`` before the first request.
 
     Returns False when the database cannot be read now: serving starts anyway and builds the
     snapshots on first use. The server's start-up (service/app/serving.py) calls this before
@@ -193,9 +195,9 @@ def warm_up(engine: Engine, settings: Settings, *, now: datetime | None = None) 
     try:
         with Session(engine) as session:
             at = now or datetime.now(UTC)
-            catalog_snapshot(session)
-            offers_at(offer_snapshot(session, now=at), now=at,
-                      stale_days=settings.stale_quote_days)
+            catalog_snapshot(session, cache=caches.catalog)
+            offers_at(offer_snapshot(session, now=at, cache=caches.offers), now=at,
+                      stale_days=settings.stale_quote_days, cache=caches.offer_lists)
     except (SQLAlchemyError, OSError) as exc:
         _log.warning("warm-up skipped: %s", type(exc).__name__)
         return False
@@ -234,16 +236,18 @@ def recommend_for(
     objective: str,
     limit: int,
     settings: Settings,
+    caches: AppCaches,
     now: datetime,
     metrics: Any = None,
     view: View = "full",
 ) -> RecommendationResult:
-    """Rank every catalog GPU for the submission on the current catalog and quotes
-    (``view``: see :data:`~service.workloads.results.View`)."""
+    """Rank every catalog GPU for the submission on the current catalog and quotes, with
+    the app's ``caches`` (``view``: see :data:`~service.workloads.results.View`)."""
     workload = to_engine_workload(submission, prefix="body")
-    catalog = catalog_snapshot(session)
-    quotes = offer_snapshot(session, now=now)
-    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days)
+    catalog = catalog_snapshot(session, cache=caches.catalog)
+    quotes = offer_snapshot(session, now=now, cache=caches.offers)
+    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
+                       cache=caches.offer_lists)
     started = time.perf_counter()
     rec = recommend(
         workload,
@@ -257,7 +261,8 @@ def recommend_for(
         ),
         limit=limit,
         skypilot_names=catalog.skypilot_names,
-        cache=ENGINE_CACHE,
+        cache=caches.engine,
+        validated=True,  # by to_engine_workload above, amounts required
     )
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
@@ -281,6 +286,7 @@ def recommend_stored(
     limit: int,
     constraints: ConstraintsIn | None = None,
     settings: Settings,
+    caches: AppCaches,
     now: datetime,
     metrics: Any = None,
     view: View = "full",
@@ -294,7 +300,8 @@ def recommend_stored(
         submission = submission.model_copy(update={"constraints": constraints})
     chosen = objective or row.objective
     result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
-                           settings=settings, now=now, metrics=metrics, view=view)
+                           settings=settings, caches=caches, now=now, metrics=metrics,
+                           view=view)
     return row, chosen, result
 
 
@@ -305,14 +312,15 @@ def create_run(
     caller: ApiKey,
     request: RunRequest,
     settings: Settings,
+    caches: AppCaches,
     now: datetime,
     metrics: Any = None,
 ) -> RecommendationRun:
     """Rank the workload, store the run, then prune its runs to the retention settings."""
     row, chosen, result = recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=request.objective,
-        limit=request.limit, constraints=request.constraints, settings=settings, now=now,
-        metrics=metrics)
+        limit=request.limit, constraints=request.constraints, settings=settings,
+        caches=caches, now=now, metrics=metrics)
     # Lock the workload until the run is stored and pruned: a racing DELETE waits (or, if it
     # committed first, this is a 404, never a foreign-key 409), and two runs of one workload
     # prune one after the other, so the count never exceeds the cap.

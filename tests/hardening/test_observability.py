@@ -97,13 +97,13 @@ def test_metrics_report_the_engine_cache_and_it_keeps_no_workload_tables(
     keyed by GPUs, model shapes, offers and provisioning tasks (SHARED_TABLES), never one
     keyed by a whole workload, and /metrics reports each table's entries and bytes."""
     from service.engine.cache import SHARED_TABLES
-    from service.estimates.service import ENGINE_CACHE
 
-    ENGINE_CACHE.clear()
+    engine_cache = client.app.state.caches.engine  # type: ignore[attr-defined]
+    engine_cache.clear()
     other = {**WORKLOAD, "inference": {**WORKLOAD["inference"], "prompt_tokens": 1234}}
     for body in (WORKLOAD, other):
         assert client.post("/v1/recommendations", json=body).status_code == 200
-    tables = ENGINE_CACHE.stats()
+    tables = engine_cache.stats()
     assert set(tables) <= SHARED_TABLES, set(tables) - SHARED_TABLES
     assert tables["layer_ops"][0] > 0 and tables["layer_ops"][1] > 1000 * tables["layer_ops"][0]
     text = client.get("/metrics").text

@@ -1,7 +1,7 @@
 """Concurrent answers equal single-threaded answers, byte for byte.
 
-The engine's memo tables live in one EngineCache per process (service/estimates/service.py,
-ENGINE_CACHE), shared by every request thread and holding immutable values only. This starts
+The engine's memo tables live in one EngineCache per app (``app.state.caches.engine``,
+service/caches.py), shared by every request thread and holding immutable values only. This starts
 one app under uvicorn in this process, computes every answer alone on a cold cache, then empties
 the cache and sends the same requests from many threads at once, shuffled and repeated, so the
 threads race to fill the same tables: every body must equal its single-threaded bytes.
@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from service.app.factory import create_app
 from service.core.config import Settings
 from service.core.snapshots import SnapshotCache
-from service.estimates.service import ENGINE_CACHE
 from tests.hardening.live import concurrently, free_port
 
 WORKLOADS: list[dict[str, Any]] = [
@@ -66,8 +66,13 @@ def _requests() -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture(scope="module")
-def base(fresh_url: str, fresh_engine: Engine) -> Iterator[str]:
-    app = create_app(Settings(database_url=fresh_url), engine=fresh_engine)
+def live_app(fresh_url: str, fresh_engine: Engine) -> FastAPI:
+    return create_app(Settings(database_url=fresh_url), engine=fresh_engine)
+
+
+@pytest.fixture(scope="module")
+def base(live_app: FastAPI) -> Iterator[str]:
+    app = live_app
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            access_log=False))
@@ -85,12 +90,13 @@ def base(fresh_url: str, fresh_engine: Engine) -> Iterator[str]:
 
 @pytest.mark.slow
 def test_concurrent_answers_are_byte_identical_to_single_threaded(
-    base: str, monkeypatch: pytest.MonkeyPatch,
+    base: str, live_app: FastAPI, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # One clock for every answer, so `generated_at` (and quote staleness) cannot differ.
     monkeypatch.setattr("service.workloads.routes.utcnow", lambda: NOW)
     reqs = _requests()
-    ENGINE_CACHE.clear()
+    engine_cache = live_app.state.caches.engine
+    engine_cache.clear()
     with httpx.Client(base_url=base, timeout=120) as client:
         expected = []
         for path, body in reqs:
@@ -100,7 +106,7 @@ def test_concurrent_answers_are_byte_identical_to_single_threaded(
         again = [client.post(path, json=body).content for path, body in reqs]  # warm cache
     assert again == expected, "answers differ between a cold and a warm cache"
 
-    ENGINE_CACHE.clear()  # the threads race to fill the same tables
+    engine_cache.clear()  # the threads race to fill the same tables
     order = [i for _ in range(ROUNDS) for i in range(len(reqs))]
     random.Random(10).shuffle(order)
     shares = [order[t::THREADS] for t in range(THREADS)]
@@ -124,7 +130,7 @@ def test_concurrent_answers_are_byte_identical_to_single_threaded(
                 mismatches.append(reqs[i])
     assert sum(len(r) for r in results) == len(order)
     assert mismatches == []
-    assert ENGINE_CACHE.sizes(), "the shared cache was not used"
+    assert engine_cache.sizes(), "the shared cache was not used"
 
 
 def test_snapshot_writes_do_not_freeze_the_heap() -> None:

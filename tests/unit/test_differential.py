@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from service.core.config import Settings
-from service.estimates.service import ENGINE_CACHE
+from service.workloads.caches import AppCaches
 from tests.differential import in_order, load_golden, mismatches, run_cases, seeded_catalog
 from tests.differential_bodies import make_bodies
 
@@ -30,10 +30,11 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, 
 def test_answers_are_identical_to_the_golden_ones(catalog: tuple[Engine, Settings]) -> None:
     engine, settings = catalog
     cases = GOLDEN["cases"]
-    ENGINE_CACHE.clear()
+    caches = AppCaches()  # cold for the first pass, warm from it for the second
     failures = []
     for label, order in (("cold cache, shuffled", "shuffled"), ("warm cache, forward", "forward")):
-        bad = mismatches(cases, run_cases(engine, settings, in_order(cases, order)))
+        bad = mismatches(cases, run_cases(engine, settings, in_order(cases, order),
+                                          caches=caches))
         if bad:
             more = f"\n... and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
             failures.append(f"{len(bad)} of {len(cases)} answers changed ({label}):\n"

@@ -24,6 +24,7 @@ from service.engine.choice import cost as co
 from service.engine.physics import estimate as es
 from service.engine.recommend_types import Constraints, CostSettings
 from service.engine.types import ComputeSpec, Workload
+from service.workloads.caches import AppCaches
 from tests.unit.catalog_data import load_gpus, load_offers
 
 
@@ -124,7 +125,7 @@ def test_count_candidates_memoized_equal_plain() -> None:
 def test_warm_up_builds_the_snapshots_and_freezes_once(engine: Engine, settings: Settings) -> None:
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
-        assert warm_up_and_freeze(engine, settings) is True
+        assert warm_up_and_freeze(engine, settings, AppCaches()) is True
         assert gc.get_freeze_count() > before
         assert gc.get_threshold()[2] == GC_GENERATION2_THRESHOLD
     finally:
@@ -137,7 +138,7 @@ def test_warm_up_without_a_database_freezes_nothing() -> None:
     before, thresholds = gc.get_freeze_count(), gc.get_threshold()
     try:
         url = "sqlite:////nonexistent-dir/x/y.db"
-        assert warm_up_and_freeze(broken, Settings(database_url=url)) is False
+        assert warm_up_and_freeze(broken, Settings(database_url=url), AppCaches()) is False
         assert gc.get_freeze_count() == before
     finally:
         gc.set_threshold(*thresholds)

@@ -585,6 +585,7 @@ def recommend(
     node_labels: Mapping[str, str] | None = None,
     exhaustive: bool = False,
     cache: EngineCache | None = None,
+    validated: bool = False,
 ) -> Recommendation:
     """Rank GPU types (with count and offer) for ``workload``; see the module docstring.
 
@@ -592,11 +593,14 @@ def recommend(
     ValueError for an invalid workload or objective. ``exhaustive``: evaluate every GPU in
     full (no branch and bound; the same top ``limit``, and every limit failure in rejected).
     ``cache``: the caller's shared :class:`~service.engine.cache.EngineCache` (None: memo
-    tables live for this call only).
+    tables live for this call only). ``validated``: the caller has just checked ``workload``
+    with :func:`validate_workload` (amounts required) and got no errors, so it is not checked
+    again (the service converts and checks each request's workload once, to name the bad
+    fields in its 422).
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
-    errors = validate_workload(workload)
+    errors = [] if validated else validate_workload(workload)
     if errors:
         raise ValueError("; ".join(f"{f}: {m}" for f, m in errors))
     memo = Memo(cache)

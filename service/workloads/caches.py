@@ -1,0 +1,59 @@
+"""The app's caches: one :class:`AppCaches` per app, on ``app.state.caches``.
+
+Every cache the service keeps between requests lives here, so two apps in one process (tests,
+benchmarks) never share one, and the app that made them can report (``/metrics``) and clear
+them. Routes reach it through :data:`CachesDep`; service functions take the piece they need as
+a keyword argument and read no module globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from service.catalog.service import CatalogSnapshots
+from service.core.snapshots import SnapshotCache
+from service.engine.cache import EngineCache
+from service.engine.recommend_types import Offer
+from service.quotes.service import OfferSnapshots
+
+OfferLists = SnapshotCache[tuple[object, ...], list[Offer]]
+"""An offer snapshot's rows as engine offers, keyed by snapshot, minute and staleness."""
+
+SNAPSHOT_SLOTS = 8
+"""Snapshots kept per kind (one per database and revision in use)."""
+
+
+@dataclass
+class AppCaches:
+    """Bounded, thread-safe caches shared by one app's request threads.
+
+    Every key carries what its value was built from (database URL and table fingerprint, or
+    the frozen engine inputs), so a hit is never stale; clearing only costs the next request
+    the time to rebuild."""
+
+    engine: EngineCache = field(default_factory=EngineCache)
+    """The engine's memo tables (GPU devices, layer GEMMs, offer indexes, provisioning text)."""
+    catalog: CatalogSnapshots = field(
+        default_factory=lambda: SnapshotCache(slots=SNAPSHOT_SLOTS))
+    """The catalog as the engine sees it, per database and fingerprint."""
+    offers: OfferSnapshots = field(default_factory=lambda: SnapshotCache(slots=SNAPSHOT_SLOTS))
+    """The quotes a recommendation can pick, per database and fingerprint."""
+    offer_lists: OfferLists = field(default_factory=lambda: SnapshotCache(slots=SNAPSHOT_SLOTS))
+    """An offer snapshot's rows as engine offers, per snapshot and minute."""
+
+    def clear(self) -> None:
+        self.engine.clear()
+        self.catalog.clear()
+        self.offers.clear()
+        self.offer_lists.clear()
+
+
+def get_caches(request: Request) -> AppCaches:
+    caches: AppCaches = request.app.state.caches
+    return caches
+
+
+CachesDep = Annotated[AppCaches, Depends(get_caches)]
