@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from service.config import Settings
-from service.main import create_app
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from service.app.factory import create_app
 from service.catalog.service import catalog_fingerprint
+from service.core.config import Settings
 from service.core.snapshots import database_key
 from service.engine.validate import validate_workload
 from service.quotes.service import quotes_fingerprint
