@@ -206,6 +206,10 @@ def main() -> int:
         print("  " + json.dumps(extra["seeded_median_ms"]), flush=True)
         (RESULTS / "seeded.json").write_text(json.dumps(extra["seeded_median_ms"], indent=2)
                                              + "\n")
+        print("== CPU per varied recommendation (LLM serving, training, FP64)", flush=True)
+        from bench import cpu_per_request
+
+        cpu_per_request.main([])  # writes bench/results/cpu_per_request.json
     if "http" in sections:
         print("== HTTP (real server, one worker)", flush=True)
         http = bench_http.main()
