@@ -42,7 +42,8 @@ A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree
 
 
 SHARED_TABLES = frozenset({
-    "device", "layer_ops", "network_gpu", "offer_index", "count_candidates", "skypilot_yaml",
+    "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
+    "skypilot_yaml",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks); every other table is one call's

@@ -180,15 +180,25 @@ class MicroStep:
         return net.time(micro)
 
 
-def training_device(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> kernels.Device:
+def training_device(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: Memo | None = None
+) -> kernels.Device:
     """The :class:`kernels.Device` training kernels run on: transformer training GEMMs and
-    attention at :data:`constants.TRAINING_KERNEL_FACTOR` of their inference rates."""
-    dev = kernels.device(gpu, rate)
-    if isinstance(workload.model, TransformerModel) and rate.tensor:
-        f = c.TRAINING_KERNEL_FACTOR
-        dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * f,
-                      attention_flops_s=dev.attention_flops_s * f)
-    return dev
+    attention at :data:`constants.TRAINING_KERNEL_FACTOR` of their inference rates. With a
+    ``memo``, built once per (GPU, rate, transformer or not) in the shared cache (the power
+    model's clocks make a device worth keeping: every layout a request walks asks again)."""
+    transformer = isinstance(workload.model, TransformerModel)
+
+    def build() -> kernels.Device:
+        dev = kernels.device(gpu, rate)
+        if transformer and rate.tensor:
+            f = c.TRAINING_KERNEL_FACTOR
+            dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * f,
+                          attention_flops_s=dev.attention_flops_s * f)
+        return dev
+
+    return build() if memo is None else memo.get("training_device", (gpu, rate, transformer),
+                                                 build)
 
 
 def goodput(gpu_count: int, healthy_hours: float | None) -> float:
@@ -206,11 +216,13 @@ def goodput(gpu_count: int, healthy_hours: float | None) -> float:
     return 1.0 / (1.0 + c.TRAINING_INTERRUPTIONS_PER_GPU_HOUR * gpu_count * lost_h)
 
 
-def training_floor_rate(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> float:
+def training_floor_rate(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: Memo | None = None
+) -> float:
     """FLOP/s no kernel of a training step exceeds on ``gpu`` (the ranking's lower bounds and
     the layout walk's stop test divide FLOPs by it): the GEMM rate for transformers, the
     convolution rate for CNNs."""
-    dev = training_device(workload, gpu, rate)
+    dev = training_device(workload, gpu, rate, memo)
     if isinstance(workload.model, TransformerModel):
         return max(dev.matrix_flops_s, dev.attention_flops_s)
     return dev.conv_flops_s
@@ -245,14 +257,14 @@ def _job(
         tp_bytes, layers = splits.seq_len(spec, model) * model.hidden_size * elem, model.layers
     return _Job(
         training_flops_per_step(workload, recompute),
-        training_floor_rate(workload, gpu, rate),
+        training_floor_rate(workload, gpu, rate, memo),
         bandwidth_gb_s(gpu),
         model.params * states.gradients,
         model.params * states.weights,
         tp_bytes,
         6.0 if recompute else 4.0,
         layers,
-        MicroStep(workload, training_device(workload, gpu, rate), recompute, memo_of(memo)),
+        MicroStep(workload, training_device(workload, gpu, rate, memo), recompute, memo_of(memo)),
     )
 
 
