@@ -16,11 +16,18 @@ from fastapi import Depends, Request
 from service.catalog.service import CatalogSnapshots
 from service.core.snapshots import SnapshotCache
 from service.engine.cache import EngineCache
-from service.engine.recommend_types import Offer
+from service.engine.recommend_types import Offer, Recommendation
 from service.quotes.service import OfferSnapshots
 
 OfferLists = SnapshotCache[tuple[object, ...], list[Offer]]
 """An offer snapshot's rows as engine offers, keyed by snapshot, minute and staleness."""
+Rankings = SnapshotCache[tuple[object, ...], Recommendation]
+"""The engine's ranking of a request, keyed by everything it was computed from."""
+
+RANKING_SLOTS = 32
+"""Rankings kept: a portal or bot that repeats a query within the minute is answered without
+ranking again (a ranking is 5-100 ms of CPU); each holds a few hundred KB of frozen engine
+objects, so 32 stay under ~10 MB and add little for the collector to walk."""
 
 SNAPSHOT_SLOTS = 8
 """Snapshots kept per kind (one per database and revision in use)."""
@@ -43,12 +50,16 @@ class AppCaches:
     """The quotes a recommendation can pick, per database and fingerprint."""
     offer_lists: OfferLists = field(default_factory=lambda: SnapshotCache(slots=SNAPSHOT_SLOTS))
     """An offer snapshot's rows as engine offers, per snapshot and minute."""
+    rankings: Rankings = field(default_factory=lambda: SnapshotCache(slots=RANKING_SLOTS))
+    """Recent rankings, keyed by workload, objective, constraints, cost settings, limit,
+    catalog and quote fingerprints and the minute their offers' ages were taken at."""
 
     def clear(self) -> None:
         self.engine.clear()
         self.catalog.clear()
         self.offers.clear()
         self.offer_lists.clear()
+        self.rankings.clear()
 
 
 def get_caches(request: Request) -> AppCaches:

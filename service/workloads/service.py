@@ -249,21 +249,29 @@ def recommend_for(
     offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
                        cache=caches.offer_lists)
     started = time.perf_counter()
-    rec = recommend(
-        workload,
-        catalog.specs,
-        offers,
-        objective=objective,  # type: ignore[arg-type]
-        constraints=_constraints(submission.constraints),
-        settings=CostSettings(
-            electricity_usd_per_kwh=settings.electricity_usd_per_kwh,
-            amortization_years=settings.amortization_years,
-        ),
-        limit=limit,
-        skypilot_names=catalog.skypilot_names,
-        cache=caches.engine,
-        validated=True,  # by to_engine_workload above, amounts required
+    constraints = _constraints(submission.constraints)
+    cost_settings = CostSettings(
+        electricity_usd_per_kwh=settings.electricity_usd_per_kwh,
+        amortization_years=settings.amortization_years,
     )
+    # the ranking is a pure function of these (the offers' ages are taken to the minute)
+    key = (workload, objective, constraints, cost_settings, limit, catalog.fingerprint,
+           quotes.fingerprint, now.replace(second=0, microsecond=0), settings.stale_quote_days)
+    rec = caches.rankings.get(key)
+    if rec is None:
+        rec = recommend(
+            workload,
+            catalog.specs,
+            offers,
+            objective=objective,  # type: ignore[arg-type]
+            constraints=constraints,
+            settings=cost_settings,
+            limit=limit,
+            skypilot_names=catalog.skypilot_names,
+            cache=caches.engine,
+            validated=True,  # by to_engine_workload above, amounts required
+        )
+        caches.rankings.put(key, rec)
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
     return result_out(

@@ -17,9 +17,10 @@ from service.app.factory import create_app
 from service.catalog.service import catalog_fingerprint
 from service.core.config import Settings
 from service.core.snapshots import database_key
+from service.core.times import utcnow
 from service.engine.validate import validate_workload
 from service.quotes.service import quotes_fingerprint
-from tests.helpers import LLAMA_8B_CHAT, api_key, submit_workload
+from tests.helpers import LLAMA_8B_CHAT, api_key, new_quote, submit_workload
 
 WORKLOAD = {k: v for k, v in LLAMA_8B_CHAT.items() if k not in ("name", "objective", "constraints")}
 QUERY = {**WORKLOAD, "objective": "cost"}
@@ -102,3 +103,36 @@ def test_an_invalid_workload_is_one_422_naming_its_fields(
     fields = {e["field"] for e in resp.json()["errors"]}
     assert "body.model.hidden_size" in fields, fields
     assert len(validations) == 1
+
+
+def test_a_repeated_query_is_ranked_once_until_the_quotes_change(
+        client: TestClient, admin_headers: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app keeps recent rankings keyed by everything they were computed from: the same
+    query again (within the minute) is answered without ranking, with the same answer; a
+    quote write changes the quotes' fingerprint, so the next query ranks again."""
+    import service.workloads.service as ws
+
+    calls: list[int] = []
+    real = ws.recommend
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ws, "recommend", counting)
+    for _ in range(2):  # the key holds the minute: retry a pair that straddled one
+        calls.clear()
+        minute = utcnow().replace(second=0, microsecond=0)
+        first = client.post("/v1/recommendations", json=QUERY)
+        again = client.post("/v1/recommendations", json=QUERY)
+        if utcnow().replace(second=0, microsecond=0) == minute:
+            break
+    assert first.status_code == again.status_code == 200
+    assert len(calls) == 1
+    assert again.json()["recommendations"] == first.json()["recommendations"]
+    other = client.post("/v1/recommendations", json={**QUERY, "objective": "time"})
+    assert other.status_code == 200 and len(calls) == 2
+    assert client.post("/v1/quotes", json=new_quote(), headers=admin_headers).status_code == 201
+    assert client.post("/v1/recommendations", json=QUERY).status_code == 200
+    assert len(calls) == 3
