@@ -6,7 +6,10 @@ Test files import from here, never from one another.
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -200,3 +203,17 @@ def table_revisions(engine: Any) -> dict[str, int]:
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT table_name, revision FROM table_revisions"))
         return {str(name): int(rev) for name, rev in rows}
+
+
+MIGRATIONS = Path(__file__).resolve().parents[1] / "migrations" / "versions"
+
+
+def migration_module(filename: str) -> ModuleType:
+    """The Alembic revision ``migrations/versions/<filename>`` loaded as a module (its frozen
+    tables and rules are what the migration tests compare with the seed data)."""
+    spec = importlib.util.spec_from_file_location(filename.removesuffix(".py"),
+                                                  MIGRATIONS / filename)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

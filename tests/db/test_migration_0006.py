@@ -3,10 +3,8 @@ rewritten to typed fixes / coded warnings / manifest lists and back on downgrade
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,6 +17,7 @@ from tests.helpers import (
     OLD_GPU_ROW,
     STORED_RUN_ROW,
     STORED_WORKLOAD_ROW,
+    migration_module,
     stored_candidate_before_0006,
 )
 
@@ -32,13 +31,7 @@ OLD_FIX = "fits with int8 weights; or needs 2 GPUs (over the limit of 1)"
 
 
 def _module() -> ModuleType:
-    path = (Path(__file__).resolve().parents[2] / "migrations" / "versions"
-            / "0006_quote_network_typed_fixes.py")
-    spec = importlib.util.spec_from_file_location("migration_0006", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return migration_module("0006_quote_network_typed_fixes.py")
 
 
 def test_0006_frozen_rules_match_the_default_table() -> None:

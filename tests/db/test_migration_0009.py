@@ -5,16 +5,14 @@ SQLite always; PostgreSQL too with TEST_DATABASE_URL (the empty_url fixture)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 from datetime import UTC, date, datetime
-from pathlib import Path
 from types import ModuleType
 
 from sqlalchemy import create_engine, inspect, text
 
 from service.app.seeding import QUOTES_CSV
 from service.core.migrate import downgrade, upgrade
-from tests.helpers import OLD_GPU_ROW, table_revisions
+from tests.helpers import OLD_GPU_ROW, migration_module, table_revisions
 
 _QUOTE = """
 INSERT INTO quotes (gpu_slug, provider, region, instance_type, gpu_count, pricing,
@@ -26,13 +24,7 @@ VALUES (:slug, :provider, :region, :itype, 1, :pricing, :hourly, :purchase, :sou
 
 
 def _module() -> ModuleType:
-    path = (Path(__file__).resolve().parents[2] / "migrations" / "versions"
-            / "0009_quote_observed_at.py")
-    spec = importlib.util.spec_from_file_location("migration_0009", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return migration_module("0009_quote_observed_at.py")
 
 
 def _seed_rows() -> list[dict[str, str]]:

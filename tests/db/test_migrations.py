@@ -3,9 +3,7 @@ and (with TEST_DATABASE_URL) on PostgreSQL, and the result matches the models.""
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import ModuleType
 
 from alembic.autogenerate import compare_metadata
@@ -15,7 +13,7 @@ from sqlalchemy import create_engine, inspect, text
 from service.app.schema import metadata
 from service.app.seeding import seed_gpus
 from service.core.migrate import downgrade, upgrade
-from tests.helpers import OLD_GPU_ROW, table_revisions
+from tests.helpers import OLD_GPU_ROW, migration_module, table_revisions
 
 
 def _tables(url: str) -> set[str]:
@@ -50,14 +48,7 @@ def test_migrations_match_models(empty_url: str) -> None:
 
 
 def _migration_0004() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "migrations" / "versions"
-    spec = importlib.util.spec_from_file_location(
-        "migration_0004", path / "0004_gpu_sm_clocks_l2_tensor_gen.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return migration_module("0004_gpu_sm_clocks_l2_tensor_gen.py")
 
 
 def test_0004_frozen_figures_match_the_seed_file() -> None:
