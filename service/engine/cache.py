@@ -34,9 +34,10 @@ an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096}
-"""Per-table overrides of :data:`DEFAULT_MAX_ENTRIES`. A full :class:`Estimate` is ~1-2 KB, so
-the largest ordinary table stays under ~30 MB per app; an ``offer_index`` entry holds a
-whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's and the last.
+"""Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
+figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
+entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
+and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
 4,096 of them, ~8 MB."""
 
