@@ -22,11 +22,14 @@ from service.core.db import SQLITE_BEGIN, make_engine
 from service.core.db_deadline import install_db_deadline
 from service.core.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.core.security import declared_access, install_key, reads_api_key
+from service.http.bodies import BodyBudgetMiddleware, PreAuthMiddleware, RouteAccess
 from service.http.guards import (
     AdmissionMiddleware,
     BodyTimeoutMiddleware,
     HeaderLimitMiddleware,
     MergeConditionalHeadersMiddleware,
+    MiddlewareProblemGuard,
+    is_list_read,
 )
 from service.http.health import router as health_router
 from service.http.observability import (
@@ -142,16 +145,33 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
             allow_headers=["*"],
             expose_headers=["ETag", "Location", "X-Request-ID"],
         )
+    # The last added runs first: observability, header and body limits, authentication of
+    # writes before their body is read, the body budget and read timeout, then admission (which
+    # receives the whole body before it takes a slot), and the app.
     app.add_middleware(MergeConditionalHeadersMiddleware)
+    app.add_middleware(AdmissionMiddleware, limit=settings.max_concurrent_reads,
+                       max_queued=settings.max_queued_requests,
+                       queue_timeout_s=settings.queue_timeout_s, admits=is_list_read,
+                       setting="GPU_ADVISOR_MAX_CONCURRENT_READS")
     app.add_middleware(AdmissionMiddleware, limit=settings.max_concurrent_requests,
                        max_queued=settings.max_queued_requests,
                        queue_timeout_s=settings.queue_timeout_s)
     app.add_middleware(BodyTimeoutMiddleware, timeout_s=settings.body_read_timeout_s)
+    app.add_middleware(BodyBudgetMiddleware, max_bytes=settings.max_buffered_body_bytes)
+    app.add_middleware(PreAuthMiddleware, routes=route_access(), engine=engine,
+                       public_reads=settings.public_reads)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes,
                        path_limits={"/v1/quotes/import": settings.max_import_bytes})
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
+    app.add_middleware(MiddlewareProblemGuard)
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
     return app
+
+
+def route_access() -> list[RouteAccess]:
+    """(methods, path pattern, callers) of every API route, for PreAuthMiddleware."""
+    return [(frozenset(route.methods or ()), route.path_regex, route_roles(route))
+            for router in _routers() for route in router.routes if isinstance(route, APIRoute)]
 
 
 def _document_422_as_problem(app: FastAPI) -> None:

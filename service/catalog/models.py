@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
 from sqlalchemy import JSON, Column, String
@@ -164,6 +164,14 @@ class GpuSpecFields(SQLModel):
     @classmethod
     def _base_clock(cls, value: float | None, info: ValidationInfo) -> float | None:
         return _base_not_above_boost(value, info)
+
+    @field_validator("aliases", mode="before")
+    @classmethod
+    def _aliases_count(cls, value: Any) -> Any:
+        # Before the items are validated: a list of 1,000,000 non-strings was 1,000,000 errors.
+        if isinstance(value, list) and len(value) > 50:
+            raise ValueError("at most 50 aliases")
+        return value
 
     @field_validator("aliases")
     @classmethod

@@ -18,6 +18,7 @@ from service.core.errors import responses
 from service.core.security import AdminDep, ReaderDep
 from service.core.text import Text
 from service.engine.types import ComputePrecision, FormFactor
+from service.http.bodies import GuardedRoute
 from service.http.etags import (
     NOT_MODIFIED,
     IfMatch,
@@ -28,7 +29,7 @@ from service.http.etags import (
 )
 from service.http.pagination import Offset, Page, capped_limit
 
-router = APIRouter(prefix="/v1/gpus", tags=["gpus"])
+router = APIRouter(prefix="/v1/gpus", tags=["gpus"], route_class=GuardedRoute)
 
 _H100 = {
     "slug": "nvidia-h100-sxm5-80gb",

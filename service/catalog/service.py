@@ -101,11 +101,20 @@ def create_gpu(session: Session, *, data: GpuCreate) -> Gpu:
 
 def _compare_and_set(session: Session, *, slug: str, if_match: EntityTags | None,
                      values: dict[str, Any]) -> Gpu:
-    """Apply ``values`` only if the row is still at version ``if_match`` (one atomic UPDATE)."""
-    current = get_gpu(session, slug=slug).version  # 404 before 428
+    """Apply ``values`` only if the row is still at version ``if_match`` (one atomic UPDATE).
+
+    ``If-Match: *`` matches whatever representation is current (RFC 9110 13.1.1): the row is
+    locked first, so concurrent `*` writes apply one after the other and all succeed, on
+    PostgreSQL as on SQLite (whose writers are serialized from BEGIN IMMEDIATE)."""
+    gpu = get_gpu(session, slug=slug)  # 404 before 428
     if if_match is None:
         raise PreconditionRequired("Send If-Match with the ETag from GET /v1/gpus/{slug}")
-    expected = check_version(if_match, current)
+    if if_match.any:
+        locked = lock_row(session, Gpu, gpu.id)
+        if locked is None:
+            raise NotFound(f"No GPU with slug '{slug}'")
+        gpu = locked
+    expected = check_version(if_match, gpu.version)
     result = session.execute(
         update(Gpu)
         .where(col(Gpu.slug) == slug, col(Gpu.version) == expected)
@@ -113,8 +122,8 @@ def _compare_and_set(session: Session, *, slug: str, if_match: EntityTags | None
         .execution_options(synchronize_session=False)
     )
     if result.rowcount == 0:  # type: ignore[attr-defined]
-        # Another writer changed the row between our read and our UPDATE (even for `*`:
-        # the caller's change was decided on a state that is gone).
+        # Another writer changed the row between our read and our UPDATE (a listed ETag that
+        # was current when read; `*` locked the row, so it cannot get here).
         session.expire_all()
         raise PreconditionFailed(
             f"GPU '{slug}' changed concurrently (now ETag \"{get_gpu(session, slug=slug).version}\""

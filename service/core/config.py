@@ -44,6 +44,11 @@ class Settings(BaseSettings):
     """Per worker: expensive requests that may wait for a slot; more get 503 at once."""
     queue_timeout_s: float = Field(default=2.0, gt=0)
     """Longest wait for a slot before 503 with Retry-After."""
+    max_concurrent_reads: int = Field(default=4, ge=1)
+    """Per worker: list reads (GET /v1/gpus, /v1/quotes, /v1/workloads, ...) run at once; more
+    queue (GPU_ADVISOR_MAX_QUEUED_REQUESTS, GPU_ADVISOR_QUEUE_TIMEOUT_S), then 503."""
+    max_buffered_body_bytes: int = Field(default=128 * 1024 * 1024, ge=1_024)
+    """Per worker: request body bytes held at once, all requests together; over it, 503."""
     worker_threads: int = Field(default=16, ge=1)
     """Threads per worker for sync routes; the database pool holds as many connections."""
     max_header_bytes: int = Field(default=16_384, ge=1_024)

@@ -147,14 +147,24 @@ def _caller(session: Session, creds: HTTPAuthorizationCredentials) -> ApiKey:
     return row
 
 
-async def _caller_of(session: Session, creds: HTTPAuthorizationCredentials | None
-                     ) -> ApiKey | None:
+PREAUTH_STATE_KEY = "api_key"
+"""``request.state`` entry where service/http/bodies.py's PreAuthMiddleware leaves the
+(key, row) it authenticated before the body was read, so the dependency does not look it up
+again."""
+
+
+async def _caller_of(request: Request, session: Session,
+                     creds: HTTPAuthorizationCredentials | None) -> ApiKey | None:
     """:func:`_caller`, off the event loop only when there is a key to look up: the access
     dependencies are async so that an anonymous read costs no thread-pool round trip (a sync
     dependency is run in the pool, and each trip is a GIL hand-over between the loop and a
     worker: bench/results/http.json, the floor routes)."""
     if creds is None:
         return None
+    found = request.scope.get("state", {}).get(PREAUTH_STATE_KEY)
+    if found is not None and found[0] == creds.credentials:
+        row: ApiKey = found[1]
+        return row
     return await run_in_threadpool(_caller, session, creds)
 
 
@@ -169,7 +179,7 @@ def _anonymous(caller: ApiKey | None, *, public: bool, what: str) -> ApiKey | No
 async def require_reader(request: Request, session: SessionDep,
                          creds: BearerDep) -> ApiKey | None:
     """Reads are public unless GPU_ADVISOR_PUBLIC_READS=false; a given key must be valid."""
-    return _anonymous(await _caller_of(session, creds),
+    return _anonymous(await _caller_of(request, session, creds),
                       public=request.app.state.settings.public_reads, what="reads")
 
 
@@ -180,12 +190,13 @@ async def require_metrics_reader(request: Request, session: SessionDep,
     rule (GPU_ADVISOR_PUBLIC_READS). Any valid key (reader or admin) may scrape it."""
     settings = request.app.state.settings
     public = settings.public_reads if settings.metrics_public is None else settings.metrics_public
-    return _anonymous(await _caller_of(session, creds), public=public, what="/metrics")
+    return _anonymous(await _caller_of(request, session, creds), public=public,
+                      what="/metrics")
 
 
 @access(*ADMINS)
-async def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
-    caller = await _caller_of(session, creds)
+async def require_admin(request: Request, session: SessionDep, creds: BearerDep) -> ApiKey:
+    caller = await _caller_of(request, session, creds)
     if caller is None:
         raise Unauthorized("This route needs an admin API key",
                            headers={"WWW-Authenticate": "Bearer"})
@@ -196,9 +207,10 @@ async def require_admin(session: SessionDep, creds: BearerDep) -> ApiKey:
 
 
 @access(*SUBMITTERS)
-async def require_submitter(session: SessionDep, creds: BearerDep) -> ApiKey:
+async def require_submitter(request: Request, session: SessionDep,
+                            creds: BearerDep) -> ApiKey:
     """A submitter or admin key: workloads and runs belong to the key that created them."""
-    caller = await _caller_of(session, creds)
+    caller = await _caller_of(request, session, creds)
     if caller is None:
         raise Unauthorized("Workloads need a submitter or admin API key",
                            headers={"WWW-Authenticate": "Bearer"})

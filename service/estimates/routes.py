@@ -15,13 +15,14 @@ from service.core.text import Text
 from service.engine import estimate
 from service.engine.cache import Memo
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
+from service.http.bodies import GuardedRoute
 from service.http.pagination import Offset, Page
 from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
 from service.workloads.caches import CachesDep
 from service.workloads.convert import to_engine_workload
 from service.workloads.examples import estimate_body, openapi_examples
 
-router = APIRouter(tags=["estimates"])
+router = APIRouter(tags=["estimates"], route_class=GuardedRoute)
 models_router = APIRouter(prefix="/v1/models", tags=["models"])
 EstimateBody = Annotated[EstimateRequest, Body(openapi_examples=openapi_examples(estimate_body))]
 

@@ -1,9 +1,13 @@
 """Overload and hostile-client guards, as pure ASGI middleware (any server, any worker count).
 
-- AdmissionMiddleware: at most N expensive requests at once per worker, a short bounded queue,
-  then 503 problem+json with Retry-After. Everything else (cheap reads, /healthz) is not held.
+- AdmissionMiddleware: at most N expensive requests (or N list reads: a second instance) at once
+  per worker, a short bounded queue, then 503 problem+json with Retry-After. The request body is
+  received in full *before* a slot is taken, so a slow upload never holds one. Everything else
+  (cheap reads, /healthz) is not held.
 - HeaderLimitMiddleware: request headers above a total size get 431.
 - BodyTimeoutMiddleware: a request body not received in time gets 408 (slow-body clients).
+- MiddlewareProblemGuard: a refusal raised while a middleware reads the body (408, 413, 503 from
+  the receive wrappers) is answered as problem+json, never as a 500.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import json
 import math
 import re
 import time
+from collections import deque
+from collections.abc import Callable
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.core.errors import PROBLEM_BASE, PROBLEM_JSON
+from service.core.errors import PROBLEM_BASE, PROBLEM_JSON, status_slug_title
 
 EXPENSIVE_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"POST"}), re.compile(r"^/v1/(recommendations|estimates|quotes/import)/?$")),
@@ -25,9 +31,25 @@ EXPENSIVE_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
 )
 """Routes that compute (the engine) or write in bulk; the ones a crowd can exhaust a worker on."""
 
+LIST_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
+    (frozenset({"GET", "HEAD"}),
+     re.compile(r"^/v1/(gpus|quotes|quotes/imports|quotes/history|workloads|models)/?$")),
+    (frozenset({"GET", "HEAD"}), re.compile(r"^/v1/quotes/[^/]+/history/?$")),
+)
+"""Collection reads: a page of up to GPU_ADVISOR_MAX_PAGE_SIZE rows each (GET /v1/quotes?limit=500
+is ~45 ms of a thread and a database connection), admitted like the expensive routes (issue 23,
+finding 4: 100 unadmitted clients took every thread and connection from a bystander)."""
 
-def is_expensive(method: str, path: str) -> bool:
-    return any(method in methods and pattern.match(path) for methods, pattern in EXPENSIVE_ROUTES)
+
+def _matcher(routes: tuple[tuple[frozenset[str], re.Pattern[str]], ...]
+             ) -> Callable[[str, str], bool]:
+    def matches(method: str, path: str) -> bool:
+        return any(method in methods and pattern.match(path) for methods, pattern in routes)
+    return matches
+
+
+is_expensive = _matcher(EXPENSIVE_ROUTES)
+is_list_read = _matcher(LIST_ROUTES)
 
 
 async def send_problem(send: Send, status: int, slug: str, title: str, detail: str,
@@ -40,17 +62,59 @@ async def send_problem(send: Send, status: int, slug: str, title: str, detail: s
     await send({"type": "http.response.body", "body": body})
 
 
+class MiddlewareProblemGuard:
+    """Answer an ``HTTPException`` raised below it, outside the app's own exception handlers, as
+    problem+json with its status and headers.
+
+    The receive wrappers (body size 413, body timeout 408, body budget 503) raise
+    ``HTTPException`` so that FastAPI's body reader re-raises it to the app's handler; but a
+    middleware that reads the body itself (admission) is outside those handlers, and the
+    exception used to escape as a 500 (issue 23, finding 1)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked_send)
+        except HTTPException as exc:
+            if started:
+                raise
+            slug, title = status_slug_title(exc.status_code)
+            await send_problem(send, exc.status_code, slug, title, str(exc.detail),
+                               scope["path"], dict(exc.headers or {}))
+
+
 class AdmissionMiddleware:
-    """Bounded admission of expensive requests: ``limit`` run, ``max_queued`` wait up to
-    ``queue_timeout_s``, the rest get 503 at once. Per process (each uvicorn worker has its own).
+    """Bounded admission of the routes ``admits(method, path)`` picks: ``limit`` run, ``max_queued``
+    wait up to ``queue_timeout_s``, the rest get 503 at once. Per process (each uvicorn worker has
+    its own).
+
+    The body is received in full before a slot is asked for (under the body size limit, the body
+    budget and the body read timeout of the middleware outside this one), then replayed to the
+    app chunk by chunk: a client trickling its upload used to hold a slot for the whole body
+    timeout, and two such clients per worker made every other recommendation a 503.
     """
 
     def __init__(self, app: ASGIApp, *, limit: int, max_queued: int,
-                 queue_timeout_s: float) -> None:
+                 queue_timeout_s: float, admits: Callable[[str, str], bool] = is_expensive,
+                 setting: str = "GPU_ADVISOR_MAX_CONCURRENT_REQUESTS") -> None:
         self.app = app
         self.limit = limit
         self.max_queued = max_queued
         self.queue_timeout_s = queue_timeout_s
+        self.admits = admits
+        self.setting = setting
         self.retry_after = str(max(1, math.ceil(queue_timeout_s)))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots = asyncio.Semaphore(limit)
@@ -63,43 +127,65 @@ class AdmissionMiddleware:
             self._loop, self._slots, self._waiting = loop, asyncio.Semaphore(self.limit), 0
         return self._slots
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send, why: str) -> None:
-        # Read the (size- and time-limited) body first: answering before it is consumed leaves
-        # the connection mid-request, and a client reusing it can see a reset.
-        while True:
-            message = await receive()
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
+    async def _reject(self, scope: Scope, send: Send, why: str) -> None:
         await send_problem(
             send, 503, "overloaded", "Server overloaded",
-            f"{why}; retry after {self.retry_after} s (GPU_ADVISOR_MAX_CONCURRENT_REQUESTS).",
+            f"{why}; retry after {self.retry_after} s ({self.setting}).",
             scope["path"], {"Retry-After": self.retry_after},
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not is_expensive(scope["method"], scope["path"]):
+        if scope["type"] != "http" or not self.admits(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
+        body = await receive_body(receive)
+        if body is None:
+            return  # the client went away before its body was complete: no one to answer
         slots = self._semaphore()
         if slots.locked():
             if self._waiting >= self.max_queued:
-                await self._reject(scope, receive, send, "Too many requests are waiting")
+                await self._reject(scope, send, "Too many requests are waiting")
                 return
             self._waiting += 1
             try:
                 async with asyncio.timeout(self.queue_timeout_s):
                     await slots.acquire()
             except TimeoutError:
-                await self._reject(scope, receive, send, "No capacity freed in time")
+                await self._reject(scope, send, "No capacity freed in time")
                 return
             finally:
                 self._waiting -= 1
         else:
             await slots.acquire()
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, replay(body, receive), send)
         finally:
             slots.release()
+
+
+async def receive_body(receive: Receive) -> deque[Message] | None:
+    """Every ``http.request`` message of the body, in order; None when the client disconnects
+    first. Refusals raised by the receive wrappers (408, 413, 503) propagate as HTTPException."""
+    messages: deque[Message] = deque()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        messages.append(message)
+        if not message.get("more_body", False):
+            return messages
+
+
+def replay(messages: deque[Message], receive: Receive) -> Receive:
+    """A receive that gives ``messages`` back once (dropping each as it goes), then the real one
+    (which then only reports the disconnect)."""
+
+    async def replayed() -> Message:
+        if messages:
+            return messages.popleft()
+        return await receive()
+
+    return replayed
 
 
 def headers_size(scope: Scope) -> int:

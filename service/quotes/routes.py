@@ -12,6 +12,7 @@ from service.core.security import AdminDep, ReaderDep
 from service.core.text import Text
 from service.core.times import ObservedDate, UtcDatetime, utcnow
 from service.engine.recommend_types import Pricing
+from service.http.bodies import GuardedRoute
 from service.http.etags import (
     NOT_MODIFIED,
     IfMatch,
@@ -37,7 +38,7 @@ from service.quotes.models import (
 QuoteId = Annotated[int, Path(ge=1, le=2_147_483_647, description="Quote id")]
 """Bounded to the id column's range (PostgreSQL INTEGER), so a huge id is a 422, not a 500."""
 
-router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
+router = APIRouter(prefix="/v1/quotes", tags=["quotes"], route_class=GuardedRoute)
 
 _EXAMPLE = {
     "gpu_slug": "nvidia-h100-sxm5-80gb",

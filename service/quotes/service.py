@@ -169,6 +169,13 @@ def patch_quote(
         # change would be silently overwritten, or, under a race, the caller would get a 412
         # for a precondition it never sent.
         raise PreconditionRequired("Send If-Match with the ETag from GET /v1/quotes/{id}")
+    if if_match.any:
+        # `*` matches the current version whatever it is: lock the row so that concurrent `*`
+        # writes apply in turn (all succeed) on PostgreSQL as on SQLite.
+        locked = lock_row(session, Quote, quote.id)
+        if locked is None:
+            raise NotFound(f"No quote with id {quote_id}")
+        quote = locked
     expected = check_version(if_match, quote.version)
     changes: dict[str, Any] = data.model_dump(exclude_unset=True)
     nulls = sorted(k for k, v in changes.items() if v is None and k in QUOTE_NOT_NULL)

@@ -42,7 +42,7 @@ class ConstraintsIn(BaseModel):
         description="Only these vendors, e.g. [\"NVIDIA\", \"AMD\"]; null = any",
     )
     form_factors: list[FormFactor] | None = Field(
-        default=None, description="Only these form factors; null = any"
+        default=None, max_length=20, description="Only these form factors; null = any"
     )
     deployment: Deployment | None = Field(
         default=None,
@@ -61,7 +61,8 @@ class ConstraintsIn(BaseModel):
         description="Only quotes in these regions; null = any",
     )
     pricing: list[Pricing] | None = Field(
-        default=None, description="Allowed pricing kinds; default on_demand + reserved"
+        default=None, max_length=20,
+        description="Allowed pricing kinds; default on_demand + reserved",
     )
     budget_usd: float | None = Field(
         default=None, gt=0, le=1e12,

@@ -11,6 +11,7 @@ from service.core.errors import responses
 from service.core.security import ReaderDep, SubmitterDep
 from service.core.times import as_utc, utcnow
 from service.engine.recommend_types import Objective
+from service.http.bodies import GuardedRoute
 from service.http.etags import NOT_MODIFIED, conditional_get
 from service.http.pagination import Offset, Page, capped_limit
 from service.workloads import examples, service
@@ -25,8 +26,9 @@ from service.workloads.models import (
 )
 from service.workloads.results import RecommendationResult, RunOut, View
 
-router = APIRouter(prefix="/v1/workloads", tags=["workloads"])
-recommendations_router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"])
+router = APIRouter(prefix="/v1/workloads", tags=["workloads"], route_class=GuardedRoute)
+recommendations_router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"],
+                                   route_class=GuardedRoute)
 
 IdempotencyKey = Annotated[
     str | None,
