@@ -19,7 +19,7 @@ from service import __version__
 from service.catalog.routes import router as gpus_router
 from service.core.config import Settings, get_settings
 from service.core.db import SQLITE_BEGIN, make_engine
-from service.core.db_deadline import install_db_deadline
+from service.core.db_deadline import PING_DEADLINE_S, install_db_deadline
 from service.core.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.core.security import declared_access, install_key, reads_api_key
 from service.http.bodies import BodyBudgetMiddleware, PreAuthMiddleware, RouteAccess
@@ -92,7 +92,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         busy_timeout_s=settings.db_deadline_s,
     )
     install_db_deadline(engine, seconds=settings.db_deadline_s,
-                        ping_seconds=settings.db_connect_timeout_s)
+                        ping_seconds=min(PING_DEADLINE_S, settings.db_connect_timeout_s))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

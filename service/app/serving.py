@@ -109,26 +109,40 @@ if HttpToolsProtocol is not None:
         limits come from the environment's settings, read once per process.
         """
 
-        _limits: tuple[int, float] | None = None
+        _limits: tuple[int, float, float] | None = None
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             if GuardedHttpToolsProtocol._limits is None:
                 settings = Settings()
                 GuardedHttpToolsProtocol._limits = (
-                    settings.max_header_bytes + REQUEST_LINE_ROOM, settings.header_read_timeout_s)
-            self.max_head_bytes, self.head_timeout_s = GuardedHttpToolsProtocol._limits
+                    settings.max_header_bytes + REQUEST_LINE_ROOM, settings.header_read_timeout_s,
+                    settings.body_read_timeout_s)
+            self.max_head_bytes, self.head_timeout_s, self.body_timeout_s = (
+                GuardedHttpToolsProtocol._limits)
             self._in_head = False
             self._head_bytes = 0
             self._head_timer: asyncio.TimerHandle | None = None
+            self._message_complete = True
+            """Whether the parser is between requests. The app may answer before it has read
+            the body (413 by Content-Length, 401 before the body); the rest of that body still
+            arrives after the response and is not the next request's head: counted as one, a
+            large body got an unsolicited 431 after the 413 on the same connection."""
+            self._discard_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._start_head()  # a client that connects and sends nothing is timed too
 
         def data_received(self, data: bytes) -> None:
-            if not self._in_head and (self.cycle is None or self.cycle.response_complete):
-                self._start_head()  # the first bytes of the next request on this connection
+            answered = self.cycle is None or self.cycle.response_complete
+            if not self._in_head and answered:
+                if self._message_complete:
+                    self._start_head()  # the first bytes of the next request on this connection
+                elif self._discard_timer is None:
+                    # The rest of a body the app answered without reading: uvicorn drops it as
+                    # it arrives, but a client trickling it must not hold the connection forever.
+                    self._discard_timer = self.loop.call_later(self.body_timeout_s, self._close)
             if self._in_head:
                 self._head_bytes += len(data)
             super().data_received(data)
@@ -138,13 +152,37 @@ if HttpToolsProtocol is not None:
                     self.transport.write(_reply_431(self.max_head_bytes - REQUEST_LINE_ROOM))
                     self.transport.close()
 
+        def on_message_begin(self) -> None:
+            self._message_complete = False
+            super().on_message_begin()
+
         def on_headers_complete(self) -> None:
             self._end_head()
             super().on_headers_complete()
 
+        def on_message_complete(self) -> None:
+            self._message_complete = True
+            if self._discard_timer is not None:
+                self._discard_timer.cancel()
+                self._discard_timer = None
+            if self.cycle is not None and self.cycle.response_complete:
+                # The dropped body is complete and its response sent: the connection is idle
+                # until the next head, timed like any other (uvicorn armed its keep-alive timer
+                # when the response completed, and data since has cancelled it).
+                self._start_head()
+            super().on_message_complete()
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._end_head()
+            if self._discard_timer is not None:
+                self._discard_timer.cancel()
+                self._discard_timer = None
             super().connection_lost(exc)
+
+        def _close(self) -> None:
+            self._discard_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
 
         def _start_head(self) -> None:
             self._end_head()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import get_args
 
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
 
 from service.cli.import_quotes import add_import_parser
@@ -51,10 +52,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     engine = make_engine(settings.database_url, connect_timeout_s=settings.db_connect_timeout_s)
-    with startup_lock(settings.database_url):
-        upgrade(settings.database_url)
-        result = seed(engine)
-    engine.dispose()
+    try:
+        with startup_lock(settings.database_url,
+                          connect_timeout_s=settings.db_connect_timeout_s):
+            upgrade(settings.database_url)
+            result = seed(engine)
+    except OperationalError as exc:
+        print(f"gpu-advisor: cannot start: the database at {_redact(settings.database_url)} "
+              f"did not answer ({type(exc.orig).__name__ if exc.orig else exc})",
+              file=sys.stderr)
+        return 1
+    finally:
+        engine.dispose()
     if not result.skipped:
         print(f"seeded {result.gpus} GPUs and {result.quotes} quotes", file=sys.stderr)
     # Each worker builds its app from the environment (service.app.serving.app_factory).

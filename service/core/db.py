@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
@@ -42,15 +43,8 @@ def make_engine(url: str, *, connect_timeout_s: float = 3.0, pool_size: int | No
         connect_args["check_same_thread"] = False
         connect_args["timeout"] = busy_timeout_s
     elif url.startswith("postgresql"):
-        connect_args["connect_timeout"] = max(1, int(connect_timeout_s))
-        # A peer that stops answering mid-connection must not hang a request for the kernel's
-        # TCP timeout (minutes): keepalives + TCP_USER_TIMEOUT bound a dead link, and
-        # statement_timeout bounds a stuck query (libpq parameters, PostgreSQL docs 34.1.2).
-        connect_args.update(
-            keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=2,
-            tcp_user_timeout=int(connect_timeout_s * 1000) + 2000,
-            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
-        )
+        connect_args.update(pg_connect_args(connect_timeout_s),
+                            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
         kwargs["pool_timeout"] = connect_timeout_s
     if pool_timeout_s is not None and "pool_size" in kwargs:
         kwargs["pool_timeout"] = pool_timeout_s
@@ -58,6 +52,16 @@ def make_engine(url: str, *, connect_timeout_s: float = 3.0, pool_size: int | No
     if url.startswith("sqlite"):
         _fix_sqlite_transactions(engine)
     return engine
+
+
+def pg_connect_args(connect_timeout_s: float) -> dict[str, Any]:
+    """libpq parameters that bound connecting and a dead link (PostgreSQL docs 34.1.2): a server
+    that accepts the TCP connection and never answers fails the connect in ``connect_timeout``
+    (whole seconds, at least 1); keepalives + TCP_USER_TIMEOUT bound a link that stops
+    acknowledging, instead of the kernel's TCP timeout (minutes)."""
+    return {"connect_timeout": max(1, math.ceil(connect_timeout_s)), "keepalives": 1,
+            "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 2,
+            "tcp_user_timeout": int(connect_timeout_s * 1000) + 2000}
 
 
 SQLITE_BEGIN = "gpu_advisor_sqlite_begin"
