@@ -5,7 +5,8 @@ soak; default all, e.g. ``BENCH_ONLY=seeded,http make bench``; SUMMARY.md then h
 sections run, and the other JSON files are left as they were), BENCH_SECONDS (per HTTP route,
 default 8), BENCH_CONNECTIONS (16), BENCH_THREADS (wrk threads, 2), BENCH_SEED (the varied
 route's bodies, 14), BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3),
-BENCH_OVERLOAD_SECONDS (20), BENCH_OVERLOAD_CLIENTS (100), BENCH_SOAK_SECONDS (600; 0 skips
+BENCH_OVERLOAD_SECONDS (20), BENCH_OVERLOAD_CLIENTS (100), BENCH_OVERLOAD_CASE_SECONDS (10; 0
+skips the slow-upload and read-flood cases), BENCH_SOAK_SECONDS (600; 0 skips
 the soak), BENCH_SOAK_WARMUP_SECONDS (20), BENCH_SOAK_SAMPLE_SECONDS (30),
 BENCH_SOAK_CLIENTS (4).
 

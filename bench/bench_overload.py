@@ -4,6 +4,11 @@ Issue 10, finding 1: the server must answer only 200 or 503 (bounded admission, 
 never 500, and `/healthz` must stay fast (p99 < 1 s) while it is saturated. Loopback only,
 bounded (BENCH_OVERLOAD_SECONDS, default 20 s of load). Results: bench/results/overload.json.
 
+Two hostile cases follow (issue 23), BENCH_OVERLOAD_CASE_SECONDS each (default 10): slow uploads
+(8 clients trickling a body, a byte every 2 s, beside 8 recommendation clients, whose answers
+must stay 200s) and a read flood (100 clients of GET /v1/quotes?limit=500 beside a bystander's
+GET of one GPU). Every case must give 0 x 500.
+
 `python -m bench.bench_overload [ROOT] [WORKERS]` runs the server from another source tree
 (e.g. an exported older commit, for before/after figures).
 """
@@ -27,11 +32,16 @@ import httpx
 
 from bench import server
 from bench.bench_http import WORKLOADS
+from bench.hostile_load import SlowUploaders, count_500, read_flood
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "20"))
 CLIENTS = int(os.environ.get("BENCH_OVERLOAD_CLIENTS", "100"))
+CASE_SECONDS = float(os.environ.get("BENCH_OVERLOAD_CASE_SECONDS", "10"))
+SLOW_UPLOADERS = 8
+SLOW_CASE_CLIENTS = 8
+FLOOD_CLIENTS = 100
 WORKERS = 2
 BODY = {**WORKLOADS["llm-training-llama-2-70b"], "limit": 100}
 TARGET_HEALTHZ_P99_MS = 1000.0
@@ -71,7 +81,9 @@ def _probe_healthz(base: str, seconds: float) -> list[float]:
     return out
 
 
-async def _recommenders(base: str, seconds: float, clients: int) -> dict[str, Any]:
+async def _recommenders(base: str, seconds: float, clients: int,
+                        body: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = BODY if body is None else body
     codes: Counter[str] = Counter()
     ok_ms: list[float] = []
     retry_after_missing = 0
@@ -86,7 +98,7 @@ async def _recommenders(base: str, seconds: float, clients: int) -> dict[str, An
             while time.monotonic() < stop_at:
                 start = time.perf_counter()
                 try:
-                    r = await client.post("/v1/recommendations", json=BODY)
+                    r = await client.post("/v1/recommendations", json=body)
                 except httpx.HTTPError as exc:
                     codes[type(exc).__name__] += 1
                     errors.append(f"{time.monotonic() - t0:.1f}s {exc!r}")
@@ -134,12 +146,30 @@ def _load(base: str, seconds: float, clients: int, nice: int) -> dict[str, Any]:
     }
 
 
+LIGHT_BODY = WORKLOADS["llm-inference-llama-3.1-8b"]
+
+
+def _slow_upload_case(base: str, seconds: float) -> dict[str, Any]:
+    """Recommendations (a light workload) while slow uploads trickle their bodies."""
+    uploads = SlowUploaders(base, SLOW_UPLOADERS).start()
+    try:
+        time.sleep(1.0)  # every uploader connected and trickling
+        answers = asyncio.run(_recommenders(base, seconds, SLOW_CASE_CLIENTS, LIGHT_BODY))
+    finally:
+        upload_answers = uploads.stop()
+    return {"slow_uploaders": SLOW_UPLOADERS, "clients": SLOW_CASE_CLIENTS, "seconds": seconds,
+            "recommendations": answers, "slow_upload_answers": upload_answers}
+
+
 def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
-        clients: int = CLIENTS) -> dict[str, Any]:
+        clients: int = CLIENTS, case_seconds: float = CASE_SECONDS) -> dict[str, Any]:
     db_url = f"sqlite:///{tempfile.mkdtemp(prefix='gpu-advisor-overload-')}/overload.db"
     proc, base = _start(root, db_url, workers)
     try:
         result = _load(base, seconds, clients, LOADGEN_NICE)
+        if case_seconds > 0:
+            result["slow_upload"] = _slow_upload_case(base, case_seconds)
+            result["read_flood"] = asyncio.run(read_flood(base, case_seconds, FLOOD_CLIENTS))
     finally:
         server.stop(proc)
     result.update(workers=workers, clients=clients, seconds=seconds, cpus=os.cpu_count(),
@@ -147,14 +177,25 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
                   loadgen_nice=LOADGEN_NICE)
     result["healthz_p99_target_met"] = result["healthz_p99_ms"] < TARGET_HEALTHZ_P99_MS
     result["healthz_p99_under_100_ms"] = result["healthz_p99_ms"] < 100.0
+    tables = [result["status_counts"]]
+    if "slow_upload" in result:
+        tables += [result["slow_upload"]["recommendations"]["status_counts"],
+                   result["slow_upload"]["slow_upload_answers"],
+                   result["read_flood"]["status_counts"],
+                   result["read_flood"]["bystander_status_counts"]]
+    result["count_500"] = count_500(*tables)
     return result
+
+
+def _codes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n}x{code}" for code, n in counts.items()) or "none"
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:
     codes = ", ".join(f"{n}x{code}" for code, n in result["status_counts"].items())
     met = "met" if result["only_200_and_503"] and result["healthz_p99_target_met"] else (
         "**missed**")
-    return [
+    lines = [
         f"Overload ({result['clients']} concurrent `POST /v1/recommendations` clients, "
         f"{result['seconds']:g} s, `serve --workers {result['workers']}`, {result['database']}): "
         f"{codes}; 200s p50 {result['ok_p50_ms']} ms; `/healthz` p50 {result['healthz_p50_ms']}"
@@ -163,6 +204,21 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{'met' if result['healthz_p99_under_100_ms'] else '**missed**'}; load generator at "
         f"nice {result['loadgen_nice']}).",
     ]
+    if "slow_upload" in result:
+        slow, flood = result["slow_upload"], result["read_flood"]
+        lines += [
+            f"Slow uploads ({slow['slow_uploaders']} clients trickling a body, a byte every 2 s, "
+            f"{slow['seconds']:g} s): {slow['clients']} light recommendation clients got "
+            f"{_codes(slow['recommendations']['status_counts'])}; the uploads got "
+            f"{_codes(slow['slow_upload_answers'])}.",
+            f"Read flood ({flood['clients']} clients of `GET /v1/quotes?limit=500`, "
+            f"{flood['seconds']:g} s): {_codes(flood['status_counts'])}, p50 {flood['p50_ms']} "
+            f"ms, p99 {flood['p99_ms']} ms; a bystander's `GET /v1/gpus/{{slug}}`: "
+            f"{_codes(flood['bystander_status_counts'])}, p50 {flood['bystander_p50_ms']} ms, "
+            f"p99 {flood['bystander_p99_ms']} ms. 500s in all cases: {result['count_500']} "
+            f"(target 0: {'met' if result['count_500'] == 0 else '**missed**'}).",
+        ]
+    return lines
 
 
 def main() -> dict[str, Any]:

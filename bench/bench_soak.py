@@ -7,6 +7,11 @@ GETs of /v1/gpus and /v1/quotes with filters, POST /v1/estimates and /v1/recomme
 varied bench_http.WORKLOADS, a few admin writes (GPU and quote PATCHes, which change the catalog
 and so rebuild the snapshots, and workload create/delete) and occasional 404/422 requests.
 
+Beside it, hostile background load (issue 23): SOAK_SLOW_UPLOADERS clients trickling request
+bodies the whole time (each cut by the body timeout, then back), and every
+BENCH_SOAK_FLOOD_EVERY_SECONDS (60) a read flood of SOAK_FLOOD_CLIENTS clients of
+GET /v1/quotes?limit=500 for SOAK_FLOOD_SECONDS; their answers count towards the 5xx check.
+
 Recorded: the RSS of the server's worker processes (VmRSS summed over uvicorn's worker processes,
 found through the process tree; the process itself with one worker) after a warm-up
 (BENCH_SOAK_WARMUP_SECONDS, 20), every BENCH_SOAK_SAMPLE_SECONDS (30) and at the end; status
@@ -35,6 +40,7 @@ import httpx
 from bench import server
 from bench.bench_http import WORKLOADS
 from bench.bench_overload import _start
+from bench.hostile_load import SlowUploaders, count_500, read_flood
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -42,6 +48,10 @@ SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "600"))
 WARMUP_SECONDS = float(os.environ.get("BENCH_SOAK_WARMUP_SECONDS", "20"))
 SAMPLE_SECONDS = float(os.environ.get("BENCH_SOAK_SAMPLE_SECONDS", "30"))
 CLIENTS = int(os.environ.get("BENCH_SOAK_CLIENTS", "4"))
+FLOOD_EVERY_SECONDS = float(os.environ.get("BENCH_SOAK_FLOOD_EVERY_SECONDS", "60"))
+SOAK_SLOW_UPLOADERS = 2
+SOAK_FLOOD_CLIENTS = 50
+SOAK_FLOOD_SECONDS = 3.0
 WORKERS = 2
 ADMIN_KEY = "gpa_benchsoak001_" + "b" * 42
 AUTH = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -267,13 +277,27 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
                 if time.monotonic() < stop_at - 0.5:
                     samples.append(rss_sample(server_pid, t0))
 
-        await asyncio.gather(sampler(), *(drive(traffic, stop_at) for _ in range(clients)))
+        floods: list[dict[str, Any]] = []
+
+        async def flooder() -> None:
+            while time.monotonic() + FLOOD_EVERY_SECONDS < stop_at:
+                await asyncio.sleep(FLOOD_EVERY_SECONDS)
+                floods.append(await read_flood(base, SOAK_FLOOD_SECONDS, SOAK_FLOOD_CLIENTS))
+
+        uploads = SlowUploaders(base, SOAK_SLOW_UPLOADERS).start()
+        try:
+            await asyncio.gather(sampler(), flooder(),
+                                 *(drive(traffic, stop_at) for _ in range(clients)))
+        finally:
+            upload_answers = await asyncio.to_thread(uploads.stop)
         elapsed = time.monotonic() - t0
         samples.append(rss_sample(server_pid, t0))
     codes = traffic.codes
     total = sum(codes.values())
     five_xx = {c: n for c, n in codes.items() if c.isdigit() and c[0] == "5" and c != "503"}
     other = {c: n for c, n in codes.items() if not c.isdigit()}
+    hostile_500 = count_500(upload_answers, *(f["status_counts"] for f in floods),
+                            *(f["bystander_status_counts"] for f in floods))
     start_mb, end_mb = samples[0]["workers_rss_mb"], samples[-1]["workers_rss_mb"]
     # the engine's bounded caches fill during the first minutes: a leak is growth that goes
     # on, so the second half of the run is judged on its own
@@ -288,7 +312,11 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
         "count_503": codes.get("503", 0),
         "count_5xx_other": sum(five_xx.values()),
         "client_errors": sum(other.values()),
-        "only_2xx_4xx_503": not five_xx and not other,
+        "only_2xx_4xx_503": not five_xx and not other and not hostile_500,
+        "slow_uploaders": SOAK_SLOW_UPLOADERS,
+        "slow_upload_answers": upload_answers,
+        "read_floods": floods,
+        "hostile_count_500": hostile_500,
         "unexpected": traffic.unexpected,
         "routes": dict(sorted(traffic.routes.items())),
         "admin_write_rounds": traffic.admin_writes,
@@ -332,7 +360,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     codes = ", ".join(f"{n}x{code}" for code, n in result["status_counts"].items())
     met = "met" if result["only_2xx_4xx_503"] and result["server_alive_at_end"] else "**missed**"
     leak = "met" if result["rss_growth_within_tolerance"] else "**missed**"
-    return [
+    lines = [
         f"Soak ({result['seconds']:g} s of mixed traffic, {result['clients']} clients, "
         f"`serve --workers {result['workers']}`, {result['database']}; "
         f"{result['requests_per_s']} req/s): workers' RSS {result['rss_start_mb']} MB after "
@@ -344,6 +372,19 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"(target: only 2xx/4xx/503: {met}; 5xx other than 503: "
         f"{result['count_5xx_other']}).",
     ]
+    if "slow_upload_answers" in result:
+        floods = result["read_floods"]
+        flood_codes: Counter[str] = Counter()
+        for flood in floods:
+            flood_codes.update(flood["status_counts"])
+        lines.append(
+            f"Beside it: {result['slow_uploaders']} slow uploads all along (answered "
+            f"{dict(result['slow_upload_answers'])}) and {len(floods)} read floods of "
+            f"{SOAK_FLOOD_CLIENTS} clients x {SOAK_FLOOD_SECONDS:g} s (answered "
+            f"{dict(sorted(flood_codes.items()))}; bystander p99 "
+            f"{max((f['bystander_p99_ms'] for f in floods), default=float('nan'))} ms); 500s: "
+            f"{result['hostile_count_500']}.")
+    return lines
 
 
 def main() -> dict[str, Any]:

@@ -308,9 +308,9 @@ def if_match(root: Path) -> dict[str, Any]:
         proc, base = _start(root, {}, db_url=url)
         try:
             auth = {"Authorization": f"Bearer {ADMIN_KEY}", "If-Match": "*"}
-            answers = _parallel(20, lambda i: httpx.patch(
-                f"{base}/v1/gpus/nvidia-h100-sxm5-80gb", json={"notes": f"n{i}"},
-                headers=auth, timeout=60))
+            answers = _parallel(20, lambda i, b=base, h=auth: httpx.patch(
+                f"{b}/v1/gpus/nvidia-h100-sxm5-80gb", json={"notes": f"n{i}"},
+                headers=h, timeout=60))
             version = httpx.get(f"{base}/v1/gpus/nvidia-h100-sxm5-80gb").headers["etag"]
             out[name] = {"status": _codes(answers), "etag_after": version}
         finally:

@@ -18,7 +18,7 @@ from sqlmodel import Session
 from service import __version__
 from service.catalog.routes import router as gpus_router
 from service.core.config import Settings, get_settings
-from service.core.db import SQLITE_BEGIN, make_engine
+from service.core.db import SQLITE_BEGIN, SessionSlots, make_engine
 from service.core.db_deadline import PING_DEADLINE_S, install_db_deadline
 from service.core.errors import PROBLEM_JSON, Problem, install_error_handlers
 from service.core.security import declared_access, install_key, reads_api_key
@@ -129,6 +129,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.settings = settings
     app.state.engine = engine
     app.state.caches = AppCaches()
+    app.state.session_slots = SessionSlots(settings.worker_threads, settings.db_deadline_s)
     app.state.metrics = Metrics()
     app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)

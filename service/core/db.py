@@ -166,6 +166,48 @@ async def _in_thread(fn: Callable[[], Any]) -> None:
         await anyio.to_thread.run_sync(fn, limiter=anyio.CapacityLimiter(1))
 
 
+class SessionSlots:
+    """At most ``limit`` request sessions open at once per process, waited for on the event loop.
+
+    A session holds its pooled connection from its first query until it is closed, across the
+    thread-pool hops of the request; with more requests in flight than connections, threads
+    blocked in the pool's checkout while the holders waited for a thread, and a flood of
+    cheap reads gave "pool exhausted" 503s to everyone (issue 23, finding 4). With one slot per
+    pooled connection (GPU_ADVISOR_WORKER_THREADS), the pool never runs out for requests and a
+    waiting request holds no thread; the pool's overflow is left to the key checks made before a
+    body is read and to /readyz."""
+
+    def __init__(self, limit: int, wait_s: float) -> None:
+        self.limit = limit
+        self.wait_s = wait_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots = asyncio.Semaphore(limit)
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # a semaphore belongs to one loop (test clients)
+        if loop is not self._loop:
+            self._loop, self._slots = loop, asyncio.Semaphore(self.limit)
+        return self._slots
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        slots = self._semaphore()
+        try:
+            async with asyncio.timeout(self.wait_s):
+                await slots.acquire()
+        except TimeoutError:
+            raise Overloaded(f"No database session became free in {self.wait_s:g} s; retry "
+                             "shortly", headers={"Retry-After": "1"}) from None
+        try:
+            yield
+        finally:
+            slots.release()
+
+
+class Overloaded(ServiceUnavailable):
+    slug, title = "overloaded", "Server overloaded"
+
+
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """One session per request; it commits on success and rolls back on any error.
 
@@ -176,7 +218,9 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     engine: Engine = request.app.state.engine
     sqlite_writer = engine.dialect.name == "sqlite" and request_writes(request)
     wait_s = float(getattr(request.app.state.settings, "db_deadline_s", 5.0))
-    async with _sqlite_writer_turn(engine, wait_s) if sqlite_writer else nullcontext():
+    slots: SessionSlots | None = getattr(request.app.state, "session_slots", None)
+    async with (_sqlite_writer_turn(engine, wait_s) if sqlite_writer else nullcontext(),
+                slots.hold() if slots is not None else nullcontext()):
         bind = engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"}) if sqlite_writer else engine
         session = Session(bind, expire_on_commit=False)
         try:
