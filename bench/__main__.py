@@ -8,7 +8,7 @@ route's bodies, 14), BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3),
 BENCH_OVERLOAD_SECONDS (20), BENCH_OVERLOAD_CLIENTS (100), BENCH_OVERLOAD_CASE_SECONDS (10; 0
 skips the slow-upload and read-flood cases), BENCH_SOAK_SECONDS (600; 0 skips
 the soak), BENCH_SOAK_WARMUP_SECONDS (20), BENCH_SOAK_SAMPLE_SECONDS (30),
-BENCH_SOAK_CLIENTS (4).
+BENCH_SOAK_CLIENTS (4), BENCH_SOAK_FLOOD_EVERY_SECONDS (60).
 
 Targets (issue 14): the varied-body recommendation route (bench/varied.py, a different
 LLM-inference workload in every POST) at >= 30% of /healthz's req/s in the same run on the same
