@@ -22,6 +22,9 @@ def _note(name: str, value: str, unit: str, source: str) -> None:
 
 GB = 1e9
 """Bytes per GB (decimal, as GPU datasheets use)."""
+MIB = 2.0**20
+"""Bytes per MiB: on-chip cache sizes are binary (A100 'l2CacheSize' 41,943,040 B = 40 MiB,
+quoted as 40 MB)."""
 
 BYTES_PER_ELEMENT: dict[Precision, float] = {
     "fp64": 8.0,
@@ -287,6 +290,20 @@ CONV_EFFICIENCY = _const(
     "share of the tensor peak a well-shaped cuDNN implicit-GEMM convolution tile reaches "
     "(partial tiles and waves are counted per layer by the tile model); set by CALIBRATION.md "
     "row 3 (ResNet-50 AMP channels-last training, 1x A100-80GB, 2,470 img/s)",
+)
+L2_RESIDENT_FRACTION = _const(
+    "l2_resident_fraction",
+    0.75,
+    "fraction of the last-level cache that holds a layer's activations",
+    "CUDA programming guide, L2 cache set-aside for persisting accesses: the guide's example "
+    "sets aside min(0.75 x l2CacheSize, persistingL2CacheMaxSize), and the A100 reports "
+    "persistingL2CacheMaxSize 31,457,280 of l2CacheSize 41,943,040 B = 0.75 (cudaDeviceProp "
+    "values quoted on the NVIDIA developer forum, 'What is the difference: "
+    "cudaLimitPersistingL2CacheSize, accessPolicyMaxWindowSize, persistingL2CacheMaxSize'). "
+    "Used for CNN inference (physics/cnn.py): a layer whose input and output activations "
+    "(and residual) for the batch fit in this share of the cache reads and writes them on "
+    "chip (TensorRT reuses activation buffers, so they are overwritten in the cache rather "
+    "than written back)",
 )
 CONV_INFERENCE_EFFICIENCY = _const(
     "conv_inference_efficiency",
