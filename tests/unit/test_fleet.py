@@ -248,3 +248,25 @@ def test_presets_are_normalised_histograms() -> None:
     for preset in TRAFFIC_PRESETS.values():
         assert math.isclose(sum(b.share for b in preset.buckets), 1.0, abs_tol=1e-12)
         assert 1 <= len(preset.buckets) <= 64 and preset.source
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(), st.floats(1.0, 1.5))
+def test_pruning_by_a_known_fleet_and_per_type_search_keep_the_optimum(
+        inst: tuple[list[float], list[float], list[list[float]], list[int]],
+        slack: float) -> None:
+    """Leaving out options that cannot be in a fleet as cheap as a known one (reduced-cost
+    fixing) and searching single types by LP bound give the full programs' optima."""
+    rates, costs, caps, types = inst
+    full = fm.solve(rates, costs, caps, types)
+    single = fm.solve(rates, costs, caps, types, max_types=1)
+    by_type = fm.best_single_type(rates, costs, caps, types)
+    assert (single is None) == (by_type is None)
+    if single is None or by_type is None or full is None:
+        return
+    assert by_type.usd_per_hour == pytest.approx(single.usd_per_hour, rel=1e-7)
+    assert fm.within_capacity(by_type, rates, caps) and len(by_type.types_used(types)) == 1
+    pruned = fm.solve(rates, costs, caps, types,
+                      upper_usd_per_hour=single.usd_per_hour * slack)
+    assert pruned is not None and fm.within_capacity(pruned, rates, caps)
+    assert pruned.usd_per_hour == pytest.approx(full.usd_per_hour, rel=1e-7)

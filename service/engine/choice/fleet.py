@@ -242,14 +242,12 @@ def solve_options(rates: list[float], opts: list[PoolOption], max_types: int | N
     costs = [o.usd_per_hour for o in opts]
     slugs = sorted({o.gpu.slug for o in opts})
     types = [slugs.index(o.gpu.slug) for o in opts]
-    single = fm.solve(rates, costs, caps, types, max_types=1, time_limit_s=time_limit_s)
-    greedy = fm.greedy_single(rates, costs, caps)
-    if single is None or (greedy is not None and greedy.usd_per_hour < single.usd_per_hour):
-        single = greedy
+    single = fm.best_single_type(rates, costs, caps, types, time_limit_s=time_limit_s)
     if max_types == 1:
         return single, single
+    upper = None if single is None else single.usd_per_hour
     mixed = fm.solve(rates, costs, caps, types, max_types=max_types,
-                     time_limit_s=time_limit_s)
+                     time_limit_s=time_limit_s, upper_usd_per_hour=upper)
     if mixed is None or (single is not None and single.usd_per_hour < mixed.usd_per_hour):
         if single is not None:
             mixed = replace(single, status="fallback_single_type")

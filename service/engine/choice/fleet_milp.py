@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -77,6 +77,34 @@ def upper_counts(rates: Sequence[float], caps: Sequence[Sequence[float]],
     return out
 
 
+def lp_bound(rates: Sequence[float], costs: Sequence[float],
+             caps: Sequence[Sequence[float]]) -> tuple[float, list[float]]:
+    """(LB, m): the program's LP relaxation ``LB = sum_b r_b m_b``, where ``m_b = min_p c_p /
+    cap[b][p]`` is the least cost of a request/s of bucket b (inf where none serves it)."""
+    m = [min((c / row[p] for p, c in enumerate(costs) if row[p] > 0), default=math.inf)
+         for row in caps]
+    return sum(r * mb for r, mb in zip(rates, m, strict=True)), m
+
+
+def useful_options(rates: Sequence[float], costs: Sequence[float],
+                   caps: Sequence[Sequence[float]], upper: float) -> list[int]:
+    """The options that can be in a fleet costing at most ``upper`` [USD/h].
+
+    Any fleet with ``y_p >= 1`` copies of option p costs at least ``LB + (c_p - M_p)``, where
+    ``M_p = max_b cap[b][p] m_b`` is the most LP cost one copy's capacity can displace (the
+    relaxation's cost of the load it carries is at most ``y_p M_p``, and it pays ``c_p y_p``).
+    An option whose bound is above ``upper`` is in no optimal fleet (reduced-cost fixing);
+    dropping it leaves the optimum unchanged whenever ``upper`` is the cost of a real fleet."""
+    lb, m = lp_bound(rates, costs, caps)
+    keep = []
+    for p, c in enumerate(costs):
+        displaced = max((row[p] * mb for row, mb in zip(caps, m, strict=True) if row[p] > 0),
+                        default=0.0)
+        if lb + (c - displaced) <= upper * (1.0 + 1e-9) + 1e-12:
+            keep.append(p)
+    return keep
+
+
 def solve(
     rates: Sequence[float],
     costs: Sequence[float],
@@ -86,12 +114,23 @@ def solve(
     max_types: int | None = None,
     max_count: int | None = None,
     time_limit_s: float = TIME_LIMIT_S,
+    upper_usd_per_hour: float | None = None,
 ) -> Solution | None:
     """The least-cost fleet (see the module docstring); None when no fleet exists (a bucket
     no option can serve, or ``max_count`` too small) or the solver found none in time.
 
     ``rates[b]`` [requests/s], ``costs[p]`` [USD/h per copy], ``caps[b][p]`` [requests/s per
-    copy], ``types[p]``: the GPU type index of option p (for ``max_types``)."""
+    copy], ``types[p]``: the GPU type index of option p (for ``max_types``).
+    ``upper_usd_per_hour``: the cost of a fleet known to exist (e.g. the best single type):
+    options that cannot be in a fleet this cheap are left out first (:func:`useful_options`),
+    which leaves the optimum unchanged and makes the program much smaller."""
+    if upper_usd_per_hour is not None:
+        keep = useful_options(rates, costs, caps, upper_usd_per_hour)
+        if len(keep) < len(costs):
+            sub = solve(rates, [costs[p] for p in keep], [[row[p] for p in keep] for row in caps],
+                        [types[p] for p in keep], max_types=max_types, max_count=max_count,
+                        time_limit_s=time_limit_s)
+            return None if sub is None else _widen(sub, keep, len(costs))
     n_b, n_p = len(rates), len(costs)
     if n_b == 0 or n_p == 0:
         return None
@@ -155,6 +194,48 @@ def solve(
     return Solution(tuple(counts), tuple(tuple(float(v) for v in row) for row in shares),
                     float(np.dot(costs, counts)), status,
                     None if gap is None else max(0.0, float(gap)))
+
+
+def _widen(sol: Solution, keep: list[int], n_p: int) -> Solution:
+    """A solution over the options ``keep`` as one over all ``n_p`` options."""
+    counts = [0] * n_p
+    for i, p in enumerate(keep):
+        counts[p] = sol.counts[i]
+    shares = []
+    for row in sol.shares:
+        full = [0.0] * n_p
+        for i, p in enumerate(keep):
+            full[p] = row[i]
+        shares.append(tuple(full))
+    return replace(sol, counts=tuple(counts), shares=tuple(shares))
+
+
+def best_single_type(rates: Sequence[float], costs: Sequence[float],
+                     caps: Sequence[Sequence[float]], types: Sequence[int], *,
+                     max_count: int | None = None,
+                     time_limit_s: float = TIME_LIMIT_S) -> Solution | None:
+    """The cheapest fleet of one GPU type: each type's own program, in the order of its LP
+    bound, until the next bound is no better than the best fleet found (exact: a type's
+    fleet costs at least its bound). The greedy fleet is the first upper bound."""
+    best = greedy_single(rates, costs, caps)
+    if max_count is not None and best is not None and max(best.counts) > max_count:
+        best = None
+    order = []
+    for t in sorted(set(types)):
+        idx = [p for p, tp in enumerate(types) if tp == t]
+        sub_caps = [[row[p] for p in idx] for row in caps]
+        bound, _ = lp_bound(rates, [costs[p] for p in idx], sub_caps)
+        if math.isfinite(bound):
+            order.append((bound, t, idx))
+    for bound, _, idx in sorted(order):
+        if best is not None and bound >= best.usd_per_hour * (1.0 - 1e-9):
+            break
+        sub = solve(rates, [costs[p] for p in idx], [[row[p] for p in idx] for row in caps],
+                    [types[p] for p in idx], max_count=max_count, time_limit_s=time_limit_s,
+                    upper_usd_per_hour=None if best is None else best.usd_per_hour)
+        if sub is not None and (best is None or sub.usd_per_hour < best.usd_per_hour):
+            best = _widen(sub, idx, len(costs))
+    return best
 
 
 def greedy_single(rates: Sequence[float], costs: Sequence[float],
