@@ -44,7 +44,7 @@ from service.engine.choice.ranking import CAP_INFERENCE_GPUS
 from service.engine.physics.estimate import estimate, gpu_count_candidates, min_gpus_to_fit
 from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import Constraints, CostSettings, Offer, Provision
-from service.engine.types import Estimate, GpuSpec, TrafficBucket, Workload
+from service.engine.types import Estimate, GpuSpec, TrafficBucket, TransformerModel, Workload
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MILLION = 1e6
@@ -163,32 +163,89 @@ def _gpu_options(gpu: GpuSpec, usable: tuple[Offer, ...], loads: list[Workload],
     if not fit:
         return []
     cap = c.max_gpus or CAP_INFERENCE_GPUS
-    top = max(max(1, gpu.max_gpus_per_node), max(fit))
+    per_node = max(1, gpu.max_gpus_per_node)
+    top = max(per_node, max(fit))
     counts = [n for n in gpu_count_candidates(gpu, cap, memo) if min(fit) <= n <= top]
+    plan = co.cheapest_offers(gpu, usable, counts, cap)
     out: list[PoolOption] = []
-    for n, (offer, instances) in co.cheapest_offers(gpu, usable, counts, cap).items():
+    replica_caps = _replica_capacities(gpu, loads, firsts, [n for n in plan if n <= per_node],
+                                       memo)
+    for n, (offer, instances) in plan.items():
         if n > top:
             continue
-        net = co.network_gpu(gpu, offer, n, memo)
-        ests = [estimate(w, net, n, memo=memo) if f is not None and n >= f else None
-                for w, f in zip(loads, firsts, strict=True)]
-        splits = sorted({_split(e) for e in ests if e is not None and _serves(e)})
-        for split in splits:
+        if n <= per_node:
+            # one node: copies of one TP replica each; its capacity scales with the replicas
+            for tp, (caps, ests) in replica_caps.items():
+                if n % tp or not any(caps):
+                    continue
+                price = _price(loads[0], ests, offer, instances, settings)
+                if price is not None:
+                    out.append(PoolOption(gpu, offer, instances, n, tp, 1, price,
+                                          tuple(x * (n // tp) for x in caps), ests))
+            continue
+        out += _multi_node_options(gpu, n, offer, instances, loads, firsts, settings, memo)
+    return _undominated(out)
+
+
+def _price(load: Workload, ests: tuple[Estimate | None, ...], offer: Offer, instances: int,
+           settings: CostSettings) -> float | None:
+    first = next((e for e in ests if e is not None), None)
+    if first is None:
+        return None
+    price = co.cost_breakdown(load, first, offer, instances, settings).usd_per_hour
+    return price if price is not None and price > 0 else None
+
+
+def _replica_capacities(gpu: GpuSpec, loads: list[Workload], firsts: list[int | None],
+                        counts: list[int], memo: Memo
+                        ) -> dict[int, tuple[tuple[float, ...], tuple[Estimate | None, ...]]]:
+    """For each TP degree a single-node count can hold (a power of 2 dividing the model's
+    attention heads): one replica's capacity per bucket at that degree, pinned, and its
+    estimates. The engine's own split at a count is one of these (TP inside a node; the PP
+    splits it also weighs on PCIe nodes are left to the multi-node path)."""
+    model = loads[0].model
+    heads = model.attention_heads if isinstance(model, TransformerModel) else 1
+    largest = max(counts, default=0)
+    out: dict[int, tuple[tuple[float, ...], tuple[Estimate | None, ...]]] = {}
+    tp = 1
+    while tp <= largest:
+        if heads % tp == 0:
             caps: list[float] = []
-            used: list[Estimate | None] = []
-            for w, e in zip(loads, ests, strict=True):
-                if e is not None and _split(e) != split:
-                    e = estimate(_pinned(w, split), net, n, memo=memo)
-                ok = e is not None and _split(e) == split and _serves(e)
+            ests: list[Estimate | None] = []
+            for w, f in zip(loads, firsts, strict=True):
+                e = (estimate(_pinned(w, (tp, 1)), gpu, tp, memo=memo)
+                     if f is not None and tp >= f else None)
+                ok = e is not None and _split(e) == (tp, 1) and _serves(e)
                 caps.append((e.requests_per_s or 0.0) if ok and e is not None else 0.0)
-                used.append(e if ok else None)
-            first = next(e for e in used if e is not None)
-            price = co.cost_breakdown(loads[0], first, offer, instances, settings).usd_per_hour
-            if price is None or price <= 0:
-                continue
+                ests.append(e if ok else None)
+            out[tp] = (tuple(caps), tuple(ests))
+        tp *= 2
+    return out
+
+
+def _multi_node_options(gpu: GpuSpec, n: int, offer: Offer, instances: int,
+                        loads: list[Workload], firsts: list[int | None],
+                        settings: CostSettings, memo: Memo) -> list[PoolOption]:
+    """Options of ``n`` GPUs spanning nodes (a model one node cannot hold): the engine's own
+    split per bucket at that count, each split pinned for every bucket."""
+    net = co.network_gpu(gpu, offer, n, memo)
+    ests = [estimate(w, net, n, memo=memo) if f is not None and n >= f else None
+            for w, f in zip(loads, firsts, strict=True)]
+    out = []
+    for split in sorted({_split(e) for e in ests if e is not None and _serves(e)}):
+        caps: list[float] = []
+        used: list[Estimate | None] = []
+        for w, e in zip(loads, ests, strict=True):
+            if e is not None and _split(e) != split:
+                e = estimate(_pinned(w, split), net, n, memo=memo)
+            ok = e is not None and _split(e) == split and _serves(e)
+            caps.append((e.requests_per_s or 0.0) if ok and e is not None else 0.0)
+            used.append(e if ok else None)
+        price = _price(loads[0], tuple(used), offer, instances, settings)
+        if price is not None:
             out.append(PoolOption(gpu, offer, instances, n, split[0], split[1], price,
                                   tuple(caps), tuple(used)))
-    return _undominated(out)
+    return out
 
 
 def _undominated(opts: list[PoolOption]) -> list[PoolOption]:
@@ -282,9 +339,12 @@ def _pools(sol: fm.Solution, opts: list[PoolOption], loads: list[Workload], rate
         load = [rates[b] * sol.shares[b][p] for b in served]
         used = sum(x / o.capacity[b] for x, b in zip(load, served, strict=True))
         main = max(served, key=lambda b: rates[b] * sol.shares[b][p])
-        est = o.estimates[main]
-        assert est is not None
-        prov = provision(_pinned(loads[main], (o.tensor_parallel, o.pipeline_parallel)), o.gpu,
+        # the copy as the engine lays it out (its count, the pool's split): what the
+        # provisioning specs describe
+        pinned = _pinned(loads[main], (o.tensor_parallel, o.pipeline_parallel))
+        est = estimate(pinned, co.network_gpu(o.gpu, o.offer, o.gpu_count, memo), o.gpu_count,
+                       memo=memo)
+        prov = provision(pinned, o.gpu,
                          est, o.offer, instances_per_replica=o.instances, replicas=y,
                          skypilot_names=skypilot_names, node_labels=node_labels, memo=memo)
         name = _pool_name(i, o)
