@@ -11,7 +11,9 @@ catalog (Llama-3.1-8B, bf16, TTFT <= 2 s, TPOT <= 50 ms, 100 requests/s):
 * ``end_to_end_cold`` / ``end_to_end_warm``: :func:`plan_fleet` (tables + solve + answer
   with provisioning), cache empty / cache kept from the previous run.
 
-Results: bench/results/fleet.json. ``python -m bench.bench_fleet``.
+Wall times (``_s``) and this process's CPU times (``_cpu_``: on a shared machine, the work
+itself; the load average at the end is recorded too). Results: bench/results/fleet.json.
+``python -m bench.bench_fleet``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,38 @@ def workload() -> Workload:
                                             target_requests_per_s=RATE, traffic=traffic()))
 
 
+CHAT_RATES = (2.0, 10.0, 50.0, 200.0)
+CHAT_MODELS = ("llama-3.1-8b", "llama-2-70b")
+
+
+def chat_preset_table(gpus: Any, offers: Any) -> list[dict[str, Any]]:
+    """The chat preset (azure-conversation-2023) at TTFT <= 1 s, TPOT <= 50 ms: the mixed
+    fleet and the best single type side by side, per model and rate."""
+    from service.presets.traffic import TRAFFIC_PRESETS
+
+    rows = []
+    cache = EngineCache()
+    for model in CHAT_MODELS:
+        for rate in CHAT_RATES:
+            w = Workload(kind="inference", precision="bf16", model=PRESETS[model].model,
+                         inference=InferenceSpec(
+                             prompt_tokens=1155, output_tokens=211, max_ttft_ms=1000,
+                             max_tpot_ms=50, target_requests_per_s=rate,
+                             traffic=TRAFFIC_PRESETS["azure-conversation-2023"].buckets))
+            f = fl.plan_fleet(w, gpus, offers, cache=cache)
+            rows.append({
+                "model": model, "requests_per_s": rate, "status": f.status,
+                "mixed": [f"{p.gpu_slug} x{p.gpu_count}" for p in f.pools],
+                "mixed_usd_per_hour": f.usd_per_hour,
+                "single": [f"{p.gpu_slug} x{p.gpu_count}" for p in f.best_single_type],
+                "single_usd_per_hour": f.single_usd_per_hour,
+                "saving_fraction": (None if f.saving_fraction is None
+                                    else round(f.saving_fraction, 4)),
+                "usd_per_million_tokens": f.usd_per_million_tokens,
+            })
+    return rows
+
+
 def _p50(times: list[float]) -> float:
     return round(statistics.median(times), 4)
 
@@ -76,24 +110,27 @@ def main() -> dict[str, Any]:
     assert spec is not None and spec.traffic is not None
     rates = [b.share * RATE for b in spec.traffic]
     c, cs = Constraints(), CostSettings()
-    tables, opts = [], []
+    tables, tables_cpu, opts = [], [], []
     for _ in range(RUNS):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         opts = fl.pool_options(w, gpus, offers, c, cs, Memo(EngineCache()))
         tables.append(time.perf_counter() - start)
-    solves = []
+        tables_cpu.append(time.process_time() - cpu)
+    solves, solves_cpu = [], []
     mixed = single = None
     for _ in range(RUNS):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         mixed, single = fl.solve_options(rates, opts, None, fl.fm.TIME_LIMIT_S)
         solves.append(time.perf_counter() - start)
-    cold, warm = [], []
+        solves_cpu.append(time.process_time() - cpu)
+    cold, cold_cpu, warm = [], [], []
     shared = EngineCache()
     fleet = None
     for _ in range(RUNS):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fl.plan_fleet(w, gpus, offers, cache=EngineCache())
         cold.append(time.perf_counter() - start)
+        cold_cpu.append(time.process_time() - cpu)
         start = time.perf_counter()
         fleet = fl.plan_fleet(w, gpus, offers, cache=shared)
         warm.append(time.perf_counter() - start)
@@ -108,10 +145,14 @@ def main() -> dict[str, Any]:
         "runs": RUNS,
         "solve_p50_s": _p50(solves),
         "solve_max_s": round(max(solves), 4),
+        "solve_cpu_p50_s": _p50(solves_cpu),
         "target_solve_p50_s": TARGET_SOLVE_P50_S,
         "target_met": _p50(solves) <= TARGET_SOLVE_P50_S,
         "capacities_cold_p50_s": _p50(tables),
+        "capacities_cold_cpu_p50_s": _p50(tables_cpu),
         "end_to_end_cold_p50_s": _p50(cold),
+        "end_to_end_cold_cpu_p50_s": _p50(cold_cpu),
+        "load_average_1min": round(os.getloadavg()[0], 2),
         "end_to_end_warm_p50_s": _p50(warm),
         "status": fleet.status,
         "mip_gap": fleet.mip_gap,
@@ -120,6 +161,7 @@ def main() -> dict[str, Any]:
         "saving_fraction": fleet.saving_fraction,
         "pools": [f"{p.gpu_slug} x{p.gpu_count}" for p in fleet.pools],
         "cpus": os.cpu_count(),
+        "chat_preset": chat_preset_table(gpus, offers),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "fleet.json").write_text(json.dumps(out, indent=2) + "\n")
@@ -131,7 +173,8 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     verdict = "met" if r["target_met"] else "**missed**"
     return [f"**Mixed fleet** ({r['buckets']} buckets x {r['gpu_types']} GPU types, "
             f"{r['pool_options']} pool options): optimiser p50 {r['solve_p50_s']:.3f} s "
-            f"(target <= {r['target_solve_p50_s']:g} s: {verdict}); capacity tables "
+            f"(target <= {r['target_solve_p50_s']:g} s: {verdict}; CPU "
+            f"{r.get('solve_cpu_p50_s', float('nan')):.3f} s); capacity tables "
             f"{r['capacities_cold_p50_s']:.2f} s cold; end to end {r['end_to_end_cold_p50_s']:.2f}"
             f" s cold, {r['end_to_end_warm_p50_s']:.2f} s warm (fleet.json)."]
 

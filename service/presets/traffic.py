@@ -99,7 +99,7 @@ def preset_out(preset: TrafficPreset) -> dict[str, Any]:
         "id": preset.id,
         "name": preset.name,
         "buckets": [{"prompt_tokens": b.prompt_tokens, "output_tokens": b.output_tokens,
-                     "share": round(b.share, 6)} for b in preset.buckets],
+                     "share": round(b.share, 9)} for b in preset.buckets],
         "mean_prompt_tokens": round(preset.mean_prompt_tokens, 1),
         "mean_output_tokens": round(preset.mean_output_tokens, 1),
         "source": preset.source,

@@ -64,8 +64,17 @@ def test_traffic_presets_are_listed_with_sources(client: TestClient) -> None:
     ids = {p["id"] for p in presets}
     assert {"azure-conversation-2023", "azure-code-2023"} <= ids
     for p in presets:
-        assert abs(sum(b["share"] for b in p["buckets"]) - 1) < 1e-5
+        # as listed, the buckets are a valid histogram (shares within 1e-6 of 1)
+        assert abs(sum(b["share"] for b in p["buckets"]) - 1) <= 1e-6
         assert "Splitwise" in p["source"] and "AzurePublicDataset" in p["source"]
+
+
+def test_listed_preset_buckets_post_back_as_traffic(client: TestClient) -> None:
+    preset = client.get("/v1/traffic-presets").json()[0]
+    resp = client.post("/v1/recommendations",
+                       json=body(traffic_preset=None, traffic=preset["buckets"]))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["fleet"]["pools"]
 
 
 def test_chat_preset_gets_a_provisionable_fleet(client: TestClient) -> None:
@@ -122,3 +131,24 @@ def test_an_slo_no_gpu_meets_is_an_infeasible_fleet(client: TestClient) -> None:
     fleet = resp.json()["fleet"]
     assert fleet["status"] == "infeasible" and not fleet["pools"]
     assert any("bucket" in w for w in fleet["warnings"])
+
+
+def test_fleet_pools_pass_the_real_validators(client: TestClient) -> None:
+    """Each pool's Kubernetes manifests and SkyServe task as kubernetes-validate and SkyPilot
+    check them (the mixed fleet and the single type's, 70B at a rate that mixes types)."""
+    from tests.provisioning.validators import validate_kubernetes, validate_skypilot
+
+    b = body(target_requests_per_s=10)
+    b["model"] = {"preset": "llama-2-70b"}
+    fleet = client.post("/v1/recommendations", json=b).json()["fleet"]
+    pools = fleet["pools"] + fleet["best_single_type"]["pools"]
+    assert len({p["gpu"]["slug"] for p in fleet["pools"]}) >= 2, fleet["pools"]
+    tasks = []
+    for pool in pools:
+        validate_kubernetes(pool["provision"]["kubernetes"])
+        sky = pool["provision"]["skypilot_yaml"]
+        if sky is not None:
+            assert f"name: {pool['name']}" in sky
+            tasks.append((sky, True))
+    assert tasks
+    assert validate_skypilot(tasks) == [None] * len(tasks)
