@@ -95,6 +95,16 @@ def test_hand_instance_equals_brute_force_and_mixes() -> None:
     assert milp_cost(RATES, COSTS, CAPS, TYPES, max_types=2) == pytest.approx(two)
 
 
+def test_tiny_loads_still_rent_a_copy() -> None:
+    """At 1e-6 requests/s the capacity rows are below the solver's tolerance; the fleet still
+    pays for a copy of whatever serves."""
+    rates = [r * 1e-7 for r in RATES]
+    sol = fm.solve(rates, COSTS, CAPS, TYPES)
+    assert sol is not None and fm.within_capacity(sol, rates, CAPS)
+    assert sol.usd_per_hour == pytest.approx(min(COSTS[p] for p in range(3)
+                                                 if all(row[p] > 0 for row in CAPS)))
+
+
 def test_unservable_bucket_has_no_fleet() -> None:
     caps = [row[:] for row in CAPS]
     caps[2] = [0.0, 0.0, 0.0]

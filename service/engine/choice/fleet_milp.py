@@ -161,10 +161,19 @@ def solve(
     vals.append(-np.ones(n_p))
     lb = [1.0] * n_b + [-np.inf] * n_p
     ub = [1.0] * n_b + [0.0] * n_p
+    # sum_b x[b,p] <= n_b y_p: an option that serves anything has a copy. Implied by the
+    # capacity rows in exact arithmetic, but at tiny loads (r / cap ~ 1e-8) those rows fit
+    # inside the solver's feasibility tolerance with y_p = 0; these rows do not.
+    used0 = len(lb)
+    rows += [used0 + ps, used0 + np.arange(n_p)]
+    cols += [x_cols, np.arange(n_p)]
+    vals += [np.ones(n_x), -float(n_b) * np.ones(n_p)]
+    lb += [-np.inf] * n_p
+    ub += [0.0] * n_p
     if limit_types:
         assert max_types is not None
         index = {t: i for i, t in enumerate(type_ids)}
-        link0 = n_b + n_p
+        link0 = len(lb)
         rows += [link0 + np.arange(n_p), link0 + np.arange(n_p)]
         cols += [np.arange(n_p), n_p + n_x + np.array([index[t] for t in types])]
         vals += [np.ones(n_p), -np.asarray(upper, dtype=float)]
@@ -188,7 +197,10 @@ def solve(
     counts = [int(round(v)) for v in res.x[:n_p]]
     shares = np.zeros((n_b, n_p))
     shares[bs, ps] = np.clip(res.x[n_p:n_p + n_x], 0.0, None)
-    shares /= shares.sum(axis=1, keepdims=True)
+    served = shares.sum(axis=1, keepdims=True)
+    if not np.all(np.isfinite(res.x)) or not np.all(served > 0):
+        return None  # numerically broken answer: the caller falls back
+    shares /= served
     gap = getattr(res, "mip_gap", None)
     status = "optimal" if res.status == 0 else "time_limit"
     return Solution(tuple(counts), tuple(tuple(float(v) for v in row) for row in shares),
@@ -260,13 +272,14 @@ def greedy_single(rates: Sequence[float], costs: Sequence[float],
 
 def within_capacity(sol: Solution, rates: Sequence[float],
                     caps: Sequence[Sequence[float]]) -> bool:
-    """Every bucket is served in full, only by options that can serve it, and no option's
-    copies carry more than their capacity (to :data:`CAPACITY_SLACK`)."""
+    """Every bucket is served in full, only by options that can serve it and have a copy, and
+    no option's copies carry more than their capacity (to :data:`CAPACITY_SLACK`)."""
     n_b = len(rates)
     for b in range(n_b):
         if abs(sum(sol.shares[b]) - 1.0) > 1e-6:
             return False
-        if any(s > 1e-12 and caps[b][p] <= 0 for p, s in enumerate(sol.shares[b])):
+        if any(s > 1e-12 and (caps[b][p] <= 0 or sol.counts[p] < 1)
+               for p, s in enumerate(sol.shares[b])):
             return False
     for p, y in enumerate(sol.counts):
         used = sum(rates[b] * sol.shares[b][p] / caps[b][p]
