@@ -299,12 +299,20 @@ def solve_options(rates: list[float], opts: list[PoolOption], max_types: int | N
     costs = [o.usd_per_hour for o in opts]
     slugs = sorted({o.gpu.slug for o in opts})
     types = [slugs.index(o.gpu.slug) for o in opts]
-    single = fm.best_single_type(rates, costs, caps, types, time_limit_s=time_limit_s)
+
+    def checked(sol: fm.Solution | None) -> fm.Solution | None:
+        # HiGHS has been seen to call an infeasible point optimal (scipy issue 24141): an
+        # answer that breaks a capacity is not used
+        return sol if sol is not None and fm.within_capacity(sol, rates, caps) else None
+
+    single = checked(fm.best_single_type(rates, costs, caps, types,
+                                         time_limit_s=time_limit_s)) \
+        or checked(fm.greedy_single(rates, costs, caps))
     if max_types == 1:
         return single, single
     upper = None if single is None else single.usd_per_hour
-    mixed = fm.solve(rates, costs, caps, types, max_types=max_types,
-                     time_limit_s=time_limit_s, upper_usd_per_hour=upper)
+    mixed = checked(fm.solve(rates, costs, caps, types, max_types=max_types,
+                             time_limit_s=time_limit_s, upper_usd_per_hour=upper))
     if mixed is None or (single is not None and single.usd_per_hour < mixed.usd_per_hour):
         if single is not None:
             mixed = replace(single, status="fallback_single_type")
