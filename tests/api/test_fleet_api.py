@@ -152,3 +152,19 @@ def test_fleet_pools_pass_the_real_validators(client: TestClient) -> None:
             tasks.append((sky, True))
     assert tasks
     assert validate_skypilot(tasks) == [None] * len(tasks)
+
+
+def test_stored_workload_runs_carry_the_fleet(client: TestClient,
+                                              admin_headers: dict[str, str]) -> None:
+    b = body()
+    b.pop("limit")
+    created = client.post("/v1/workloads", json={**b, "name": "chat-mix"},
+                          headers=admin_headers)
+    assert created.status_code == 201, created.text
+    wid = created.json()["id"]
+    run = client.post(f"/v1/workloads/{wid}/runs", json={"limit": 2}, headers=admin_headers)
+    assert run.status_code == 201, run.text
+    fleet = run.json()["result"]["fleet"]
+    assert fleet["pools"] and fleet["usd_per_hour"] > 0
+    again = client.get(f"/v1/workloads/{wid}/runs/{run.json()['id']}", headers=admin_headers)
+    assert again.json()["result"]["fleet"] == fleet
