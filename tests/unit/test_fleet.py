@@ -280,3 +280,17 @@ def test_pruning_by_a_known_fleet_and_per_type_search_keep_the_optimum(
                       upper_usd_per_hour=single.usd_per_hour * slack)
     assert pruned is not None and fm.within_capacity(pruned, rates, caps)
     assert pruned.usd_per_hour == pytest.approx(full.usd_per_hour, rel=1e-7)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.integers(1, 2))
+def test_type_limit_equals_brute_force(
+        inst: tuple[list[float], list[float], list[list[float]], list[int]],
+        max_types: int) -> None:
+    rates, costs, caps, types = inst
+    best = brute_force(rates, costs, caps, types, max_types=max_types)
+    got = milp_cost(rates, costs, caps, types, max_types=max_types)
+    if best is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(best, rel=1e-6)
