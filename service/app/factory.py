@@ -28,6 +28,7 @@ from service.http.guards import (
     HeaderLimitMiddleware,
     MergeConditionalHeadersMiddleware,
 )
+from service.http.headers import HeadAsGetMiddleware, ResponseHeadersMiddleware
 from service.http.health import router as health_router
 from service.http.observability import (
     BodySizeLimitMiddleware,
@@ -150,7 +151,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes,
                        path_limits={"/v1/quotes/import": settings.max_import_bytes})
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
+    app.add_middleware(ResponseHeadersMiddleware)
     return app
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from service.core.text import MESSAGE as CONTROL_CHARS_MESSAGE
-from service.core.text import control_char_errors
+from service.core.text import control_char_errors, nfc
 from service.quotes.models import MAX_HOURLY_USD, QuoteCreate
 
 MEMORY_TOLERANCE = 0.12
@@ -359,9 +359,18 @@ def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
 def _csv_rows(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     records = _csv_records(text)
     first = next(records, None)
-    header = [h.strip() for h in first[1]] if first else []
+    header = [nfc(h.strip()) for h in first[1]] if first else []
     if not header or not any(header):
         raise ImportFormatError("The file is empty", [("body", "no header row")])
+    seen: dict[str, int] = {}
+    duplicates: list[tuple[str, str]] = []
+    for index, name in enumerate(header, start=1):
+        if name and name in seen:  # one value would silently win over the other
+            duplicates.append((f"header.{name}", f"column '{name}' appears more than once "
+                                                 f"(columns {seen[name]} and {index})"))
+        seen.setdefault(name, index)
+    if duplicates:
+        raise ImportFormatError("The CSV header repeats a column", duplicates)
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
         width = len(header)
@@ -440,10 +449,11 @@ def parse_skypilot(text: str, *, provider: str, matcher: GpuMatcher) -> ParseRes
             continue
         price = _number(rec.get("Price", ""), n, "Price", errors, maximum=MAX_HOURLY_USD)
         spot = _number(rec.get("SpotPrice", ""), n, "SpotPrice", errors, maximum=MAX_HOURLY_USD)
-        name = rec.get("AcceleratorName", "").strip()
-        inst = rec.get("InstanceType", "").strip()
-        region = rec.get("Region", "").strip()
-        zone = rec.get("AvailabilityZone", "").strip()
+        # NFC, as every identifier written through the API (service/core/text.py)
+        name = nfc(rec.get("AcceleratorName", "").strip())
+        inst = nfc(rec.get("InstanceType", "").strip())
+        region = nfc(rec.get("Region", "").strip())
+        zone = nfc(rec.get("AvailabilityZone", "").strip())
         if not name:
             if inst and region:
                 vcpus = _number(rec.get("vCPUs", ""), n, "vCPUs", errors) or 0.0

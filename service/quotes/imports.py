@@ -280,13 +280,15 @@ def run_import(
     )
 
 
-def list_imports(session: Session, *, limit: int, offset: int
+def list_imports(session: Session, *, limit: int, offset: int, show_names: bool = True,
                  ) -> tuple[list[QuoteImportPublic], int]:
-    """Newest first."""
+    """Newest first. ``show_names`` false (a caller who is not an admin): ``api_key_name`` is
+    null."""
     total = session.exec(select(func.count()).select_from(QuoteImport)).one()
     rows = session.exec(select(QuoteImport).order_by(col(QuoteImport.id).desc())
                         .limit(limit).offset(offset)).all()
     out = [QuoteImportPublic.model_validate({
         **r.model_dump(), "created_at": as_utc(r.created_at),
-        "captured_at": as_utc(r.captured_at)}) for r in rows]
+        "captured_at": as_utc(r.captured_at),
+        "api_key_name": r.api_key_name if show_names else None}) for r in rows]
     return out, int(total)

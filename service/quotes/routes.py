@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, st
 
 from service.core.db import SessionDep
 from service.core.errors import responses
-from service.core.security import AdminDep, ReaderDep
+from service.core.security import AdminDep, ApiKey, ReaderDep
 from service.core.text import Text
 from service.core.times import ObservedDate, UtcDatetime, utcnow
 from service.engine.recommend_types import Pricing
@@ -63,6 +63,11 @@ _PURCHASE_EXAMPLE = {
     "captured_at": "2026-11-30T00:00:00Z",
     "observed_at": "2022-09-20",
 }
+
+
+def _is_admin(caller: ApiKey | None) -> bool:
+    """Key names (who imported, who changed a price) are shown to admins only."""
+    return caller is not None and caller.role == "admin"
 
 
 def _public(request: Request, quote: Quote) -> QuotePublic:
@@ -194,11 +199,13 @@ def import_quotes(
 @router.get("/imports", summary="List quote imports", response_model=Page[QuoteImportPublic],
             responses=responses(401, 422))
 def list_imports(
-    session: SessionDep, _: ReaderDep,
+    session: SessionDep, caller: ReaderDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
 ) -> Page[QuoteImportPublic]:
-    """Every import, newest first: who, when, source, format, provider and counts."""
-    rows, total = imports.list_imports(session, limit=limit, offset=offset)
+    """Every import, newest first: when, source, format, provider and counts; who (the API
+    key's name) only for admins."""
+    rows, total = imports.list_imports(session, limit=limit, offset=offset,
+                                       show_names=_is_admin(caller))
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
@@ -228,11 +235,11 @@ def quote_history(
 ) -> Page[PriceChangePublic]:
     """Every price change of the quote, oldest first, with the old and new price. Of a deleted
     quote, admins still get it (ending with its `deleted` entry); others get 404."""
-    is_admin = caller is not None and caller.role == "admin"
+    is_admin = _is_admin(caller)
     if not (is_admin and history.has_history(session, quote_id=quote_id)):
         service.get_quote(session, quote_id=quote_id)
     rows, total = history.list_price_history(session, quote_id=quote_id, limit=limit,
-                                             offset=offset)
+                                             offset=offset, show_names=is_admin)
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
