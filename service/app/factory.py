@@ -36,6 +36,7 @@ from service.http.observability import (
     Metrics,
     ObservabilityMiddleware,
     configure_logging,
+    mark_worker_exit,
 )
 from service.quotes.routes import router as quotes_router
 from service.web.routes import install_pages
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                     session.rollback()
         yield
         app.state.caches.clear()  # a stopped app keeps no snapshots alive
+        mark_worker_exit()
 
     app = FastAPI(
         title="gpu-advisor",
@@ -128,7 +130,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.caches = AppCaches()
     app.state.metrics = Metrics()
-    app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
+    app.state.metrics.register_process_collector(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)
