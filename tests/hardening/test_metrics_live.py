@@ -11,7 +11,7 @@ import pytest
 
 from tests.hardening.live import concurrently, serve, server_errors, stop
 
-ADMIN_KEY = "gpa_metricslive1_" + "d" * 42
+ADMIN_KEY = "gpa_metricslv01_" + "d" * 43
 REQUESTS = 48
 SCRAPES = 12
 
