@@ -28,6 +28,29 @@ def test_pages_name_no_other_host(client: TestClient, path: str) -> None:
             assert client.get(ref).status_code == 200, ref
 
 
+def _directives(csp: str) -> dict[str, list[str]]:
+    out = {}
+    for part in csp.split(";"):
+        name, *values = part.split()
+        out[name] = values
+    return out
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_run_no_inline_script(client: TestClient, path: str) -> None:
+    """script-src 'self' (no 'unsafe-inline'): every script is a file under /static, settings
+    travel in JSON data blocks; an injected inline script would not run."""
+    page = client.get(path)
+    csp = _directives(page.headers["content-security-policy"])
+    assert csp["script-src"] == ["'self'"], csp["script-src"]
+    assert csp["object-src"] == ["'none'"]
+    for attrs, body in re.findall(r"<script([^>]*)>(.*?)</script>", page.text, re.S):
+        if 'type="application/json"' in attrs:
+            continue  # a data block: never executed
+        assert "src=" in attrs and not body.strip(), f"{path}: inline script {body[:80]!r}"
+    assert not re.search(r"\son[a-z]+\s*=", page.text, re.I), f"{path}: an on* handler attribute"
+
+
 def test_docs_assets_are_served_from_the_package(client: TestClient) -> None:
     for path in ("/static/vendor/swagger-ui-bundle.js", "/static/vendor/swagger-ui.css",
                  "/static/redoc/redoc.standalone.js", "/static/ui.js", "/static/ui.css"):
