@@ -31,6 +31,7 @@ SkyPilot rules (catalog schema v7; see tests/data/skypilot/README.md for the qui
 from __future__ import annotations
 
 import ast
+import codecs
 import csv
 import io
 import json
@@ -39,7 +40,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -90,7 +91,7 @@ class CatalogGpu:
     aliases: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParsedQuote:
     row: int
     gpu_slug: str
@@ -297,6 +298,38 @@ def decode(body: bytes) -> str:
                                 [("body", f"not UTF-8 at byte {exc.start}")]) from exc
 
 
+UTF8_CHUNK_BYTES = 1 << 20
+
+
+def check_utf8(stream: IO[bytes]) -> None:
+    """Raise ImportFormatError naming the first byte that is not UTF-8, reading ``stream`` (a
+    seekable binary file) a chunk at a time; leaves it at the start."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    stream.seek(0)
+    try:
+        while chunk := stream.read(UTF8_CHUNK_BYTES):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError("The file is not UTF-8 text", [
+                    ("body", f"not UTF-8 at byte {offset + exc.start}")]) from exc
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError("The file is not UTF-8 text", [
+                ("body", f"not UTF-8 at byte {offset + exc.start}")]) from exc
+    finally:
+        stream.seek(0)
+
+
+def _lines(source: str | IO[str]) -> IO[str]:
+    """Lines of a CSV as the csv module wants them (newline=""): of a string, or of a text
+    stream read as the parser goes (a file of any size is never held whole)."""
+    return io.StringIO(source, newline="") if isinstance(source, str) else source
+
+
 _CSV_SEPARATORS = re.compile(r'[",]')
 MAX_SEPARATORS_SCANNED = 100_000
 
@@ -317,14 +350,14 @@ def _long_field(raw: str, limit: int) -> int | None:
     return index if len(raw) - start > limit else None
 
 
-def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_records(text: str | IO[str]) -> Iterator[tuple[int, list[str]]]:
     """(row, values) of each CSV record, the header being row 1. A record the csv module
     refuses (a field over its 131,072-character limit) is an ImportFormatError naming the row
     and, when it can be found, the column."""
     pending: list[str] = []  # the lines of the record being read
 
     def lines() -> Iterator[str]:
-        for line in io.StringIO(text, newline=""):
+        for line in _lines(text):
             pending.append(line)
             yield line
 
@@ -356,7 +389,7 @@ def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
         yield n, values
 
 
-def _csv_rows(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def _csv_rows(text: str | IO[str]) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     records = _csv_records(text)
     first = next(records, None)
     header = [nfc(h.strip()) for h in first[1]] if first else []
@@ -426,7 +459,8 @@ def _lower_min(a: float | None, b: float | None) -> float | None:
     return min(a, b)
 
 
-def parse_skypilot(text: str, *, provider: str, matcher: GpuMatcher) -> ParseResult:
+def parse_skypilot(text: str | IO[str], *, provider: str, matcher: GpuMatcher) -> ParseResult:
+    """A SkyPilot catalog CSV (a string, or a text stream read row by row)."""
     header, rows = _csv_rows(text)
     missing = [c for c in SKYPILOT_REQUIRED if c not in header]
     if missing:
@@ -549,16 +583,18 @@ def _host_order(h: _Host) -> tuple[float, float, str]:
 # --- generic -------------------------------------------------------------------------------
 
 def parse_generic(
-    text: str, *, is_json: bool, provider: str | None, captured_at: datetime, source: str,
+    text: str | IO[str], *, is_json: bool, provider: str | None, captured_at: datetime, source: str,
     known_slugs: set[str], observed_at: date | None = None,
 ) -> ParseResult:
-    """Our own quote fields: a CSV with service/data/quotes.csv's header or a JSON list of
-    QuoteCreate objects. A row without captured_at / source gets the import's; one without
-    observed_at gets the import's ``observed_at`` when given, else its captured_at's date."""
-    records: list[tuple[int, dict[str, Any]]]
+    """Our own quote fields: a CSV with service/data/quotes.csv's header (read row by row from
+    a text stream) or a JSON list of QuoteCreate objects (read whole). A row without
+    captured_at / source gets the import's; one without observed_at gets the import's
+    ``observed_at`` when given, else its captured_at's date."""
+    records: Iterable[tuple[int, dict[str, Any]]]
     if is_json:
         try:
-            data = json.loads(text, parse_int=_json_int)
+            data = json.loads(text if isinstance(text, str) else text.read(),
+                              parse_int=_json_int)
         except json.JSONDecodeError as exc:
             raise ImportFormatError("Invalid JSON", [("body", exc.msg)]) from exc
         except RecursionError as exc:
@@ -567,21 +603,23 @@ def parse_generic(
         if not isinstance(data, list):
             raise ImportFormatError("Expected a JSON list of quotes",
                                     [("body", "must be a list")])
-        records = []
+        json_records = []
         for i, item in enumerate(data, start=1):
             if not isinstance(item, dict):
                 raise ImportFormatError("Expected a JSON list of quotes",
                                         [(f"row {i}", "must be an object")])
-            records.append((i, item))
+            json_records.append((i, item))
+        records = json_records
     else:
         _, rows = _csv_rows(text)
-        records = [(n, {k: v.strip() for k, v in rec.items() if k and v.strip() != ""})
-                   for n, rec in rows]
+        records = ((n, {k: v.strip() for k, v in rec.items() if k and v.strip() != ""})
+                   for n, rec in rows)
     errors = _Errors()
-    result = ParseResult(rows_read=len(records))
+    result = ParseResult()
     seen: dict[tuple[str, str, str, str], int] = {}
     wanted = provider.lower() if provider else None
     for n, rec in records:
+        result.rows_read += 1
         defaults: dict[str, Any] = {"captured_at": captured_at, "source": source}
         if observed_at is not None:
             defaults["observed_at"] = observed_at
@@ -626,7 +664,10 @@ def _json_int(text: str) -> int | float:
 _JSON_START = re.compile(r"^\s*[\[{]")
 
 
-def looks_like_json(text: str, content_type: str | None) -> bool:
+def looks_like_json(text: str | bytes, content_type: str | None) -> bool:
+    """By the content type, else by the first non-blank character (``text``: the file's start)."""
     if content_type and "json" in content_type.lower():
         return True
+    if isinstance(text, bytes):
+        text = text[:64].decode("utf-8-sig", errors="ignore")
     return bool(_JSON_START.match(text[:64]))

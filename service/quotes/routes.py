@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO, Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
 
 from service.core.db import SessionDep
 from service.core.errors import responses
@@ -154,8 +157,19 @@ _IMPORT_BODY = {
 }
 
 
-async def _raw_body(request: Request) -> bytes:
-    return await request.body()
+SPOOL_MEMORY_BYTES = 1 << 20
+"""An upload up to this size stays in memory; a larger one goes to a temporary file."""
+
+
+async def _spooled_body(request: Request) -> AsyncIterator[IO[bytes]]:
+    """The request body in a temporary file (in memory up to SPOOL_MEMORY_BYTES), written as
+    it arrives: a large import is never held as one bytes object and one decoded string, and
+    the parser reads it row by row (service/quotes/imports.parse_file)."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as spool:
+        async for chunk in request.stream():
+            spool.write(chunk)
+        spool.seek(0)
+        yield spool
 
 
 @router.post(
@@ -167,7 +181,7 @@ def import_quotes(
     request: Request,
     session: SessionDep,
     caller: AdminDep,
-    body: Annotated[bytes, Depends(_raw_body)],
+    body: Annotated[IO[bytes], Depends(_spooled_body)],
     format: Annotated[ImportFormat, Query(description="skypilot or generic")],
     provider: Annotated[
         Text | None,
@@ -187,13 +201,17 @@ def import_quotes(
                           "future), for rows without their own: a SkyPilot catalog's fetch "
                           "date. Default: captured_at's date (UTC)"),
     ] = None,
-) -> ImportResult:
+) -> Response:
     """Import a price file, all or nothing (admin)."""
-    return imports.run_import(
+    outcome = imports.import_file(
         session, body=body, content_type=request.headers.get("content-type"), fmt=format,
         provider=provider, dry_run=dry_run, source=source, captured_at=captured_at,
         observed_at=observed_at, who=caller.name,
     )
+    # Streamed (after SessionDep's commit: it runs when this function returns), a chunk of
+    # listed quotes at a time: FastAPI's response_model path built a model and a dict per
+    # listed quote and the whole JSON at once (hundreds of MB for a 60 MB file's answer).
+    return StreamingResponse(outcome.json_chunks(), media_type="application/json")
 
 
 @router.get("/imports", summary="List quote imports", response_model=Page[QuoteImportPublic],
