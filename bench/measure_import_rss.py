@@ -1,7 +1,7 @@
 """Measure one large quote import through a live `gpu-advisor serve` (one worker): wall time of
 the POST and the server process's peak RSS (VmHWM), before and after.
 
-Run: ``.venv/bin/python -m bench.measure_import_rss [MB] [--format skypilot|generic]``
+Run: ``.venv/bin/python -m bench.measure_import_rss [MB] [--format=skypilot|generic|json]``
 (default 60 MB, SkyPilot; PostgreSQL when TEST_DATABASE_URL is set, else a fresh SQLite file).
 Prints one JSON line; the file is bench_import's synthetic SkyPilot catalog (the real AWS rows'
 shapes with synthetic names) or the same rows as our generic CSV.
@@ -48,16 +48,23 @@ def generic_csv(target_bytes: int) -> bytes:
     return out.getvalue().encode()
 
 
+def generic_json(target_bytes: int) -> bytes:
+    """The generic CSV's rows as a JSON list of quote objects, about ``target_bytes`` long."""
+    rows = list(csv.DictReader(io.StringIO(generic_csv(int(target_bytes * 0.49)).decode())))
+    return json.dumps(rows).encode()
+
+
 def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    fmt = "generic" if "--format=generic" in sys.argv[1:] else "skypilot"
+    as_json = "--format=json" in sys.argv[1:]
+    fmt = "generic" if as_json or "--format=generic" in sys.argv[1:] else "skypilot"
     megabytes = float(args[0]) if args else 60.0
     target = int(megabytes * 1_000_000)
     if fmt == "skypilot":
         rows = int(100_000 * target / len(synthesize(100_000)))
         body = synthesize(rows)
     else:
-        body = generic_csv(target)
+        body = generic_json(target) if as_json else generic_csv(target)
     pg = os.environ.get("TEST_DATABASE_URL")
     with tempfile.TemporaryDirectory() as tmp:
         if pg:
@@ -75,12 +82,13 @@ def main() -> int:
                               params={"format": fmt, "provider": "bigcloud" if fmt == "generic"
                                       else "aws", "source": "measure"},
                               headers={"Authorization": f"Bearer {ADMIN_KEY}",
-                                       "Content-Type": "text/csv"}, timeout=900)
+                                       "Content-Type": "application/json" if as_json
+                                       else "text/csv"}, timeout=900)
             seconds = time.perf_counter() - start
             peak = _rss_kb(proc.pid, "VmHWM")
             out = resp.json() if resp.status_code == 200 else {}
             print(json.dumps({
-                "format": fmt, "database": "postgresql" if pg else "sqlite",
+                "format": "generic-json" if as_json else fmt, "database": "postgresql" if pg else "sqlite",
                 "body_mb": round(len(body) / 1e6, 1), "status": resp.status_code,
                 "seconds": round(seconds, 1), "rss_before_mb": round(before / 1024),
                 "rss_peak_mb": round(peak / 1024), "response_mb": round(len(resp.content) / 1e6, 1),

@@ -592,24 +592,7 @@ def parse_generic(
     ``observed_at`` when given, else its captured_at's date."""
     records: Iterable[tuple[int, dict[str, Any]]]
     if is_json:
-        try:
-            data = json.loads(text if isinstance(text, str) else text.read(),
-                              parse_int=_json_int)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError("Invalid JSON", [("body", exc.msg)]) from exc
-        except RecursionError as exc:
-            raise ImportFormatError("Invalid JSON",
-                                    [("body", "nested too deeply")]) from exc
-        if not isinstance(data, list):
-            raise ImportFormatError("Expected a JSON list of quotes",
-                                    [("body", "must be a list")])
-        json_records = []
-        for i, item in enumerate(data, start=1):
-            if not isinstance(item, dict):
-                raise ImportFormatError("Expected a JSON list of quotes",
-                                        [(f"row {i}", "must be an object")])
-            json_records.append((i, item))
-        records = json_records
+        records = _json_records(io.StringIO(text) if isinstance(text, str) else text)
     else:
         _, rows = _csv_rows(text)
         records = ((n, {k: v.strip() for k, v in rec.items() if k and v.strip() != ""})
@@ -654,6 +637,84 @@ def parse_generic(
         result.quotes.append(parsed)
     errors.raise_if_any()
     return result
+
+
+JSON_CHUNK_CHARS = 1 << 16
+_WHITESPACE = " \t\n\r"
+
+
+def _json_records(stream: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row, object) of a JSON list of objects, decoded one item at a time from ``stream``
+    (the list is never held whole: a 60 MB file is ~180,000 dicts). Errors as json.loads
+    would give them: "Invalid JSON" naming the decoder's message, "must be a list", and
+    "row N: must be an object"."""
+    decoder = json.JSONDecoder(parse_int=_json_int)
+    buf, pos, eof = "", 0, False
+
+    def more() -> bool:
+        nonlocal buf, pos, eof
+        if eof:
+            return False
+        chunk = stream.read(max(JSON_CHUNK_CHARS, len(buf) - pos))  # doubles for long items
+        eof = not chunk
+        buf, pos = buf[pos:] + chunk, 0
+        return not eof
+
+    def next_char() -> str:
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in _WHITESPACE:
+                pos += 1
+            if pos < len(buf):
+                return buf[pos]
+            if not more():
+                return ""
+
+    def invalid(message: str) -> ImportFormatError:
+        return ImportFormatError("Invalid JSON", [("body", message)])
+
+    first = next_char()
+    if first != "[":
+        # not a list (or not JSON): read it whole for json.loads's own error or a 422 "list"
+        rest = buf[pos:] + stream.read()
+        try:
+            json.loads(rest, parse_int=_json_int)
+        except json.JSONDecodeError as exc:
+            raise invalid(exc.msg) from exc
+        except RecursionError as exc:
+            raise invalid("nested too deeply") from exc
+        raise ImportFormatError("Expected a JSON list of quotes", [("body", "must be a list")])
+    pos += 1
+    row = 0
+    if next_char() == "]":
+        pos += 1
+    else:
+        while True:
+            while True:
+                try:
+                    item, end = decoder.raw_decode(buf, pos)
+                    break
+                except json.JSONDecodeError as exc:
+                    if not more():  # the item ends past the buffer, or is invalid
+                        raise invalid(exc.msg) from exc
+                except RecursionError as exc:
+                    raise invalid("nested too deeply") from exc
+            pos = end
+            row += 1
+            if not isinstance(item, dict):
+                raise ImportFormatError("Expected a JSON list of quotes",
+                                        [(f"row {row}", "must be an object")])
+            yield row, item
+            sep = next_char()
+            pos += 1
+            if sep == "]":
+                break
+            if sep != ",":
+                raise invalid("Expecting ',' delimiter" if sep else "Expecting value")
+            if next_char() in ("]", ""):
+                raise invalid("Expecting value")
+    if next_char():
+        raise invalid("Extra data")
 
 
 def _json_int(text: str) -> int | float:
