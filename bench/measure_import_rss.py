@@ -41,7 +41,8 @@ def generic_csv(target_bytes: int) -> bytes:
     i = 0
     while out.tell() < target_bytes:
         writer.writerow(["nvidia-h100-sxm5-80gb", "bigcloud", f"region-{i % 50}",
-                         f"instance-type-{i:09d}.xlarge", 8, "on_demand", f"{20 + i % 997 / 100:.4f}",
+                         f"instance-type-{i:09d}.xlarge", 8, "on_demand",
+                         f"{20 + i % 997 / 100:.4f}",
                          "https://example.com/prices/2026-11-30", "2026-11-30T00:00:00Z",
                          "2026-11-30"])
         i += 1
@@ -88,7 +89,8 @@ def main() -> int:
             peak = _rss_kb(proc.pid, "VmHWM")
             out = resp.json() if resp.status_code == 200 else {}
             print(json.dumps({
-                "format": "generic-json" if as_json else fmt, "database": "postgresql" if pg else "sqlite",
+                "format": "generic-json" if as_json else fmt,
+                "database": "postgresql" if pg else "sqlite",
                 "body_mb": round(len(body) / 1e6, 1), "status": resp.status_code,
                 "seconds": round(seconds, 1), "rss_before_mb": round(before / 1024),
                 "rss_peak_mb": round(peak / 1024), "response_mb": round(len(resp.content) / 1e6, 1),
