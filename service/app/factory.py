@@ -31,6 +31,7 @@ from service.http.guards import (
     MiddlewareProblemGuard,
     is_list_read,
 )
+from service.http.headers import HeadAsGetMiddleware, ResponseHeadersMiddleware
 from service.http.health import router as health_router
 from service.http.observability import (
     BodySizeLimitMiddleware,
@@ -38,6 +39,7 @@ from service.http.observability import (
     Metrics,
     ObservabilityMiddleware,
     configure_logging,
+    mark_worker_exit,
 )
 from service.quotes.routes import router as quotes_router
 from service.web.routes import install_pages
@@ -114,6 +116,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                     session.rollback()
         yield
         app.state.caches.clear()  # a stopped app keeps no snapshots alive
+        mark_worker_exit()
 
     app = FastAPI(
         title="gpu-advisor",
@@ -131,7 +134,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.caches = AppCaches()
     app.state.session_slots = SessionSlots(settings.worker_threads, settings.db_deadline_s)
     app.state.metrics = Metrics()
-    app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
+    app.state.metrics.register_process_collector(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)
@@ -165,7 +168,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                        path_limits={"/v1/quotes/import": settings.max_import_bytes})
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
     app.add_middleware(MiddlewareProblemGuard)
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
+    app.add_middleware(ResponseHeadersMiddleware)
     return app
 
 
@@ -250,10 +255,11 @@ def _document_roles(app: FastAPI) -> None:
 
 
 def _routers() -> list:  # type: ignore[type-arg]
-    from service.estimates.routes import models_router
+    from service.estimates.routes import models_router, traffic_router
     from service.estimates.routes import router as estimates_router
     from service.workloads.routes import recommendations_router
     from service.workloads.routes import router as workloads_router
 
-    return [health_router, gpus_router, quotes_router, models_router, estimates_router,
+    return [health_router, gpus_router, quotes_router, models_router, traffic_router,
+            estimates_router,
             workloads_router, recommendations_router]

@@ -16,9 +16,10 @@ import asyncio
 import json
 import math
 import re
+import tempfile
 import time
-from collections import deque
 from collections.abc import Callable
+from typing import IO
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -101,9 +102,10 @@ class AdmissionMiddleware:
     its own).
 
     The body is received in full before a slot is asked for (under the body size limit, the body
-    budget and the body read timeout of the middleware outside this one), then replayed to the
-    app chunk by chunk: a client trickling its upload used to hold a slot for the whole body
-    timeout, and two such clients per worker made every other recommendation a 503.
+    budget and the body read timeout of the middleware outside this one), spooled (memory up to
+    1 MB, then a temporary file), then replayed to the app chunk by chunk: a client trickling
+    its upload used to hold a slot for the whole body timeout, and two such clients per worker
+    made every other recommendation a 503.
     """
 
     def __init__(self, app: ASGIApp, *, limit: int, max_queued: int,
@@ -141,6 +143,10 @@ class AdmissionMiddleware:
         body = await receive_body(receive)
         if body is None:
             return  # the client went away before its body was complete: no one to answer
+        with body:
+            await self._admit(scope, body, receive, send)
+
+    async def _admit(self, scope: Scope, body: IO[bytes], receive: Receive, send: Send) -> None:
         slots = self._semaphore()
         if slots.locked():
             if self._waiting >= self.max_queued:
@@ -163,27 +169,45 @@ class AdmissionMiddleware:
             slots.release()
 
 
-async def receive_body(receive: Receive) -> deque[Message] | None:
-    """Every ``http.request`` message of the body, in order; None when the client disconnects
-    first. Refusals raised by the receive wrappers (408, 413, 503) propagate as HTTPException."""
-    messages: deque[Message] = deque()
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        messages.append(message)
-        if not message.get("more_body", False):
-            return messages
+SPOOL_MEMORY_BYTES = 1 << 20
+"""A body received before admission stays in memory up to this size, then goes to a temporary
+file (a 60 MB quote import is not held in memory while it waits for a slot)."""
+REPLAY_CHUNK_BYTES = 64 * 1024
 
 
-def replay(messages: deque[Message], receive: Receive) -> Receive:
-    """A receive that gives ``messages`` back once (dropping each as it goes), then the real one
-    (which then only reports the disconnect)."""
+async def receive_body(receive: Receive) -> IO[bytes] | None:
+    """The whole body, spooled (rewound); None when the client disconnects first. Refusals
+    raised by the receive wrappers (408, 413, 503) propagate as HTTPException."""
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES)
+    try:
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                spool.close()
+                return None
+            spool.write(message.get("body", b""))
+            if not message.get("more_body", False):
+                spool.seek(0)
+                return spool
+    except BaseException:
+        spool.close()
+        raise
+
+
+def replay(spool: IO[bytes], receive: Receive) -> Receive:
+    """A receive that gives the spooled body back in chunks, then the real one (which then only
+    reports the disconnect)."""
+    size = spool.seek(0, 2)
+    spool.seek(0)
+    done = False
 
     async def replayed() -> Message:
-        if messages:
-            return messages.popleft()
-        return await receive()
+        nonlocal done
+        if done:
+            return await receive()
+        chunk = spool.read(REPLAY_CHUNK_BYTES)
+        done = spool.tell() >= size
+        return {"type": "http.request", "body": chunk, "more_body": not done}
 
     return replayed
 

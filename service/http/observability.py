@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
@@ -23,8 +24,21 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's multiprocess mode: set (by ``gpu-advisor serve``, to a directory of its
+own) before the metrics are created, every process writes its counters and histograms to
+memory-mapped files there, and a scrape of any worker adds up the files of all of them."""
+
+
+def multiprocess_dir() -> str | None:
+    """The multiprocess metrics directory when this process runs in that mode, else None."""
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
 class Metrics:
-    """One registry per app, so several apps (tests) never collide."""
+    """One registry per app, so several apps (tests) never collide. Under ``gpu-advisor
+    serve`` (multiprocess mode, :data:`MULTIPROC_ENV`) the same metrics write to that
+    directory's files, and :meth:`exposition` reads back the sum over every worker."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -41,6 +55,35 @@ class Metrics:
             "Time spent ranking GPUs for one recommendation (engine + offer selection)",
             buckets=LATENCY_BUCKETS, registry=self.registry,
         )
+        self._process_collectors: list[Collector] = []
+
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of these metrics: the server's totals over all its workers in
+        multiprocess mode (counters of exited workers included, so totals never go back),
+        plus this process's own collectors (the engine cache gauges)."""
+        path = multiprocess_dir()
+        if path is None:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=path)  # type: ignore[no-untyped-call]
+        # the metric families above come from the files; the custom collectors from here
+        for collector in self._process_collectors:
+            merged.register(collector)
+        return generate_latest(merged)
+
+    def register_process_collector(self, collector: Collector) -> None:
+        """A collector of this process's state (computed at scrape time, not added up)."""
+        self._process_collectors.append(collector)
+        self.registry.register(collector)
+
+
+def mark_worker_exit() -> None:
+    """Multiprocess bookkeeping when a worker stops (prometheus_client drops its live gauges;
+    its counters stay, as a Prometheus counter must not go back)."""
+    path = multiprocess_dir()
+    if path is not None and os.path.isdir(path):
+        multiprocess.mark_process_dead(os.getpid(), path)  # type: ignore[no-untyped-call]
 
 
 class CacheCollector(Collector):

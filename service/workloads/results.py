@@ -30,6 +30,7 @@ from service.estimates.schemas import (
     estimate_data,
     fix_out,
 )
+from service.workloads.fleet_schemas import FleetOut
 from service.workloads.models import ConstraintsIn
 
 
@@ -190,6 +191,12 @@ class RecommendationResult(BaseModel):
         description=("Every named constant the candidates' estimates used (value, unit, "
                      "source), once; in the full view each estimate lists its own too. Empty "
                      "in runs stored before this field existed"),
+    )
+    fleet: FleetOut | None = Field(
+        default=None,
+        description=("Traffic histograms (inference.traffic or traffic_preset): the cheapest "
+                     "fleet of pools (GPU type, count, offer, layout) serving every bucket "
+                     "within the SLOs, with the best single type beside it; null otherwise"),
     )
 
 

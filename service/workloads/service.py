@@ -22,12 +22,15 @@ from service.core.security import ApiKey, owner_scope
 from service.core.tables import lock_row
 from service.core.text import is_clean
 from service.core.times import as_date, as_utc
+from service.engine.choice.fleet import Fleet, plan_fleet
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
+from service.engine.types import Workload
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
 from service.workloads.caches import AppCaches, OfferLists
 from service.workloads.convert import to_engine_workload
+from service.workloads.fleet_schemas import fleet_out
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -272,9 +275,13 @@ def recommend_for(
             validated=True,  # by to_engine_workload above, amounts required
         )
         caches.rankings.put(key, rec)
+    fleet = None
+    if workload.inference is not None and workload.inference.traffic:
+        fleet = _fleet(workload, catalog.specs, offers, constraints, cost_settings,
+                       submission.constraints, key, caches, catalog.skypilot_names)
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
-    return result_out(
+    result = result_out(
         rec,
         constraints=submission.constraints,
         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
@@ -283,6 +290,25 @@ def recommend_for(
                                             stale_days=settings.stale_quote_days),
         view=view,
     )
+    if fleet is not None:
+        result.fleet = fleet_out(fleet)
+    return result
+
+
+def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Constraints,
+           cost_settings: CostSettings, given: ConstraintsIn, key: tuple[object, ...],
+           caches: AppCaches, skypilot_names: Any) -> Fleet:
+    """The cheapest mixed fleet for the workload's traffic histogram (cached like rankings;
+    the limit of GPU types from ``constraints.max_gpu_types`` / ``mix``)."""
+    max_types = 1 if not given.mix else given.max_gpu_types
+    fkey = (*key, max_types)
+    fleet = caches.fleets.get(fkey)
+    if fleet is None:
+        fleet = plan_fleet(workload, gpus, offers, constraints=constraints,
+                           settings=cost_settings, max_gpu_types=max_types,
+                           skypilot_names=skypilot_names, cache=caches.engine)
+        caches.fleets.put(fkey, fleet)
+    return fleet
 
 
 def recommend_stored(
