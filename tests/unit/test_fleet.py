@@ -294,3 +294,130 @@ def test_type_limit_equals_brute_force(
         assert got is None
     else:
         assert got == pytest.approx(best, rel=1e-6)
+
+
+# -- percentile SLOs: a share of the requests may be served outside the latency limits ------
+
+def carries_pct(counts: Sequence[int], rates: Sequence[float],
+                caps: Sequence[Sequence[float]], caps_any: Sequence[Sequence[float]],
+                max_outside: float) -> bool:
+    """Whether ``counts`` copies carry every bucket when at most ``max_outside`` of all
+    requests may be served outside the limits, at the capacity without them (an LP over the
+    within part x and the outside part v of each (bucket, option))."""
+    n_b, n_p = len(rates), len(counts)
+    var = [(b, p, mode) for b in range(n_b) for p in range(n_p) if counts[p] > 0
+           for mode, cap in (("in", caps[b][p]), ("out", max(caps[b][p], caps_any[b][p])))
+           if cap > 0]
+    if {b for b, _, _ in var} != set(range(n_b)):
+        return False
+
+    def cap_of(b: int, p: int, mode: str) -> float:
+        return caps[b][p] if mode == "in" else max(caps[b][p], caps_any[b][p])
+
+    a_eq = [[1.0 if vb == b else 0.0 for vb, _, _ in var] for b in range(n_b)]
+    a_ub = [[rates[vb] / cap_of(vb, vp, m) if vp == p else 0.0 for vb, vp, m in var]
+            for p in range(n_p)]
+    a_ub.append([rates[vb] if m == "out" else 0.0 for vb, _, m in var])
+    b_ub = [c * (1 + 1e-9) for c in counts] + [max_outside * sum(rates) * (1 + 1e-9)]
+    res = linprog([0.0] * len(var), A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0] * n_b,
+                  bounds=(0, None), method="highs")
+    return bool(res.status == 0)
+
+
+def brute_force_pct(rates: Sequence[float], costs: Sequence[float],
+                    caps: Sequence[Sequence[float]], caps_any: Sequence[Sequence[float]],
+                    max_outside: float, types: Sequence[int],
+                    max_types: int | None = None) -> float | None:
+    combos = []
+    for counts in itertools.product(range(MAX_COUNT + 1), repeat=len(costs)):
+        if max_types is not None and len({types[p] for p, y in enumerate(counts) if y}) \
+                > max_types:
+            continue
+        combos.append((sum(c * y for c, y in zip(costs, counts, strict=True)), counts))
+    for usd, counts in sorted(combos):
+        if carries_pct(counts, rates, caps, caps_any, max_outside):
+            return usd
+    return None
+
+
+@st.composite
+def pct_instances(draw: st.DrawFn) -> tuple[list[float], list[float], list[list[float]],
+                                            list[list[float]], list[int]]:
+    rates, costs, caps, types = draw(instances())
+    # without the limits a copy serves more (a larger batch), or serves where it could not
+    caps_any = [[draw(st.one_of(st.just(0.0), st.floats(1.0, 40.0))) if c == 0
+                 else c * draw(st.floats(1.0, 3.0)) for c in row] for row in caps]
+    return rates, costs, caps, caps_any, types
+
+
+PctInstance = tuple[list[float], list[float], list[list[float]], list[list[float]], list[int]]
+
+
+def test_hand_instance_percentile_equals_brute_force() -> None:
+    """At 95% the 100% fleet stays the cheapest, and only as many requests as its copies need
+    are served outside the limits (none here); at 85% the big GPU alone serves the long
+    bucket (1/7 of the requests) outside its limits, and the fleet gets cheaper."""
+    caps_any = [[7.0, 12.0, 40.0], [5.0, 9.0, 26.0], [1.0, 2.5, 10.0]]
+    costs = {}
+    for pct in (100.0, 95.0, 85.0, 50.0):
+        best = brute_force_pct(RATES, COSTS, CAPS, caps_any, 1 - pct / 100, TYPES)
+        sol = fm.solve(RATES, COSTS, CAPS, TYPES, max_count=MAX_COUNT, caps_any=caps_any,
+                       max_outside=1 - pct / 100)
+        assert sol is not None and best is not None
+        assert fm.within_capacity(sol, RATES, CAPS, caps_any, 1 - pct / 100)
+        assert sol.usd_per_hour == pytest.approx(best, rel=1e-9)
+        costs[pct] = sol.usd_per_hour
+        if pct == 95.0:
+            assert sol.outside is not None and not any(v > 1e-9 for r in sol.outside for v in r)
+    assert costs[100.0] == brute_force(RATES, COSTS, CAPS, TYPES)
+    assert costs[50.0] <= costs[85.0] <= costs[95.0] <= costs[100.0]
+    assert costs[50.0] < costs[100.0]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pct_instances(), st.sampled_from([0.0, 0.05, 0.2, 0.5]), st.sampled_from([None, 1]))
+def test_percentile_milp_equals_brute_force(inst: PctInstance, max_outside: float,
+                                            max_types: int | None) -> None:
+    rates, costs, caps, caps_any, types = inst
+    best = brute_force_pct(rates, costs, caps, caps_any, max_outside, types, max_types)
+    sol = fm.solve(rates, costs, caps, types, max_count=MAX_COUNT, max_types=max_types,
+                   caps_any=caps_any, max_outside=max_outside)
+    if best is None:
+        assert sol is None
+        return
+    assert sol is not None and sol.status == "optimal"
+    assert fm.within_capacity(sol, rates, caps, caps_any, max_outside)
+    assert sol.usd_per_hour == pytest.approx(best, rel=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(pct_instances(), st.floats(0.0, 0.5), st.floats(0.0, 0.5))
+def test_a_lower_percentile_never_raises_the_optimum(inst: PctInstance, a: float,
+                                                     b: float) -> None:
+    """More requests allowed outside the limits never costs more; at 100% (none outside) the
+    answer is the program without percentiles; the exact reductions (single type by LP
+    bound, reduced-cost fixing) keep the optimum."""
+    rates, costs, caps, caps_any, types = inst
+    lo, hi = sorted((a, b))
+    strict = fm.solve(rates, costs, caps, types, caps_any=caps_any, max_outside=lo)
+    loose = fm.solve(rates, costs, caps, types, caps_any=caps_any, max_outside=hi)
+    if strict is not None:
+        assert loose is not None and loose.usd_per_hour <= strict.usd_per_hour * (1 + 1e-7)
+    at100 = fm.solve(rates, costs, caps, types, caps_any=caps_any, max_outside=0.0)
+    plain = fm.solve(rates, costs, caps, types)
+    assert (at100 is None) == (plain is None)
+    if at100 is not None and plain is not None:
+        assert at100.usd_per_hour == plain.usd_per_hour and at100.outside is None
+    single = fm.solve(rates, costs, caps, types, max_types=1, caps_any=caps_any,
+                      max_outside=hi)
+    by_type = fm.best_single_type(rates, costs, caps, types, caps_any=caps_any,
+                                  max_outside=hi)
+    assert (single is None) == (by_type is None)
+    if single is None or by_type is None or loose is None:
+        return
+    assert by_type.usd_per_hour == pytest.approx(single.usd_per_hour, rel=1e-7)
+    assert fm.within_capacity(by_type, rates, caps, caps_any, hi)
+    pruned = fm.solve(rates, costs, caps, types, caps_any=caps_any, max_outside=hi,
+                      upper_usd_per_hour=single.usd_per_hour)
+    assert pruned is not None and fm.within_capacity(pruned, rates, caps, caps_any, hi)
+    assert pruned.usd_per_hour == pytest.approx(loose.usd_per_hour, rel=1e-7)
