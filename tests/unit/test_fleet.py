@@ -421,3 +421,59 @@ def test_a_lower_percentile_never_raises_the_optimum(inst: PctInstance, a: float
                       upper_usd_per_hour=single.usd_per_hour)
     assert pruned is not None and fm.within_capacity(pruned, rates, caps, caps_any, hi)
     assert pruned.usd_per_hour == pytest.approx(loose.usd_per_hour, rel=1e-7)
+
+
+def test_seeded_percentile_fleet_is_cheaper_and_keeps_the_share() -> None:
+    """Four GPU types, TTFT <= 300 ms: at 90% the fleet may serve up to 10% of the requests
+    outside the limits and is cheaper; it reports which and how much."""
+    c = Constraints(gpu_slugs=("nvidia-l4", "nvidia-a10g", "nvidia-l40s",
+                               "nvidia-a100-sxm4-80gb"))
+    cache = EngineCache()
+
+    def at(pct: float) -> Workload:
+        w = chat_workload(10.0)
+        assert w.inference is not None
+        return replace(w, inference=replace(w.inference, slo_percentile=pct, max_ttft_ms=300,
+                                            max_tpot_ms=30))
+
+    full = plan_fleet(at(100.0), load_gpus(), load_offers(), constraints=c, cache=cache)
+    loose = plan_fleet(at(90.0), load_gpus(), load_offers(), constraints=c, cache=cache)
+    assert full.status == loose.status == "optimal"
+    assert full.within_slo_fraction == 1.0 and loose.within_slo_fraction is not None
+    assert full.usd_per_hour is not None and loose.usd_per_hour is not None
+    assert loose.usd_per_hour < full.usd_per_hour
+    assert 0.9 - 1e-7 <= loose.within_slo_fraction < 1.0
+    spec = at(90.0).inference
+    assert spec is not None and spec.traffic is not None
+    outside = sum(bl.outside_fraction * spec.traffic[bl.bucket].share
+                  for p in loose.pools for bl in p.buckets)
+    assert outside == pytest.approx(1.0 - loose.within_slo_fraction, abs=1e-6)
+    assert all(p.utilization <= 1 + 1e-6 for p in loose.pools)
+    # every part served within the limits meets them; the rest fits without them
+    gpus = {g.slug: g for g in load_gpus()}
+    for pool in loose.pools:
+        for bl in pool.buckets:
+            load = bucket_workload(at(90.0), spec.traffic[bl.bucket])
+            assert load.inference is not None
+            pinned = replace(load, inference=replace(
+                load.inference, tensor_parallel=pool.tensor_parallel,
+                pipeline_parallel=pool.pipeline_parallel))
+            est = estimate(pinned, gpus[pool.gpu_slug], pool.gpu_count // pool.copies)
+            if bl.fraction - bl.outside_fraction > 1e-6:
+                assert est.latency_ok is True
+            assert est.fits
+    # at 100% no option is given a capacity without the limits: the program of issue 22
+    assert all(o.capacity_any is None for o in pool_options(
+        at(100.0), load_gpus(), load_offers(), c, CostSettings(), Memo(cache)))
+
+
+def test_slo_percentile_validation_names_the_field() -> None:
+    w = chat_workload(5)
+    assert w.inference is not None
+    for bad in (49.9, 100.5):
+        bad_w = replace(w, inference=replace(w.inference, slo_percentile=bad))
+        assert "inference.slo_percentile" in {f for f, _ in validate_workload(bad_w)}
+    single = replace(w, inference=replace(w.inference, traffic=None, slo_percentile=95.0))
+    assert "inference.slo_percentile" in {f for f, _ in validate_workload(single)}
+    assert not validate_workload(replace(w, inference=replace(w.inference,
+                                                              slo_percentile=95.0)))
