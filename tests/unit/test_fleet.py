@@ -477,3 +477,92 @@ def test_slo_percentile_validation_names_the_field() -> None:
     assert "inference.slo_percentile" in {f for f, _ in validate_workload(single)}
     assert not validate_workload(replace(w, inference=replace(w.inference,
                                                               slo_percentile=95.0)))
+
+
+# -- the time objective: least mean latency under a budget ---------------------------------
+
+def least_latency(counts: Sequence[int], rates: Sequence[float],
+                  caps: Sequence[Sequence[float]], lats: Sequence[Sequence[float]],
+                  owner: Sequence[int]) -> float | None:
+    """The least request-weighted mean latency ``counts`` copies reach (an LP over the split
+    of each bucket over the modes of rented options), None when they cannot carry it."""
+    n_b, n_m = len(rates), len(owner)
+    var = [(b, m) for b in range(n_b) for m in range(n_m)
+           if caps[b][m] > 0 and counts[owner[m]] > 0]
+    if {b for b, _ in var} != set(range(n_b)):
+        return None
+    total = sum(rates)
+    a_eq = [[1.0 if vb == b else 0.0 for vb, _ in var] for b in range(n_b)]
+    a_ub = [[rates[vb] / caps[vb][vm] if owner[vm] == p else 0.0 for vb, vm in var]
+            for p in range(len(counts))]
+    res = linprog([rates[vb] / total * lats[vb][vm] for vb, vm in var], A_ub=a_ub,
+                  b_ub=[c * (1 + 1e-9) for c in counts], A_eq=a_eq, b_eq=[1.0] * n_b,
+                  bounds=(0, None), method="highs")
+    return float(res.fun) if res.status == 0 else None
+
+
+def brute_force_time(rates: Sequence[float], costs: Sequence[float],
+                     caps: Sequence[Sequence[float]], lats: Sequence[Sequence[float]],
+                     owner: Sequence[int], budget: float) -> float | None:
+    best: float | None = None
+    for counts in itertools.product(range(MAX_COUNT + 1), repeat=len(costs)):
+        if sum(c * y for c, y in zip(costs, counts, strict=True)) > budget * (1 + 1e-12):
+            continue
+        got = least_latency(counts, rates, caps, lats, owner)
+        if got is not None and (best is None or got < best):
+            best = got
+    return best
+
+
+TimeInstance = tuple[list[float], list[float], list[list[float]], list[list[float]],
+                     list[int], float]
+
+
+@st.composite
+def time_instances(draw: st.DrawFn) -> TimeInstance:
+    """Options with 1-2 operating points each: a small batch (low latency, low capacity) and
+    a large one (more capacity, more latency)."""
+    n_p = draw(st.integers(1, 3))
+    n_b = draw(st.integers(1, 3))
+    rates = [draw(st.floats(0.5, 10.0)) for _ in range(n_b)]
+    costs = [draw(st.floats(0.5, 5.0)) for _ in range(n_p)]
+    owner = [p for p in range(n_p) for _ in range(draw(st.integers(1, 2)))]
+    caps, lats = [], []
+    for _ in range(n_b):
+        crow, lrow = [], []
+        for _ in owner:
+            serves = draw(st.booleans()) or len(crow) == 0
+            crow.append(draw(st.floats(1.0, 20.0)) if serves else 0.0)
+            lrow.append(draw(st.floats(50.0, 5000.0)))
+        caps.append(crow)
+        lats.append(lrow)
+    budget = draw(st.floats(1.0, 20.0))
+    return rates, costs, caps, lats, owner, budget
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(time_instances())
+def test_time_milp_equals_brute_force(inst: TimeInstance) -> None:
+    rates, costs, caps, lats, owner, budget = inst
+    best = brute_force_time(rates, costs, caps, lats, owner, budget)
+    sol = fm.solve_time(rates, costs, caps, lats, owner, list(range(len(costs))), budget,
+                        max_count=MAX_COUNT)
+    if best is None:
+        assert sol is None
+        return
+    assert sol is not None and sol.status == "optimal"
+    assert fm.within_capacity_modes(sol, rates, caps, owner)
+    assert sol.usd_per_hour <= budget * (1 + 1e-9)
+    assert sol.mean_latency_ms == pytest.approx(best, rel=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(time_instances(), st.floats(1.0, 2.0))
+def test_a_larger_budget_never_raises_the_latency(inst: TimeInstance, more: float) -> None:
+    rates, costs, caps, lats, owner, budget = inst
+    types = list(range(len(costs)))
+    tight = fm.solve_time(rates, costs, caps, lats, owner, types, budget)
+    loose = fm.solve_time(rates, costs, caps, lats, owner, types, budget * more)
+    if tight is not None:
+        assert loose is not None
+        assert loose.mean_latency_ms <= tight.mean_latency_ms * (1 + 1e-6) + 1e-9

@@ -393,3 +393,162 @@ def within_capacity(sol: Solution, rates: Sequence[float],
         if used > y * (1.0 + CAPACITY_SLACK) + 1e-9:
             return False
     return True
+
+
+@dataclass(frozen=True)
+class TimeSolution:
+    """A least-latency fleet under a budget: copies per option, each bucket's split over the
+    operating points (modes), its mean latency and cost."""
+
+    counts: tuple[int, ...]
+    """y_p: copies of each option [count]."""
+    shares: tuple[tuple[float, ...], ...]
+    """x[b][m]: fraction of bucket b's requests served at mode m (each row sums to 1)."""
+    mean_latency_ms: float
+    """Request-weighted mean end-to-end latency [ms]."""
+    usd_per_hour: float
+    status: str
+    mip_gap: float | None
+
+
+def solve_time(
+    rates: Sequence[float],
+    costs: Sequence[float],
+    caps: Sequence[Sequence[float]],
+    lats: Sequence[Sequence[float]],
+    owner: Sequence[int],
+    types: Sequence[int],
+    budget_usd_per_hour: float,
+    *,
+    max_types: int | None = None,
+    max_count: int | None = None,
+    time_limit_s: float = TIME_LIMIT_S,
+) -> TimeSolution | None:
+    """The fleet of least request-weighted mean latency costing at most the budget; the
+    cheapest such fleet among those of that latency (a second solve). None when no fleet
+    fits the budget.
+
+    Modes m are operating points of the options: option ``owner[m]`` serving bucket b at one
+    batch, with capacity ``caps[b][m]`` [requests/s per copy] and latency ``lats[b][m]``
+    [ms] (0 capacity: not available). A copy time-shares its modes linearly, as the cost
+    program shares buckets::
+
+        minimise    sum_{b,m} (r_b / R) lat[b,m] x[b,m]
+        subject to  sum_m x[b,m] = 1
+                    sum_{b, m of p} r_b x[b,m] / cap[b,m] <= y_p
+                    sum_p c_p y_p <= budget,  (types) y_p <= U_p z_t, sum_t z_t <= K
+
+    ``U_p``: the copies the budget buys (or ``max_count``), at most the copies that carry
+    every bucket at the option's slowest-capacity mode (more never lowers the latency)."""
+    n_b, n_p, n_m = len(rates), len(costs), len(owner)
+    if n_b == 0 or n_p == 0 or n_m == 0:
+        return None
+    cap = np.asarray(caps, dtype=float).reshape(n_b, n_m)
+    lat = np.asarray(lats, dtype=float).reshape(n_b, n_m)
+    rate = np.asarray(rates, dtype=float)
+    own = np.asarray(owner, dtype=int)
+    if not (cap > 0).any(axis=1).all():
+        return None
+    upper = []
+    for p in range(n_p):
+        mine = own == p
+        need = 0.0
+        for b in range(n_b):
+            row = cap[b, mine]
+            if (row > 0).any():
+                need += rate[b] / row[row > 0].min()
+        u = max(1, math.ceil(need - 1e-9))
+        u = min(u, int(math.floor(budget_usd_per_hour / costs[p] + 1e-9)))
+        upper.append(u if max_count is None else min(u, max_count))
+    upper = [max(0, u) for u in upper]
+    bs, ms = np.nonzero(cap > 0)
+    n_x = len(bs)
+    type_ids = sorted(set(types))
+    limit_types = max_types is not None and max_types < len(type_ids)
+    n_z = len(type_ids) if limit_types else 0
+    n_var = n_p + n_x + n_z
+    x_cols = n_p + np.arange(n_x)
+    ps = own[ms]
+    rows = [bs, n_b + ps, n_b + np.arange(n_p)]
+    cols = [x_cols, x_cols, np.arange(n_p)]
+    vals = [np.ones(n_x), rate[bs] / cap[bs, ms], -np.ones(n_p)]
+    lb = [1.0] * n_b + [-np.inf] * n_p
+    ub = [1.0] * n_b + [0.0] * n_p
+    used0 = len(lb)  # as in solve: anything served has a copy, whatever the tolerance
+    rows += [used0 + ps, used0 + np.arange(n_p)]
+    cols += [x_cols, np.arange(n_p)]
+    vals += [np.ones(n_x), -float(max(1, n_x)) * np.ones(n_p)]
+    lb += [-np.inf] * n_p
+    ub += [0.0] * n_p
+    budget_row = len(lb)
+    rows.append(np.full(n_p, budget_row))
+    cols.append(np.arange(n_p))
+    vals.append(np.asarray(costs, dtype=float))
+    lb.append(-np.inf)
+    ub.append(budget_usd_per_hour * (1.0 + 1e-12))
+    if limit_types:
+        assert max_types is not None
+        index = {t: i for i, t in enumerate(type_ids)}
+        link0 = len(lb)
+        z0 = n_p + n_x
+        rows += [link0 + np.arange(n_p), link0 + np.arange(n_p)]
+        cols += [np.arange(n_p), z0 + np.array([index[t] for t in types])]
+        vals += [np.ones(n_p), -np.asarray(upper, dtype=float)]
+        rows.append(np.full(n_z, link0 + n_p))
+        cols.append(z0 + np.arange(n_z))
+        vals.append(np.ones(n_z))
+        lb += [-np.inf] * n_p + [-np.inf]
+        ub += [0.0] * n_p + [float(max_types)]
+    a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(len(lb), n_var)).tocsr()
+    weight = rate[bs] / float(rate.sum())
+    c_lat = np.concatenate([np.zeros(n_p), weight * lat[bs, ms], np.zeros(n_z)])
+    integrality = np.concatenate([np.ones(n_p), np.zeros(n_x), np.ones(n_z)])
+    bounds = Bounds(np.zeros(n_var),
+                    np.concatenate([np.asarray(upper, dtype=float), np.ones(n_x + n_z)]))
+    opts = {"time_limit": time_limit_s, "mip_rel_gap": MIP_REL_GAP, "disp": False}
+    res = milp(c_lat, constraints=LinearConstraint(a, lb, ub), integrality=integrality,
+               bounds=bounds, options=opts)
+    if res.x is None or not np.all(np.isfinite(res.x)):
+        return None
+    x = res.x
+    best = float(np.dot(c_lat, x))
+    # among the fleets of that latency, the cheapest: latency as a row, cost the objective
+    c_cost = np.concatenate([np.asarray(costs, dtype=float), np.zeros(n_x + n_z)])
+    cheap = milp(c_cost, constraints=[LinearConstraint(a, lb, ub), LinearConstraint(
+                     c_lat[None, :], -np.inf, best * (1.0 + 1e-7) + 1e-9)],
+                 integrality=integrality, bounds=bounds, options=opts)
+    if cheap.x is not None and np.all(np.isfinite(cheap.x)):
+        x = cheap.x
+    counts = [int(round(v)) for v in x[:n_p]]
+    shares = np.zeros((n_b, n_m))
+    shares[bs, ms] = np.clip(x[n_p:n_p + n_x], 0.0, None)
+    shares[:, np.asarray(counts)[own] < 1] = 0.0  # tolerance crumbs on options not rented
+    served = shares.sum(axis=1, keepdims=True)
+    if not np.all(served > 0):
+        return None
+    shares /= served
+    mean = float((rate[:, None] * shares * np.where(cap > 0, lat, 0.0)).sum() / rate.sum())
+    gap = getattr(res, "mip_gap", None)
+    return TimeSolution(tuple(counts), _tuples(shares), mean, float(np.dot(costs, counts)),
+                        "optimal" if res.status == 0 else "time_limit",
+                        None if gap is None else max(0.0, float(gap)))
+
+
+def within_capacity_modes(sol: TimeSolution, rates: Sequence[float],
+                          caps: Sequence[Sequence[float]], owner: Sequence[int]) -> bool:
+    """Every bucket served in full at available modes of rented options, no option past its
+    copies' capacity (to :data:`CAPACITY_SLACK`)."""
+    n_b = len(rates)
+    used = [0.0] * len(sol.counts)
+    for b in range(n_b):
+        if abs(sum(sol.shares[b]) - 1.0) > 1e-6:
+            return False
+        for m, s in enumerate(sol.shares[b]):
+            if s <= 1e-12:
+                continue
+            if caps[b][m] <= 0 or sol.counts[owner[m]] < 1:
+                return False
+            used[owner[m]] += rates[b] * s / caps[b][m]
+    return all(u <= y * (1.0 + CAPACITY_SLACK) + 1e-9 for u, y in zip(used, sol.counts,
+                                                                        strict=True))
