@@ -80,6 +80,9 @@ class SingleTypeOut(BaseModel):
     usd_per_hour: float | None = Field(description="Its cost [USD/hour]")
     within_slo_fraction: float | None = Field(
         description="Share of all requests it serves within the latency limits [fraction]")
+    mean_latency_ms: float | None = Field(
+        description="objective time: its request-weighted mean end-to-end latency under the "
+                    "budget [ms]; null otherwise")
     pools: list[FleetPoolOut] = Field(
         description="Its pools (one type; two when two counts or layouts of it are cheaper)")
 
@@ -100,6 +103,13 @@ class FleetOut(BaseModel):
     usd_per_hour: float | None = Field(description="The whole fleet [USD/hour]")
     usd_per_million_tokens: float | None = Field(
         description="The fleet's cost per million output tokens at the target rate [USD]")
+    objective: str = Field(
+        description="cost: the least USD/hour within the SLOs; time: the least "
+                    "request-weighted mean end-to-end latency within the SLOs costing at most "
+                    "constraints.max_usd_per_hour (objective time with that budget given)")
+    mean_latency_ms: float | None = Field(
+        description="objective time: the fleet's request-weighted mean end-to-end latency "
+                    "[ms]; null for cost")
     slo_percentile: float = Field(
         description="The share of requests that had to meet the latency limits [percent]")
     within_slo_fraction: float | None = Field(
@@ -126,6 +136,10 @@ OUTSIDE_MIN = 1e-6
 
 def _fraction(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
+
+
+def _latency(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _money(value: float | None) -> float | None:
@@ -170,6 +184,7 @@ def fleet_out(fleet: Fleet) -> FleetOut:
         "usd_per_hour": _money(fleet.usd_per_hour),
         "usd_per_million_tokens": _money(fleet.usd_per_million_tokens),
         "slo_percentile": fleet.slo_percentile,
+        "objective": fleet.objective, "mean_latency_ms": _latency(fleet.mean_latency_ms),
         "within_slo_fraction": _fraction(fleet.within_slo_fraction),
         "best_single_type": {
             "gpu": ({"slug": single[0].gpu_slug, "name": single[0].gpu_name}
@@ -177,6 +192,7 @@ def fleet_out(fleet: Fleet) -> FleetOut:
             "gpu_count": sum(p.gpu_count for p in single),
             "usd_per_hour": _money(fleet.single_usd_per_hour),
             "within_slo_fraction": _fraction(fleet.single_within_slo_fraction),
+            "mean_latency_ms": _latency(fleet.single_mean_latency_ms),
             "pools": [_pool(p) for p in single],
         },
         "saving_usd_per_hour": _money(fleet.saving_usd_per_hour),

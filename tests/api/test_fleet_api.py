@@ -202,3 +202,16 @@ def test_percentile_fleet_reports_what_is_served_outside_the_limits(
                if bl["share_outside_slo"] > 0}
     assert outside and outside == {i for p in loose["pools"] for i in p["buckets_outside_slo"]}
     assert loose["best_single_type"]["within_slo_fraction"] >= 0.9 - 1e-6
+
+
+def test_time_objective_fleet_under_a_budget(client: TestClient) -> None:
+    b = body()
+    b["objective"] = "time"
+    b["constraints"] = {"max_usd_per_hour": 6, "gpu_slugs": ["nvidia-l4", "nvidia-l40s",
+                                                             "nvidia-a100-sxm4-80gb"]}
+    resp = client.post("/v1/recommendations", json=b)
+    assert resp.status_code == 200, resp.text
+    fleet = resp.json()["fleet"]
+    assert fleet["objective"] == "time" and fleet["status"] == "optimal"
+    assert fleet["usd_per_hour"] <= 6 and fleet["mean_latency_ms"] > 0
+    assert fleet["mean_latency_ms"] <= fleet["best_single_type"]["mean_latency_ms"] * 1.000001

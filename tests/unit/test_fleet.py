@@ -566,3 +566,29 @@ def test_a_larger_budget_never_raises_the_latency(inst: TimeInstance, more: floa
     if tight is not None:
         assert loose is not None
         assert loose.mean_latency_ms <= tight.mean_latency_ms * (1 + 1e-6) + 1e-9
+
+
+def test_seeded_time_fleet_within_the_budget() -> None:
+    """Objective time: the least mean latency within the SLOs under the budget; a larger
+    budget never raises it; without a budget, the cheapest fleet and a warning; a budget
+    below every fleet: infeasible, named."""
+    c = ("nvidia-l4", "nvidia-a10g", "nvidia-l40s", "nvidia-a100-sxm4-80gb")
+    cache = EngineCache()
+    w = chat_workload(10.0)
+    last = math.inf
+    for budget in (3.0, 6.0, 12.0):
+        f = plan_fleet(w, load_gpus(), load_offers(), cache=cache, objective="time",
+                       constraints=Constraints(gpu_slugs=c, max_usd_per_hour=budget))
+        assert f.status == "optimal" and f.objective == "time"
+        assert f.usd_per_hour is not None and f.usd_per_hour <= budget + 1e-9
+        assert f.mean_latency_ms is not None and f.single_mean_latency_ms is not None
+        assert f.mean_latency_ms <= f.single_mean_latency_ms * (1 + 1e-6)
+        assert f.mean_latency_ms <= last * (1 + 1e-6)
+        last = f.mean_latency_ms
+        assert all(p.utilization <= 1 + 1e-6 for p in f.pools)
+    cheap = plan_fleet(w, load_gpus(), load_offers(), cache=cache, objective="time",
+                       constraints=Constraints(gpu_slugs=c))
+    assert cheap.objective == "cost" and any("max_usd_per_hour" in x for x in cheap.warnings)
+    none = plan_fleet(w, load_gpus(), load_offers(), cache=cache, objective="time",
+                      constraints=Constraints(gpu_slugs=c, max_usd_per_hour=0.5))
+    assert none.status == "infeasible" and any("max_usd_per_hour" in x for x in none.warnings)

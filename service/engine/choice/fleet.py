@@ -145,6 +145,13 @@ class Fleet:
     """Share of all requests the fleet serves within the latency limits [fraction]."""
     single_within_slo_fraction: float | None = None
     """The same for the best single type."""
+    objective: str = "cost"
+    """``cost`` (least USD/h within the SLOs) or ``time`` (least mean latency within the
+    SLOs under ``constraints.max_usd_per_hour``)."""
+    mean_latency_ms: float | None = None
+    """Time objective: the fleet's request-weighted mean end-to-end latency [ms]."""
+    single_mean_latency_ms: float | None = None
+    """Time objective: the same for the best single type under the budget [ms]."""
 
 
 def bucket_workload(workload: Workload, bucket: TrafficBucket) -> Workload:
@@ -183,8 +190,10 @@ def _pinned(w: Workload, split: tuple[int, int]) -> Workload:
 
 def _gpu_options(gpu: GpuSpec, usable: tuple[Offer, ...], loads: list[Workload],
                  c: Constraints, settings: CostSettings, memo: Memo,
-                 free: list[Workload] | None = None) -> list[PoolOption]:
-    """``free``: the loads without latency limits (percentile SLOs), else None."""
+                 free: list[Workload] | None = None, prune: bool = True) -> list[PoolOption]:
+    """``free``: the loads without latency limits (percentile SLOs), else None. ``prune``:
+    drop options that copies of another match for cost (not for latency: a TP-2 replica is
+    faster than two TP-1 ones)."""
     firsts = [min_gpus_to_fit(w, gpu, memo) for w in loads]
     fit = [f for f in firsts if f is not None]
     if not fit:
@@ -217,7 +226,7 @@ def _gpu_options(gpu: GpuSpec, usable: tuple[Offer, ...], loads: list[Workload],
             continue
         out += _multi_node_options(gpu, n, offer, instances, loads, firsts, settings, memo,
                                    free)
-    return _undominated(out)
+    return _undominated(out) if prune else out
 
 
 def _price(load: Workload, ests: tuple[Estimate | None, ...], offer: Offer, instances: int,
@@ -335,7 +344,7 @@ def _wide(o: PoolOption) -> tuple[float, ...]:
 
 def pool_options(workload: Workload, gpus: Iterable[GpuSpec], offers: Iterable[Offer],
                  constraints: Constraints, settings: CostSettings,
-                 memo: Memo) -> list[PoolOption]:
+                 memo: Memo, prune: bool = True) -> list[PoolOption]:
     """Every pool option with its capacity per bucket (see the module docstring, step 1)."""
     spec = workload.inference
     assert spec is not None and spec.traffic
@@ -350,7 +359,7 @@ def pool_options(workload: Workload, gpus: Iterable[GpuSpec], offers: Iterable[O
             continue
         usable = index.usable(gpu.slug, constraints)
         if usable:
-            out += _gpu_options(gpu, usable, loads, constraints, settings, memo, free)
+            out += _gpu_options(gpu, usable, loads, constraints, settings, memo, free, prune)
     return out
 
 
@@ -387,6 +396,81 @@ def solve_options(rates: list[float], opts: list[PoolOption], max_types: int | N
     if mixed is None or (single is not None and single.usd_per_hour < mixed.usd_per_hour):
         if single is not None:
             mixed = replace(single, status="fallback_single_type")
+    return mixed, single
+
+
+BATCH_LEVELS = 12
+"""Time objective: operating points per (bucket, option) are batches 1, 2, 4, ... 2^11 per
+replica, capped at the capacity batch (which is always one of them): a doubling grid, as
+serving runtimes' CUDA-graph batch sizes are (vLLM captures 1, 2, 4, 8, then steps of 8)."""
+
+
+def operating_points(opts: list[PoolOption], loads: list[Workload], memo: Memo
+                     ) -> tuple[list[list[float]], list[list[float]], list[int]]:
+    """(caps[b][m], lats[b][m], owner[m]): for each option, modes m = batch levels; a mode's
+    capacity per copy and end-to-end latency for bucket b at that batch per replica, from the
+    engine with the option's split pinned and the batch fixed (0 capacity where the level is
+    past the bucket's capacity batch, duplicates it, or misses the SLOs)."""
+    n_b = len(loads)
+    caps: list[list[float]] = [[] for _ in range(n_b)]
+    lats: list[list[float]] = [[] for _ in range(n_b)]
+    owner: list[int] = []
+    for p, o in enumerate(opts):
+        in_node = o.gpu_count <= max(1, o.gpu.max_gpus_per_node) and o.pipeline_parallel == 1
+        gpu = o.gpu if in_node else co.network_gpu(o.gpu, o.offer, o.gpu_count, memo)
+        per_copy = o.gpu_count // o.tensor_parallel if in_node else 1
+        count = o.tensor_parallel if in_node else o.gpu_count
+        for level in range(BATCH_LEVELS):
+            owner.append(p)
+            for b in range(n_b):
+                e0 = o.estimates[b]
+                top = None if e0 is None else e0.capacity_batch_size
+                batch = 2 ** level
+                cap = lat = 0.0
+                if top is not None and (batch < top or batch // 2 < top):
+                    batch = min(batch, top)
+                    load = _pinned(loads[b], (o.tensor_parallel, o.pipeline_parallel))
+                    spec = load.inference
+                    assert spec is not None
+                    e = estimate(replace(load, inference=replace(spec, batch_size=batch)),
+                                 gpu, count, memo=memo)
+                    if _serves(e) and e.latency_ms is not None:
+                        cap = (e.requests_per_s or 0.0) * per_copy
+                        lat = e.latency_ms
+                caps[b].append(cap)
+                lats[b].append(lat)
+    return caps, lats, owner
+
+
+def solve_time_options(rates: list[float], opts: list[PoolOption], loads: list[Workload],
+                       budget: float, max_types: int | None, time_limit_s: float, memo: Memo
+                       ) -> tuple[tuple[fm.Solution, float] | None,
+                                  tuple[fm.Solution, float] | None]:
+    """(mixed, best single type) of least mean latency under ``budget`` [USD/h], each as a
+    per-option :class:`fm.Solution` and its mean latency [ms]; None when none fits."""
+    if not opts:
+        return None, None
+    caps, lats, owner = operating_points(opts, loads, memo)
+    costs = [o.usd_per_hour for o in opts]
+    slugs = sorted({o.gpu.slug for o in opts})
+    types = [slugs.index(o.gpu.slug) for o in opts]
+
+    def per_option(sol: fm.TimeSolution | None) -> tuple[fm.Solution, float] | None:
+        if sol is None or not fm.within_capacity_modes(sol, rates, caps, owner):
+            return None
+        shares = tuple(tuple(sum(row[m] for m in range(len(owner)) if owner[m] == p)
+                             for p in range(len(opts))) for row in sol.shares)
+        return (fm.Solution(sol.counts, shares, sol.usd_per_hour, sol.status, sol.mip_gap),
+                sol.mean_latency_ms)
+
+    single = per_option(fm.solve_time(rates, costs, caps, lats, owner, types, budget,
+                                      max_types=1, time_limit_s=time_limit_s))
+    if max_types == 1:
+        return single, single
+    mixed = per_option(fm.solve_time(rates, costs, caps, lats, owner, types, budget,
+                                     max_types=max_types, time_limit_s=time_limit_s))
+    if mixed is None or (single is not None and single[1] < mixed[1]):
+        mixed = single
     return mixed, single
 
 
@@ -500,6 +584,7 @@ def plan_fleet(
     node_labels: Mapping[str, str] | None = None,
     cache: EngineCache | None = None,
     time_limit_s: float = fm.TIME_LIMIT_S,
+    objective: str = "cost",
 ) -> Fleet:
     """The cheapest fleet serving ``workload.inference.traffic`` at its
     ``target_requests_per_s`` within its SLOs (see the module docstring). The workload is
@@ -511,10 +596,30 @@ def plan_fleet(
     cost_settings = settings or CostSettings()
     buckets = spec.traffic
     rates = [b.share * spec.target_requests_per_s for b in buckets]
-    opts = pool_options(workload, gpus, offers, c, cost_settings, memo)
+    timed = objective == "time" and c.max_usd_per_hour is not None
+    opts = pool_options(workload, gpus, offers, c, cost_settings, memo, prune=not timed)
     loads = [bucket_workload(workload, b) for b in buckets]
     max_outside = 1.0 - spec.slo_percentile / 100.0
-    mixed, single = solve_options(rates, opts, max_gpu_types, time_limit_s, max_outside)
+    notes: list[str] = []
+    latency: tuple[float | None, float | None] = (None, None)
+    if objective == "time" and not timed:
+        notes.append("objective time for a fleet needs constraints.max_usd_per_hour (the "
+                     "budget): this is the cheapest fleet")
+    if timed and max_outside > 0:
+        notes.append("objective time serves every request within the latency limits: "
+                     "slo_percentile is not applied")
+    if timed:
+        assert c.max_usd_per_hour is not None
+        t_mixed, t_single = solve_time_options(rates, opts, loads, c.max_usd_per_hour,
+                                               max_gpu_types, time_limit_s, memo)
+        mixed = None if t_mixed is None else t_mixed[0]
+        single = None if t_single is None else t_single[0]
+        if t_single is not None and t_mixed is t_single:
+            single = mixed
+        latency = (None if t_mixed is None else t_mixed[1],
+                   None if t_single is None else t_single[1])
+    else:
+        mixed, single = solve_options(rates, opts, max_gpu_types, time_limit_s, max_outside)
     if mixed is None:
         missing = [b for b in range(len(buckets)) if not any(o.capacity[b] > 0 for o in opts)]
         if max_outside > 0:
@@ -525,8 +630,12 @@ def plan_fleet(
                ([f"fewer than {spec.slo_percentile:g}% of the requests can be served within "
                  "the latency limits"] if max_outside > 0 else [])
                + ["no fleet found within the time limit"])
+        if timed and not missing:
+            why = [f"no fleet within the SLOs costs at most max_usd_per_hour "
+                   f"${c.max_usd_per_hour:,.2f}/h"]
         return Fleet("infeasible", (), None, None, None, max_gpu_types, (), None, None, None,
-                     (), tuple(why), len(opts), spec.slo_percentile)
+                     (), tuple(notes + why), len(opts), spec.slo_percentile,
+                     objective="time" if timed else "cost")
     pools = _pools(mixed, opts, loads, rates, skypilot_names, node_labels, memo)
     single_pools = (pools if single is mixed or single is None else
                     _pools(single, opts, loads, rates, skypilot_names, node_labels, memo))
@@ -534,11 +643,12 @@ def plan_fleet(
         * SECONDS_PER_HOUR
     single_usd = single.usd_per_hour if single is not None else None
     saving = None if single_usd is None else single_usd - mixed.usd_per_hour
-    warnings: list[str] = []
+    warnings: list[str] = list(notes)
     if mixed.status == "time_limit":
         warnings.append(f"the solver stopped at its time limit ({time_limit_s:g} s): the fleet "
                         "is the best found, within mip_gap of the optimum")
-    if c.max_usd_per_hour is not None and mixed.usd_per_hour > c.max_usd_per_hour:
+    if not timed and c.max_usd_per_hour is not None \
+            and mixed.usd_per_hour > c.max_usd_per_hour:
         warnings.append(f"the cheapest fleet costs ${mixed.usd_per_hour:,.2f}/h, over "
                         f"max_usd_per_hour ${c.max_usd_per_hour:,.2f}/h")
     return Fleet(
@@ -549,7 +659,9 @@ def plan_fleet(
         saving_fraction=None if saving is None or not single_usd else saving / single_usd,
         routing=routing(pools, buckets), warnings=tuple(warnings), options=len(opts),
         slo_percentile=spec.slo_percentile, within_slo_fraction=_within(mixed, rates),
-        single_within_slo_fraction=None if single is None else _within(single, rates))
+        single_within_slo_fraction=None if single is None else _within(single, rates),
+        objective="time" if timed else "cost", mean_latency_ms=latency[0],
+        single_mean_latency_ms=latency[1])
 
 
 def _within(sol: fm.Solution, rates: list[float]) -> float:
