@@ -100,6 +100,8 @@ class InferenceIn(_Request):
     traffic: list[TrafficBucketIn] | None = None
     """A request-size histogram (the answer then has a ``fleet``); or ``traffic_preset``."""
     traffic_preset: str | None = None
+    slo_percentile: float = 100.0
+    """With traffic: the share of requests that must meet the latency limits [percent]."""
 
 
 class ComputeIn(_Request):

@@ -177,6 +177,9 @@ class TrainingSpec:
 MAX_TRAFFIC_BUCKETS = 64
 """Most buckets a traffic histogram may hold (issue 22): enough for a 8 x 8 grid of prompt
 and output sizes, and it keeps the fleet program (buckets x pool options) small."""
+MIN_SLO_PERCENTILE = 50.0
+"""Lowest ``slo_percentile`` accepted [percent]: below the median a latency limit no longer
+describes the service most requests get."""
 SHARE_SUM_TOLERANCE = 1e-6
 """|sum of the bucket shares - 1| allowed: shares written with six decimals still sum to 1."""
 
@@ -226,6 +229,11 @@ class InferenceSpec:
     single-shape estimate and ranking use ``prompt_tokens`` / ``output_tokens`` (the API
     fills them with the share-weighted means when not given); the mixed-fleet optimiser
     (:mod:`service.engine.choice.fleet`) serves each bucket at its own size. None = one size."""
+    slo_percentile: float = 100.0
+    """With a traffic histogram: the share of the requests (weighted by bucket share) that
+    must meet the latency limits [percent, 50-100]; the others may be served outside them
+    (still served: at the capacity with the limits removed). 100 = every request. The
+    single-shape estimate and ranking ignore it."""
 
 
 @dataclass(frozen=True)

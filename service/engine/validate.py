@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from service.engine.types import (
     MAX_TRAFFIC_BUCKETS,
+    MIN_SLO_PERCENTILE,
     SHARE_SUM_TOLERANCE,
     GenericModel,
     InferenceSpec,
@@ -134,6 +135,13 @@ def _inference_errors(workload: Workload) -> list[tuple[str, str]]:
         errors.append(("inference.input_samples_per_s_per_gpu", "must be > 0"))
     if spec.traffic is not None:
         errors.extend(_traffic_errors(workload, spec))
+    if not MIN_SLO_PERCENTILE <= spec.slo_percentile <= 100.0:
+        errors.append(("inference.slo_percentile",
+                       f"must be {MIN_SLO_PERCENTILE:g} to 100 [percent], not "
+                       f"{spec.slo_percentile:g}"))
+    elif spec.slo_percentile < 100.0 and spec.traffic is None:
+        errors.append(("inference.slo_percentile", "a percentile SLO applies with a traffic "
+                       "histogram (inference.traffic or traffic_preset)"))
     return errors
 
 

@@ -38,6 +38,9 @@ class FleetBucketOut(BaseModel):
     output_tokens: int = Field(description="The bucket's output size [tokens]")
     share: float = Field(description="Fraction of this bucket's requests the pool serves")
     requests_per_s: float = Field(description="Requests of this bucket the pool serves [1/s]")
+    share_outside_slo: float = Field(
+        description="Part of `share` served outside the latency limits (slo_percentile < "
+                    "100; 0 otherwise) [fraction of the bucket's requests]")
 
 
 class FleetProvision(BaseModel):
@@ -61,8 +64,12 @@ class FleetPoolOut(BaseModel):
     layout: FleetLayout = Field(description="Model split of each replica")
     usd_per_hour: float = Field(description="The pool's cost [USD/hour]")
     utilization: float = Field(
-        description="Share of the pool's capacity within the SLOs its load takes [fraction]")
+        description="Share of the pool's capacity its load takes [fraction] (within the "
+                    "SLOs; for requests served outside them, of the capacity without them)")
     buckets: list[FleetBucketOut] = Field(description="The request sizes it serves")
+    buckets_outside_slo: list[int] = Field(
+        description="Buckets (indices) the pool serves, in part or in full, outside the "
+                    "latency limits (slo_percentile < 100)")
     provision: FleetProvision = Field(description="Deployable specs for this pool")
 
 
@@ -71,6 +78,11 @@ class SingleTypeOut(BaseModel):
                                              "every bucket")
     gpu_count: int = Field(description="GPUs in total [count]")
     usd_per_hour: float | None = Field(description="Its cost [USD/hour]")
+    within_slo_fraction: float | None = Field(
+        description="Share of all requests it serves within the latency limits [fraction]")
+    mean_latency_ms: float | None = Field(
+        description="objective time: its request-weighted mean end-to-end latency under the "
+                    "budget [ms]; null otherwise")
     pools: list[FleetPoolOut] = Field(
         description="Its pools (one type; two when two counts or layouts of it are cheaper)")
 
@@ -91,6 +103,18 @@ class FleetOut(BaseModel):
     usd_per_hour: float | None = Field(description="The whole fleet [USD/hour]")
     usd_per_million_tokens: float | None = Field(
         description="The fleet's cost per million output tokens at the target rate [USD]")
+    objective: str = Field(
+        description="cost: the least USD/hour within the SLOs; time: the least "
+                    "request-weighted mean end-to-end latency within the SLOs costing at most "
+                    "constraints.max_usd_per_hour (objective time with that budget given)")
+    mean_latency_ms: float | None = Field(
+        description="objective time: the fleet's request-weighted mean end-to-end latency "
+                    "[ms]; null for cost")
+    slo_percentile: float = Field(
+        description="The share of requests that had to meet the latency limits [percent]")
+    within_slo_fraction: float | None = Field(
+        description="Share of all requests (weighted by bucket share) the fleet serves within "
+                    "the latency limits [fraction]; at least slo_percentile / 100")
     best_single_type: SingleTypeOut = Field(
         description="The cheapest fleet of one GPU type, for comparison")
     saving_usd_per_hour: float | None = Field(
@@ -104,6 +128,18 @@ class FleetOut(BaseModel):
 
 
 SOLVER = "HiGHS branch-and-cut via scipy.optimize.milp"
+
+
+OUTSIDE_MIN = 1e-6
+"""A bucket share served outside the limits below this is solver noise."""
+
+
+def _fraction(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _latency(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _money(value: float | None) -> float | None:
@@ -126,7 +162,10 @@ def _pool(p: FleetPool) -> dict[str, Any]:
         "usd_per_hour": _money(p.usd_per_hour), "utilization": round(p.utilization, 4),
         "buckets": [{"bucket": b.bucket, "prompt_tokens": b.prompt_tokens,
                      "output_tokens": b.output_tokens, "share": round(b.fraction, 6),
-                     "requests_per_s": float(f"{b.requests_per_s:.6g}")} for b in p.buckets],
+                     "requests_per_s": float(f"{b.requests_per_s:.6g}"),
+                     "share_outside_slo": round(b.outside_fraction, 6)} for b in p.buckets],
+        "buckets_outside_slo": [b.bucket for b in p.buckets
+                                if b.outside_fraction > OUTSIDE_MIN],
         "provision": {"skypilot_yaml": p.provision.skypilot_yaml,
                       "skypilot_note": p.provision.skypilot_note,
                       "kubernetes": [dict(m) for m in p.provision.kubernetes],
@@ -144,11 +183,16 @@ def fleet_out(fleet: Fleet) -> FleetOut:
         "gpu_count": sum(p.gpu_count for p in fleet.pools),
         "usd_per_hour": _money(fleet.usd_per_hour),
         "usd_per_million_tokens": _money(fleet.usd_per_million_tokens),
+        "slo_percentile": fleet.slo_percentile,
+        "objective": fleet.objective, "mean_latency_ms": _latency(fleet.mean_latency_ms),
+        "within_slo_fraction": _fraction(fleet.within_slo_fraction),
         "best_single_type": {
             "gpu": ({"slug": single[0].gpu_slug, "name": single[0].gpu_name}
                     if single else None),
             "gpu_count": sum(p.gpu_count for p in single),
             "usd_per_hour": _money(fleet.single_usd_per_hour),
+            "within_slo_fraction": _fraction(fleet.single_within_slo_fraction),
+            "mean_latency_ms": _latency(fleet.single_mean_latency_ms),
             "pools": [_pool(p) for p in single],
         },
         "saving_usd_per_hour": _money(fleet.saving_usd_per_hour),

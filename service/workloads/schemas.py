@@ -10,6 +10,7 @@ from service.core.text import no_control_chars
 from service.engine import validate_workload
 from service.engine.types import (
     MAX_TRAFFIC_BUCKETS,
+    MIN_SLO_PERCENTILE,
     Communication,
     ComputePrecision,
     ComputeSpec,
@@ -359,6 +360,16 @@ class InferenceInput(_Strict):
         description=(
             "A named traffic histogram of a published trace (GET /v1/traffic-presets), e.g. "
             "azure-conversation-2023; exclusive with traffic"),
+    )
+
+    slo_percentile: float = Field(
+        default=100.0, ge=MIN_SLO_PERCENTILE, le=100,
+        description=(
+            "With traffic or traffic_preset: the share of the requests (weighted by bucket "
+            "share) that must meet max_ttft_ms / max_tpot_ms / max_latency_ms [percent, "
+            "50-100]. The fleet may serve the rest outside those limits (still served, at the "
+            "GPUs' throughput-best batch that fits); its pools say which buckets and how "
+            "much. 100 = every request (the default)"),
     )
 
     def to_engine(self) -> InferenceSpec:

@@ -278,7 +278,8 @@ def recommend_for(
     fleet = None
     if workload.inference is not None and workload.inference.traffic:
         fleet = _fleet(workload, catalog.specs, offers, constraints, cost_settings,
-                       submission.constraints, key, caches, catalog.skypilot_names)
+                       submission.constraints, key, caches, catalog.skypilot_names,
+                       objective)
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
     result = result_out(
@@ -297,16 +298,18 @@ def recommend_for(
 
 def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Constraints,
            cost_settings: CostSettings, given: ConstraintsIn, key: tuple[object, ...],
-           caches: AppCaches, skypilot_names: Any) -> Fleet:
+           caches: AppCaches, skypilot_names: Any, objective: str = "cost") -> Fleet:
     """The cheapest mixed fleet for the workload's traffic histogram (cached like rankings;
-    the limit of GPU types from ``constraints.max_gpu_types`` / ``mix``)."""
+    the limit of GPU types from ``constraints.max_gpu_types`` / ``mix``; objective ``time``
+    with ``constraints.max_usd_per_hour``: the least mean latency under that budget)."""
     max_types = 1 if not given.mix else given.max_gpu_types
-    fkey = (*key, max_types)
+    fkey = (*key, max_types, objective)
     fleet = caches.fleets.get(fkey)
     if fleet is None:
         fleet = plan_fleet(workload, gpus, offers, constraints=constraints,
                            settings=cost_settings, max_gpu_types=max_types,
-                           skypilot_names=skypilot_names, cache=caches.engine)
+                           skypilot_names=skypilot_names, cache=caches.engine,
+                           objective=objective)
         caches.fleets.put(fkey, fleet)
     return fleet
 

@@ -168,3 +168,50 @@ def test_stored_workload_runs_carry_the_fleet(client: TestClient,
     assert fleet["pools"] and fleet["usd_per_hour"] > 0
     again = client.get(f"/v1/workloads/{wid}/runs/{run.json()['id']}", headers=admin_headers)
     assert again.json()["result"]["fleet"] == fleet
+
+
+@pytest.mark.parametrize("value", [49, 100.01, "x"])
+def test_bad_slo_percentile_is_a_422_naming_the_field(client: TestClient, value: Any) -> None:
+    resp = client.post("/v1/recommendations", json=body(slo_percentile=value))
+    assert_problem(resp, 422, "body.inference.slo_percentile")
+
+
+def test_slo_percentile_without_traffic_is_a_422(client: TestClient) -> None:
+    b = body(traffic_preset=None, prompt_tokens=500, output_tokens=100, slo_percentile=95)
+    assert_problem(client.post("/v1/recommendations", json=b), 422,
+                   "body.inference.slo_percentile")
+
+
+def test_percentile_fleet_reports_what_is_served_outside_the_limits(
+        client: TestClient) -> None:
+    constraints = {"gpu_slugs": ["nvidia-l4", "nvidia-a10g", "nvidia-l40s",
+                                 "nvidia-a100-sxm4-80gb"]}
+    answers = {}
+    for pct in (100, 90):
+        b = body(slo_percentile=pct, max_ttft_ms=300, max_tpot_ms=30)
+        b["constraints"] = constraints
+        resp = client.post("/v1/recommendations", json=b)
+        assert resp.status_code == 200, resp.text
+        answers[pct] = resp.json()["fleet"]
+    full, loose = answers[100], answers[90]
+    assert full["slo_percentile"] == 100 and full["within_slo_fraction"] == 1
+    assert all(not p["buckets_outside_slo"] for p in full["pools"])
+    assert loose["usd_per_hour"] < full["usd_per_hour"]
+    assert 0.9 - 1e-6 <= loose["within_slo_fraction"] < 1
+    outside = {bl["bucket"] for p in loose["pools"] for bl in p["buckets"]
+               if bl["share_outside_slo"] > 0}
+    assert outside and outside == {i for p in loose["pools"] for i in p["buckets_outside_slo"]}
+    assert loose["best_single_type"]["within_slo_fraction"] >= 0.9 - 1e-6
+
+
+def test_time_objective_fleet_under_a_budget(client: TestClient) -> None:
+    b = body()
+    b["objective"] = "time"
+    b["constraints"] = {"max_usd_per_hour": 6, "gpu_slugs": ["nvidia-l4", "nvidia-l40s",
+                                                             "nvidia-a100-sxm4-80gb"]}
+    resp = client.post("/v1/recommendations", json=b)
+    assert resp.status_code == 200, resp.text
+    fleet = resp.json()["fleet"]
+    assert fleet["objective"] == "time" and fleet["status"] == "optimal"
+    assert fleet["usd_per_hour"] <= 6 and fleet["mean_latency_ms"] > 0
+    assert fleet["mean_latency_ms"] <= fleet["best_single_type"]["mean_latency_ms"] * 1.000001

@@ -22,6 +22,12 @@ layout, copies) that serves every request-size bucket within the SLOs.
    provisioning per pool (one SkyServe service / Kubernetes Deployment each,
    :func:`provision.provision`) and how to route requests by prompt length.
 
+Percentile SLOs (``inference.slo_percentile`` p < 100): each option also gets a capacity per
+bucket with the latency limits removed (the engine's throughput-best batch that fits, the
+same split pinned), and the program may serve up to (100 - p)% of all requests (weighted by
+bucket share) at that capacity (:mod:`fleet_milp`); the pools report which buckets they serve
+outside the limits and the fleet the share of requests within them.
+
 Capacity sharing is linear: a copy serving several buckets is within capacity when their
 fractions of its per-bucket capacities sum to at most 1 (each bucket is judged at its own
 size; a mixed batch's latency between those of its sizes is not modelled).
@@ -73,6 +79,9 @@ class PoolOption:
     cannot)."""
     estimates: tuple[Estimate | None, ...]
     """Per bucket: the estimate behind the capacity (None where it cannot serve)."""
+    capacity_any: tuple[float, ...] | None = None
+    """Per bucket: requests/s one copy serves with the latency limits removed (percentile
+    SLOs); None = not computed (every request within the limits)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,8 @@ class BucketLoad:
     fraction: float
     """Fraction of this bucket's requests the pool serves."""
     requests_per_s: float
+    outside_fraction: float = 0.0
+    """Part of ``fraction`` served outside the latency limits (percentile SLOs)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,19 @@ class Fleet:
     warnings: tuple[str, ...]
     options: int
     """Pool options the program chose among."""
+    slo_percentile: float = 100.0
+    """The share of requests that must meet the latency limits [percent]."""
+    within_slo_fraction: float | None = None
+    """Share of all requests the fleet serves within the latency limits [fraction]."""
+    single_within_slo_fraction: float | None = None
+    """The same for the best single type."""
+    objective: str = "cost"
+    """``cost`` (least USD/h within the SLOs) or ``time`` (least mean latency within the
+    SLOs under ``constraints.max_usd_per_hour``)."""
+    mean_latency_ms: float | None = None
+    """Time objective: the fleet's request-weighted mean end-to-end latency [ms]."""
+    single_mean_latency_ms: float | None = None
+    """Time objective: the same for the best single type under the budget [ms]."""
 
 
 def bucket_workload(workload: Workload, bucket: TrafficBucket) -> Workload:
@@ -137,6 +161,14 @@ def bucket_workload(workload: Workload, bucket: TrafficBucket) -> Workload:
     return replace(workload, inference=replace(
         spec, prompt_tokens=bucket.prompt_tokens, output_tokens=bucket.output_tokens,
         traffic=None, target_requests_per_s=None))
+
+
+def unlimited(w: Workload) -> Workload:
+    """``w`` with the latency limits removed: served at the throughput-best batch that fits."""
+    spec = w.inference
+    assert spec is not None
+    return replace(w, inference=replace(spec, max_ttft_ms=None, max_tpot_ms=None,
+                                        max_latency_ms=None))
 
 
 def _serves(est: Estimate) -> bool:
@@ -157,7 +189,11 @@ def _pinned(w: Workload, split: tuple[int, int]) -> Workload:
 
 
 def _gpu_options(gpu: GpuSpec, usable: tuple[Offer, ...], loads: list[Workload],
-                 c: Constraints, settings: CostSettings, memo: Memo) -> list[PoolOption]:
+                 c: Constraints, settings: CostSettings, memo: Memo,
+                 free: list[Workload] | None = None, prune: bool = True) -> list[PoolOption]:
+    """``free``: the loads without latency limits (percentile SLOs), else None. ``prune``:
+    drop options that copies of another match for cost (not for latency: a TP-2 replica is
+    faster than two TP-1 ones)."""
     firsts = [min_gpus_to_fit(w, gpu, memo) for w in loads]
     fit = [f for f in firsts if f is not None]
     if not fit:
@@ -168,23 +204,29 @@ def _gpu_options(gpu: GpuSpec, usable: tuple[Offer, ...], loads: list[Workload],
     counts = [n for n in gpu_count_candidates(gpu, cap, memo) if min(fit) <= n <= top]
     plan = co.cheapest_offers(gpu, usable, counts, cap)
     out: list[PoolOption] = []
-    replica_caps = _replica_capacities(gpu, loads, firsts, [n for n in plan if n <= per_node],
-                                       memo)
+    in_node = [n for n in plan if n <= per_node]
+    replica_caps = _replica_capacities(gpu, loads, firsts, in_node, memo)
+    free_caps = (None if free is None
+                 else _replica_capacities(gpu, free, firsts, in_node, memo))
     for n, (offer, instances) in plan.items():
         if n > top:
             continue
         if n <= per_node:
             # one node: copies of one TP replica each; its capacity scales with the replicas
             for tp, (caps, ests) in replica_caps.items():
-                if n % tp or not any(caps):
+                caps_any, ests_any = (None, ()) if free_caps is None else free_caps[tp]
+                if n % tp or not (any(caps) or any(caps_any or ())):
                     continue
-                price = _price(loads[0], ests, offer, instances, settings)
+                price = _price(loads[0], ests + ests_any, offer, instances, settings)
                 if price is not None:
-                    out.append(PoolOption(gpu, offer, instances, n, tp, 1, price,
-                                          tuple(x * (n // tp) for x in caps), ests))
+                    out.append(PoolOption(
+                        gpu, offer, instances, n, tp, 1, price,
+                        tuple(x * (n // tp) for x in caps), ests,
+                        None if caps_any is None else tuple(x * (n // tp) for x in caps_any)))
             continue
-        out += _multi_node_options(gpu, n, offer, instances, loads, firsts, settings, memo)
-    return _undominated(out)
+        out += _multi_node_options(gpu, n, offer, instances, loads, firsts, settings, memo,
+                                   free)
+    return _undominated(out) if prune else out
 
 
 def _price(load: Workload, ests: tuple[Estimate | None, ...], offer: Offer, instances: int,
@@ -225,27 +267,49 @@ def _replica_capacities(gpu: GpuSpec, loads: list[Workload], firsts: list[int | 
 
 def _multi_node_options(gpu: GpuSpec, n: int, offer: Offer, instances: int,
                         loads: list[Workload], firsts: list[int | None],
-                        settings: CostSettings, memo: Memo) -> list[PoolOption]:
+                        settings: CostSettings, memo: Memo,
+                        free: list[Workload] | None = None) -> list[PoolOption]:
     """Options of ``n`` GPUs spanning nodes (a model one node cannot hold): the engine's own
-    split per bucket at that count, each split pinned for every bucket."""
+    split per bucket at that count (with and without the limits, for percentile SLOs), each
+    split pinned for every bucket."""
     net = co.network_gpu(gpu, offer, n, memo)
-    ests = [estimate(w, net, n, memo=memo) if f is not None and n >= f else None
-            for w, f in zip(loads, firsts, strict=True)]
+
+    def own(ws: list[Workload]) -> list[Estimate | None]:
+        return [estimate(w, net, n, memo=memo) if f is not None and n >= f else None
+                for w, f in zip(ws, firsts, strict=True)]
+
+    ests = own(loads)
+    free_ests = own(free) if free is not None else []
     out = []
-    for split in sorted({_split(e) for e in ests if e is not None and _serves(e)}):
-        caps: list[float] = []
-        used: list[Estimate | None] = []
-        for w, e in zip(loads, ests, strict=True):
-            if e is not None and _split(e) != split:
-                e = estimate(_pinned(w, split), net, n, memo=memo)
-            ok = e is not None and _split(e) == split and _serves(e)
-            caps.append((e.requests_per_s or 0.0) if ok and e is not None else 0.0)
-            used.append(e if ok else None)
-        price = _price(loads[0], tuple(used), offer, instances, settings)
+    for split in sorted({_split(e) for e in ests + free_ests if e is not None and _serves(e)}):
+        caps, used = _pinned_caps(loads, ests, split, net, n, memo)
+        caps_any: tuple[float, ...] | None = None
+        used_any: tuple[Estimate | None, ...] = ()
+        if free is not None:
+            caps_any, used_any = _pinned_caps(free, free_ests, split, net, n, memo)
+        if not (any(caps) or any(caps_any or ())):
+            continue
+        price = _price(loads[0], used + used_any, offer, instances, settings)
         if price is not None:
             out.append(PoolOption(gpu, offer, instances, n, split[0], split[1], price,
-                                  tuple(caps), tuple(used)))
+                                  caps, used, caps_any))
     return out
+
+
+def _pinned_caps(loads: list[Workload], ests: list[Estimate | None], split: tuple[int, int],
+                 net: GpuSpec, n: int, memo: Memo
+                 ) -> tuple[tuple[float, ...], tuple[Estimate | None, ...]]:
+    """Per bucket: the capacity at ``split`` on ``n`` GPUs and its estimate (0 / None where
+    the split does not serve it)."""
+    caps: list[float] = []
+    used: list[Estimate | None] = []
+    for w, e in zip(loads, ests, strict=True):
+        if e is not None and _split(e) != split:
+            e = estimate(_pinned(w, split), net, n, memo=memo)
+        ok = e is not None and _split(e) == split and _serves(e)
+        caps.append((e.requests_per_s or 0.0) if ok and e is not None else 0.0)
+        used.append(e if ok else None)
+    return tuple(caps), tuple(used)
 
 
 def _undominated(opts: list[PoolOption]) -> list[PoolOption]:
@@ -258,7 +322,8 @@ def _undominated(opts: list[PoolOption]) -> list[PoolOption]:
                 continue
             k = a.gpu_count // b.gpu_count
             if a.usd_per_hour >= k * b.usd_per_hour and all(
-                    ca <= k * cb for ca, cb in zip(a.capacity, b.capacity, strict=True)):
+                    ca <= k * cb for ca, cb in zip(a.capacity, b.capacity, strict=True)) and all(
+                    ca <= k * cb for ca, cb in zip(_wide(a), _wide(b), strict=True)):
                 # equal options: keep the first (the one that is not beaten by an earlier)
                 if k == 1 and a.usd_per_hour == b.usd_per_hour and a.capacity == b.capacity \
                         and opts.index(b) > opts.index(a):
@@ -270,13 +335,21 @@ def _undominated(opts: list[PoolOption]) -> list[PoolOption]:
     return keep
 
 
+def _wide(o: PoolOption) -> tuple[float, ...]:
+    """Per bucket: the capacity within or outside the limits, whichever is larger."""
+    if o.capacity_any is None:
+        return o.capacity
+    return tuple(max(a, b) for a, b in zip(o.capacity, o.capacity_any, strict=True))
+
+
 def pool_options(workload: Workload, gpus: Iterable[GpuSpec], offers: Iterable[Offer],
                  constraints: Constraints, settings: CostSettings,
-                 memo: Memo) -> list[PoolOption]:
+                 memo: Memo, prune: bool = True) -> list[PoolOption]:
     """Every pool option with its capacity per bucket (see the module docstring, step 1)."""
     spec = workload.inference
     assert spec is not None and spec.traffic
     loads = [bucket_workload(workload, b) for b in spec.traffic]
+    free = [unlimited(w) for w in loads] if spec.slo_percentile < 100.0 else None
     index = co.offer_index(list(offers), memo)
     out: list[PoolOption] = []
     for gpu in co.by_slug(gpus).values():
@@ -286,16 +359,20 @@ def pool_options(workload: Workload, gpus: Iterable[GpuSpec], offers: Iterable[O
             continue
         usable = index.usable(gpu.slug, constraints)
         if usable:
-            out += _gpu_options(gpu, usable, loads, constraints, settings, memo)
+            out += _gpu_options(gpu, usable, loads, constraints, settings, memo, free, prune)
     return out
 
 
 def solve_options(rates: list[float], opts: list[PoolOption], max_types: int | None,
-                  time_limit_s: float) -> tuple[fm.Solution | None, fm.Solution | None]:
-    """(mixed, best single type) for the options; either None when none exists."""
+                  time_limit_s: float, max_outside: float = 0.0
+                  ) -> tuple[fm.Solution | None, fm.Solution | None]:
+    """(mixed, best single type) for the options; either None when none exists.
+    ``max_outside``: the share of requests that may be served outside the latency limits."""
     if not opts:
         return None, None
     caps = [[o.capacity[b] for o in opts] for b in range(len(rates))]
+    caps_any = (None if max_outside <= 0.0 else
+                [[(o.capacity_any or o.capacity)[b] for o in opts] for b in range(len(rates))])
     costs = [o.usd_per_hour for o in opts]
     slugs = sorted({o.gpu.slug for o in opts})
     types = [slugs.index(o.gpu.slug) for o in opts]
@@ -303,19 +380,97 @@ def solve_options(rates: list[float], opts: list[PoolOption], max_types: int | N
     def checked(sol: fm.Solution | None) -> fm.Solution | None:
         # HiGHS has been seen to call an infeasible point optimal (scipy issue 24141): an
         # answer that breaks a capacity is not used
-        return sol if sol is not None and fm.within_capacity(sol, rates, caps) else None
+        return (sol if sol is not None
+                and fm.within_capacity(sol, rates, caps, caps_any, max_outside) else None)
 
     single = checked(fm.best_single_type(rates, costs, caps, types,
-                                         time_limit_s=time_limit_s)) \
+                                         time_limit_s=time_limit_s, caps_any=caps_any,
+                                         max_outside=max_outside)) \
         or checked(fm.greedy_single(rates, costs, caps))
     if max_types == 1:
         return single, single
     upper = None if single is None else single.usd_per_hour
     mixed = checked(fm.solve(rates, costs, caps, types, max_types=max_types,
-                             time_limit_s=time_limit_s, upper_usd_per_hour=upper))
+                             time_limit_s=time_limit_s, upper_usd_per_hour=upper,
+                             caps_any=caps_any, max_outside=max_outside))
     if mixed is None or (single is not None and single.usd_per_hour < mixed.usd_per_hour):
         if single is not None:
             mixed = replace(single, status="fallback_single_type")
+    return mixed, single
+
+
+BATCH_LEVELS = 12
+"""Time objective: operating points per (bucket, option) are batches 1, 2, 4, ... 2^11 per
+replica, capped at the capacity batch (which is always one of them): a doubling grid, as
+serving runtimes' CUDA-graph batch sizes are (vLLM captures 1, 2, 4, 8, then steps of 8)."""
+
+
+def operating_points(opts: list[PoolOption], loads: list[Workload], memo: Memo
+                     ) -> tuple[list[list[float]], list[list[float]], list[int]]:
+    """(caps[b][m], lats[b][m], owner[m]): for each option, modes m = batch levels; a mode's
+    capacity per copy and end-to-end latency for bucket b at that batch per replica, from the
+    engine with the option's split pinned and the batch fixed (0 capacity where the level is
+    past the bucket's capacity batch, duplicates it, or misses the SLOs)."""
+    n_b = len(loads)
+    caps: list[list[float]] = [[] for _ in range(n_b)]
+    lats: list[list[float]] = [[] for _ in range(n_b)]
+    owner: list[int] = []
+    for p, o in enumerate(opts):
+        in_node = o.gpu_count <= max(1, o.gpu.max_gpus_per_node) and o.pipeline_parallel == 1
+        gpu = o.gpu if in_node else co.network_gpu(o.gpu, o.offer, o.gpu_count, memo)
+        per_copy = o.gpu_count // o.tensor_parallel if in_node else 1
+        count = o.tensor_parallel if in_node else o.gpu_count
+        for level in range(BATCH_LEVELS):
+            owner.append(p)
+            for b in range(n_b):
+                e0 = o.estimates[b]
+                top = None if e0 is None else e0.capacity_batch_size
+                batch = 2 ** level
+                cap = lat = 0.0
+                if top is not None and (batch < top or batch // 2 < top):
+                    batch = min(batch, top)
+                    load = _pinned(loads[b], (o.tensor_parallel, o.pipeline_parallel))
+                    spec = load.inference
+                    assert spec is not None
+                    e = estimate(replace(load, inference=replace(spec, batch_size=batch)),
+                                 gpu, count, memo=memo)
+                    if _serves(e) and e.latency_ms is not None:
+                        cap = (e.requests_per_s or 0.0) * per_copy
+                        lat = e.latency_ms
+                caps[b].append(cap)
+                lats[b].append(lat)
+    return caps, lats, owner
+
+
+def solve_time_options(rates: list[float], opts: list[PoolOption], loads: list[Workload],
+                       budget: float, max_types: int | None, time_limit_s: float, memo: Memo
+                       ) -> tuple[tuple[fm.Solution, float] | None,
+                                  tuple[fm.Solution, float] | None]:
+    """(mixed, best single type) of least mean latency under ``budget`` [USD/h], each as a
+    per-option :class:`fm.Solution` and its mean latency [ms]; None when none fits."""
+    if not opts:
+        return None, None
+    caps, lats, owner = operating_points(opts, loads, memo)
+    costs = [o.usd_per_hour for o in opts]
+    slugs = sorted({o.gpu.slug for o in opts})
+    types = [slugs.index(o.gpu.slug) for o in opts]
+
+    def per_option(sol: fm.TimeSolution | None) -> tuple[fm.Solution, float] | None:
+        if sol is None or not fm.within_capacity_modes(sol, rates, caps, owner):
+            return None
+        shares = tuple(tuple(sum(row[m] for m in range(len(owner)) if owner[m] == p)
+                             for p in range(len(opts))) for row in sol.shares)
+        return (fm.Solution(sol.counts, shares, sol.usd_per_hour, sol.status, sol.mip_gap),
+                sol.mean_latency_ms)
+
+    single = per_option(fm.solve_time(rates, costs, caps, lats, owner, types, budget,
+                                      max_types=1, time_limit_s=time_limit_s))
+    if max_types == 1:
+        return single, single
+    mixed = per_option(fm.solve_time(rates, costs, caps, lats, owner, types, budget,
+                                     max_types=max_types, time_limit_s=time_limit_s))
+    if mixed is None or (single is not None and single[1] < mixed[1]):
+        mixed = single
     return mixed, single
 
 
@@ -345,11 +500,21 @@ def _pools(sol: fm.Solution, opts: list[PoolOption], loads: list[Workload], rate
         o, y = opts[p], sol.counts[p]
         served = [b for b in range(len(rates)) if sol.shares[b][p] > MIN_SHARE]
         load = [rates[b] * sol.shares[b][p] for b in served]
-        used = sum(x / o.capacity[b] for x, b in zip(load, served, strict=True))
-        main = max(served, key=lambda b: rates[b] * sol.shares[b][p])
+        outside = [0.0 if sol.outside is None else min(sol.outside[b][p], sol.shares[b][p])
+                   for b in served]
+        wide = _wide(o)
+        used = sum((rates[b] * (sol.shares[b][p] - v) / o.capacity[b]
+                    if o.capacity[b] > 0 else 0.0)
+                   + (rates[b] * v / wide[b] if v > 0 else 0.0)
+                   for b, v in zip(served, outside, strict=True))
+        inside = [b for b, v in zip(served, outside, strict=True)
+                  if sol.shares[b][p] - v > MIN_SHARE]
+        main = max(inside or served, key=lambda b: rates[b] * sol.shares[b][p])
         # the copy as the engine lays it out (its count, the pool's split): what the
-        # provisioning specs describe
-        pinned = _pinned(loads[main], (o.tensor_parallel, o.pipeline_parallel))
+        # provisioning specs describe (without the limits when it serves its buckets only
+        # outside them)
+        pinned = _pinned(loads[main] if inside else unlimited(loads[main]),
+                         (o.tensor_parallel, o.pipeline_parallel))
         est = estimate(pinned, co.network_gpu(o.gpu, o.offer, o.gpu_count, memo), o.gpu_count,
                        memo=memo)
         prov = provision(pinned, o.gpu,
@@ -370,8 +535,8 @@ def _pools(sol: fm.Solution, opts: list[PoolOption], loads: list[Workload], rate
             pipeline_parallel=o.pipeline_parallel, offer=o.offer, instances=o.instances * y,
             usd_per_hour=o.usd_per_hour * y, utilization=used / y,
             buckets=tuple(BucketLoad(b, _tokens(loads[b])[0], _tokens(loads[b])[1],
-                                     sol.shares[b][p], x)
-                          for b, x in zip(served, load, strict=True)),
+                                     sol.shares[b][p], x, v)
+                          for b, x, v in zip(served, load, outside, strict=True)),
             provision=prov))
     return tuple(out)
 
@@ -419,6 +584,7 @@ def plan_fleet(
     node_labels: Mapping[str, str] | None = None,
     cache: EngineCache | None = None,
     time_limit_s: float = fm.TIME_LIMIT_S,
+    objective: str = "cost",
 ) -> Fleet:
     """The cheapest fleet serving ``workload.inference.traffic`` at its
     ``target_requests_per_s`` within its SLOs (see the module docstring). The workload is
@@ -430,16 +596,46 @@ def plan_fleet(
     cost_settings = settings or CostSettings()
     buckets = spec.traffic
     rates = [b.share * spec.target_requests_per_s for b in buckets]
-    opts = pool_options(workload, gpus, offers, c, cost_settings, memo)
+    timed = objective == "time" and c.max_usd_per_hour is not None
+    opts = pool_options(workload, gpus, offers, c, cost_settings, memo, prune=not timed)
     loads = [bucket_workload(workload, b) for b in buckets]
-    mixed, single = solve_options(rates, opts, max_gpu_types, time_limit_s)
+    max_outside = 1.0 - spec.slo_percentile / 100.0
+    notes: list[str] = []
+    latency: tuple[float | None, float | None] = (None, None)
+    if objective == "time" and not timed:
+        notes.append("objective time for a fleet needs constraints.max_usd_per_hour (the "
+                     "budget): this is the cheapest fleet")
+    if timed and max_outside > 0:
+        notes.append("objective time serves every request within the latency limits: "
+                     "slo_percentile is not applied")
+    if timed:
+        assert c.max_usd_per_hour is not None
+        t_mixed, t_single = solve_time_options(rates, opts, loads, c.max_usd_per_hour,
+                                               max_gpu_types, time_limit_s, memo)
+        mixed = None if t_mixed is None else t_mixed[0]
+        single = None if t_single is None else t_single[0]
+        if t_single is not None and t_mixed is t_single:
+            single = mixed
+        latency = (None if t_mixed is None else t_mixed[1],
+                   None if t_single is None else t_single[1])
+    else:
+        mixed, single = solve_options(rates, opts, max_gpu_types, time_limit_s, max_outside)
     if mixed is None:
         missing = [b for b in range(len(buckets)) if not any(o.capacity[b] > 0 for o in opts)]
+        if max_outside > 0:
+            missing = [b for b in range(len(buckets)) if not any(_wide(o)[b] > 0 for o in opts)]
         why = ([f"no priced GPU option serves bucket {b} ({buckets[b].prompt_tokens} prompt, "
                 f"{buckets[b].output_tokens} output tokens) within the SLOs and constraints"
-                for b in missing] or ["no fleet found within the time limit"])
+                for b in missing] or
+               ([f"fewer than {spec.slo_percentile:g}% of the requests can be served within "
+                 "the latency limits"] if max_outside > 0 else [])
+               + ["no fleet found within the time limit"])
+        if timed and not missing:
+            why = [f"no fleet within the SLOs costs at most max_usd_per_hour "
+                   f"${c.max_usd_per_hour:,.2f}/h"]
         return Fleet("infeasible", (), None, None, None, max_gpu_types, (), None, None, None,
-                     (), tuple(why), len(opts))
+                     (), tuple(notes + why), len(opts), spec.slo_percentile,
+                     objective="time" if timed else "cost")
     pools = _pools(mixed, opts, loads, rates, skypilot_names, node_labels, memo)
     single_pools = (pools if single is mixed or single is None else
                     _pools(single, opts, loads, rates, skypilot_names, node_labels, memo))
@@ -447,11 +643,12 @@ def plan_fleet(
         * SECONDS_PER_HOUR
     single_usd = single.usd_per_hour if single is not None else None
     saving = None if single_usd is None else single_usd - mixed.usd_per_hour
-    warnings: list[str] = []
+    warnings: list[str] = list(notes)
     if mixed.status == "time_limit":
         warnings.append(f"the solver stopped at its time limit ({time_limit_s:g} s): the fleet "
                         "is the best found, within mip_gap of the optimum")
-    if c.max_usd_per_hour is not None and mixed.usd_per_hour > c.max_usd_per_hour:
+    if not timed and c.max_usd_per_hour is not None \
+            and mixed.usd_per_hour > c.max_usd_per_hour:
         warnings.append(f"the cheapest fleet costs ${mixed.usd_per_hour:,.2f}/h, over "
                         f"max_usd_per_hour ${c.max_usd_per_hour:,.2f}/h")
     return Fleet(
@@ -460,4 +657,16 @@ def plan_fleet(
         mip_gap=mixed.mip_gap, max_gpu_types=max_gpu_types, best_single_type=single_pools,
         single_usd_per_hour=single_usd, saving_usd_per_hour=saving,
         saving_fraction=None if saving is None or not single_usd else saving / single_usd,
-        routing=routing(pools, buckets), warnings=tuple(warnings), options=len(opts))
+        routing=routing(pools, buckets), warnings=tuple(warnings), options=len(opts),
+        slo_percentile=spec.slo_percentile, within_slo_fraction=_within(mixed, rates),
+        single_within_slo_fraction=None if single is None else _within(single, rates),
+        objective="time" if timed else "cost", mean_latency_ms=latency[0],
+        single_mean_latency_ms=latency[1])
+
+
+def _within(sol: fm.Solution, rates: list[float]) -> float:
+    """Share of all requests ``sol`` serves within the latency limits [fraction]."""
+    if sol.outside is None:
+        return 1.0
+    out = sum(r * sum(row) for r, row in zip(rates, sol.outside, strict=True))
+    return max(0.0, min(1.0, 1.0 - out / sum(rates)))
