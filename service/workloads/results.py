@@ -329,18 +329,3 @@ def result_data(
         "assumptions": assumption_data(dict.fromkeys(
             a for c in rec.recommendations for a in c.estimate.assumptions)),
     }
-
-
-def result_out(
-    rec: Recommendation,
-    *,
-    constraints: ConstraintsIn,
-    catalog_revision: str,
-    generated_at: datetime,
-    extra_warnings: list[str],
-    full: bool = True,
-) -> RecommendationResult:
-    """The answer as a validated model (what a stored run keeps)."""
-    return RecommendationResult.model_validate(result_data(
-        rec, constraints=constraints, catalog_revision=catalog_revision,
-        generated_at=generated_at, extra_warnings=extra_warnings, full=full))
