@@ -1,18 +1,20 @@
 """`make bench`: every benchmark, results as JSON plus bench/results/SUMMARY.md.
 
 Environment: BENCH_ONLY (comma list of sections to run: seeded, http, scale, import, overload,
-soak; default all, e.g. ``BENCH_ONLY=seeded,http make bench``; SUMMARY.md then holds only the
+soak, fleet; default all, e.g. ``BENCH_ONLY=seeded,http make bench``; SUMMARY.md then holds only the
 sections run, and the other JSON files are left as they were), BENCH_SECONDS (per HTTP route,
 default 8), BENCH_CONNECTIONS (16), BENCH_THREADS (wrk threads, 2), BENCH_SEED (the varied
 route's bodies, 14), BENCH_SCALE_SIZES (50,500,5000), BENCH_SCALE_RUNS (3),
 BENCH_OVERLOAD_SECONDS (20), BENCH_OVERLOAD_CLIENTS (100), BENCH_SOAK_SECONDS (600; 0 skips
 the soak), BENCH_SOAK_WARMUP_SECONDS (20), BENCH_SOAK_SAMPLE_SECONDS (30),
-BENCH_SOAK_CLIENTS (4).
+BENCH_SOAK_CLIENTS (4), BENCH_FLEET_RUNS (7).
 
 Targets (issue 14): the varied-body recommendation route (bench/varied.py, a different
 LLM-inference workload in every POST) at >= 30% of /healthz's req/s in the same run on the same
 server; p50 server time <= 3 ms on the seeded catalog for each of the four bench workloads; p50
-<= 200 ms at 5,000 GPUs x 200,000 quotes.
+<= 200 ms at 5,000 GPUs x 200,000 quotes. Issue 22: the mixed-fleet optimiser solves 64 buckets
+x 33 GPU types x their offers in <= 1 s p50 (bench/bench_fleet.py; the capacity tables and the
+end-to-end time are reported beside it).
 """
 
 from __future__ import annotations
@@ -23,13 +25,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import bench_http, bench_overload, bench_scale, bench_soak
+from bench import bench_fleet, bench_http, bench_overload, bench_scale, bench_soak
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET_REC_P50_MS = 3.0
 TARGET_REC_RATIO = 0.30
 TARGET_SCALE_P50_MS = 200.0
-SECTIONS = ("seeded", "http", "scale", "import", "overload", "soak")
+SECTIONS = ("seeded", "http", "scale", "import", "overload", "soak", "fleet")
 
 
 def selected_sections(value: str | None) -> tuple[str, ...]:
@@ -161,6 +163,8 @@ def summary(http: dict[str, Any] | None, scale: dict[str, Any] | None,
         blocks.append(bench_overload.summary_lines(extra["overload"]))
     if "soak" in extra:
         blocks.append(bench_soak.summary_lines(extra["soak"]))
+    if "fleet" in extra:
+        blocks.append(bench_fleet.summary_lines(extra["fleet"]))
     for block in blocks:
         lines += [*block, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -228,6 +232,9 @@ def main() -> int:
     if "soak" in sections and bench_soak.SECONDS > 0:
         print(f"== soak ({bench_soak.SECONDS:g} s of mixed traffic, 2 workers)", flush=True)
         extra["soak"] = bench_soak.main()
+    if "fleet" in sections:
+        print("== mixed fleet (64 buckets x 33 GPU types, seeded catalog)", flush=True)
+        extra["fleet"] = bench_fleet.main()
     text = summary(http, scale, extra, sections)
     (RESULTS / "SUMMARY.md").write_text(text)
     print(text)

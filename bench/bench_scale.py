@@ -3,7 +3,8 @@
 The synthetic rows are derived from the seeded ones (perturbed figures, new slugs), with 40
 quotes per GPU (5,000 GPUs -> 200,000 quotes), bulk-inserted into a fresh SQLite database.
 Latency is the median over several in-process runs of service.workloads.service.recommend_for
-(database reads + engine + result), per workload. Memory: tracemalloc peak of one run (the
+(database reads + engine + result), per workload, each run a new body (its amount varied:
+:func:`vary`), so none is answered from the rankings cache. Memory: tracemalloc peak of one run (the
 LLM-inference workload) and the process's peak RSS. Results: bench/results/scale.json.
 """
 
@@ -89,6 +90,20 @@ def build(n_gpus: int, directory: str) -> tuple[str, int]:
     return url, len(quotes)
 
 
+def vary(body: dict[str, Any], i: int) -> dict[str, Any]:
+    """``body`` with its amount scaled by 1 + i/100 (the load, the training tokens or the
+    compute work): a new workload for each run, as a portal's stream of queries is, so no
+    run is answered from the rankings cache or a memo of an earlier identical one."""
+    out = json.loads(json.dumps(body))
+    for section, field in (("inference", "target_requests_per_s"), ("training", "tokens"),
+                           ("compute", "total_tflop")):
+        part = out.get(section)
+        if isinstance(part, dict) and part.get(field):
+            part[field] = part[field] * (1 + i / 100)
+            return out
+    raise ValueError(f"no amount to vary in {sorted(out)}")
+
+
 def _recommend(url_engine: Any, settings: Settings, caches: AppCaches,
                body: dict[str, Any]) -> float:
     q = RecommendationQuery.model_validate(body)
@@ -116,11 +131,11 @@ def main() -> dict[str, Any]:
                                "median_ms": {}}
         for name, body in WORKLOADS.items():
             if n < 5000:
-                _recommend(engine, settings, caches, body)  # warm-up (the large size is its own)
-            runs = [_recommend(engine, settings, caches, body) for _ in range(RUNS)]
+                _recommend(engine, settings, caches, vary(body, 99))  # warm-up
+            runs = [_recommend(engine, settings, caches, vary(body, i)) for i in range(RUNS)]
             row["median_ms"][name] = round(statistics.median(runs) * 1e3, 2)
         tracemalloc.start()
-        _recommend(engine, settings, caches, WORKLOADS["llm-inference-llama-3.1-8b"])
+        _recommend(engine, settings, caches, vary(WORKLOADS["llm-inference-llama-3.1-8b"], 50))
         row["tracemalloc_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
         tracemalloc.stop()
         rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -77,6 +77,13 @@ class TrainingIn(_Request):
     input_samples_per_s_per_gpu: float | None = None
 
 
+class TrafficBucketIn(_Request):
+    prompt_tokens: int
+    output_tokens: int
+    share: float
+    """Fraction of the requests of this size; the shares sum to 1."""
+
+
 class InferenceIn(_Request):
     prompt_tokens: int = 0
     output_tokens: int = 0
@@ -92,6 +99,9 @@ class InferenceIn(_Request):
     pipeline_parallel: int | None = None
     """A pinned TP / PP split per replica; None: the engine's best split."""
     input_samples_per_s_per_gpu: float | None = None
+    traffic: list[TrafficBucketIn] | None = None
+    """A request-size histogram (the answer then has a ``fleet``); or ``traffic_preset``."""
+    traffic_preset: str | None = None
 
 
 class ComputeIn(_Request):
@@ -121,6 +131,9 @@ class Constraints(_Request):
     require_fast_interconnect: bool = False
     time_tolerance: float = 0.05
     """Objective time: answers within this fraction of the fastest rank cheapest first."""
+    max_gpu_types: int | None = None
+    """Traffic histograms: most GPU types the fleet mixes; 1 = the best single type."""
+    mix: bool = True
 
 
 class Workload(_Request):
@@ -422,6 +435,9 @@ class RecommendationResult(_Response):
     rejected: list[Rejection]
     warnings: list[str]
     assumptions: list[Assumption] = Field(default_factory=list)
+    fleet: dict[str, Any] | None = None
+    """Traffic histograms: the mixed fleet (pools, cost, best single type, saving); see the
+    API's ``FleetOut`` schema."""
 
 
 class GpuSlug(_Response):
@@ -490,6 +506,8 @@ class RecommendationSummary(_Response):
     recommendations: list[CandidateSummary]
     rejected: list[RejectionSummary]
     warnings: list[str]
+    fleet: dict[str, Any] | None = None
+    """Traffic histograms: the cheapest mixed fleet in short (status, pools, GPUs, cost)."""
 
 
 class StoredWorkload(_Response):

@@ -231,10 +231,11 @@ def _document_roles(app: FastAPI) -> None:
 
 
 def _routers() -> list:  # type: ignore[type-arg]
-    from service.estimates.routes import models_router
+    from service.estimates.routes import models_router, traffic_router
     from service.estimates.routes import router as estimates_router
     from service.workloads.routes import recommendations_router
     from service.workloads.routes import router as workloads_router
 
-    return [health_router, gpus_router, quotes_router, models_router, estimates_router,
+    return [health_router, gpus_router, quotes_router, models_router, traffic_router,
+            estimates_router,
             workloads_router, recommendations_router]

@@ -44,10 +44,12 @@ A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
-    "skypilot_yaml",
+    "skypilot_yaml", "training_micro_step",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
-shapes, offer snapshots, provisioning tasks); every other table is one call's
+shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
+shape, device, micro-batch, TP), :func:`physics.training.step_shape`); every other table is
+one call's
 (:meth:`Memo.get`)."""
 
 SAMPLED_ENTRIES = 8

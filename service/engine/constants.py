@@ -22,6 +22,9 @@ def _note(name: str, value: str, unit: str, source: str) -> None:
 
 GB = 1e9
 """Bytes per GB (decimal, as GPU datasheets use)."""
+MIB = 2.0**20
+"""Bytes per MiB: on-chip cache sizes are binary (A100 'l2CacheSize' 41,943,040 B = 40 MiB,
+quoted as 40 MB)."""
 
 BYTES_PER_ELEMENT: dict[Precision, float] = {
     "fp64": 8.0,
@@ -288,6 +291,20 @@ CONV_EFFICIENCY = _const(
     "(partial tiles and waves are counted per layer by the tile model); set by CALIBRATION.md "
     "row 3 (ResNet-50 AMP channels-last training, 1x A100-80GB, 2,470 img/s)",
 )
+L2_RESIDENT_FRACTION = _const(
+    "l2_resident_fraction",
+    0.75,
+    "fraction of the last-level cache that holds a layer's activations",
+    "CUDA programming guide, L2 cache set-aside for persisting accesses: the guide's example "
+    "sets aside min(0.75 x l2CacheSize, persistingL2CacheMaxSize), and the A100 reports "
+    "persistingL2CacheMaxSize 31,457,280 of l2CacheSize 41,943,040 B = 0.75 (cudaDeviceProp "
+    "values quoted on the NVIDIA developer forum, 'What is the difference: "
+    "cudaLimitPersistingL2CacheSize, accessPolicyMaxWindowSize, persistingL2CacheMaxSize'). "
+    "Used for CNN inference (physics/cnn.py): a layer whose input and output activations "
+    "(and residual) for the batch fit in this share of the cache reads and writes them on "
+    "chip (TensorRT reuses activation buffers, so they are overwritten in the cache rather "
+    "than written back)",
+)
 CONV_INFERENCE_EFFICIENCY = _const(
     "conv_inference_efficiency",
     0.62,
@@ -494,6 +511,18 @@ DRAM_ENERGY_PJ_PER_BYTE = _const(
     "One figure for every part: it understates GDDR6/LPDDR5 boards, whose memory power is a "
     "small share of the budget at their bandwidth",
 )
+GEMM_DRAM_FLOP_PER_BYTE_16BIT = _const(
+    "gemm_dram_flop_per_byte_16bit",
+    315.0,
+    "FLOP per DRAM byte of a large 16-bit GEMM (x 2 / operand bytes at other widths)",
+    "NVIDIA 'Matrix Multiplication Background' user guide (DU-09799-001), Math and Memory "
+    "Bounds, Table 1: a linear layer of 4,096 outputs, 1,024 inputs, batch 512 has an "
+    "arithmetic intensity of 315 FLOPS/B at FP16 (2MNK / 2(MK + NK + MN): each operand and "
+    "the output moved once) [recalled; the formula gives 315]. Used by the power model "
+    "(physics/power.py) for the DRAM traffic of compute-bound GEMMs: they sit at or right of "
+    "the ridge point (H100 SXM: ~295 FLOP/B at the engine's achieved rates), so they move "
+    "their FLOPs / 315 bytes per second, at most the achieved bandwidth",
+)
 TENSOR16_ENERGY_PJ_4N = _const(
     "tensor16_energy_pj_per_flop_4n",
     0.727,
@@ -501,7 +530,9 @@ TENSOR16_ENERGY_PJ_4N = _const(
     "NVIDIA's own power figure: the H100 SXM datasheet quotes its dense BF16 peak (989.4 "
     "TFLOPS) at 1,830 MHz, below the 1,980 MHz boost, for a 700 W module; read as the clock "
     "a large dense GEMM (gemm_efficiency, 0.8 of peak) holds at that limit, with the static "
-    "share and DRAM at achieved bandwidth: (700 - 0.15 x 700 - 3.35 TB/s x 0.8 x 31.2 pJ/B) "
+    "share and DRAM at achieved bandwidth (the GEMM's 856 TFLOPS at boost / "
+    "gemm_dram_flop_per_byte_16bit = 2.72 TB/s exceeds it): (700 - 0.15 x 700 - 3.35 TB/s x "
+    "0.8 x 31.2 pJ/B) "
     "/ (0.8 x 1070.5 TFLOPS at boost x (1830/1980)^2.5) = 0.727 pJ. A datasheet design "
     "point, not a measurement; the H100 PCIe (1,620 MHz at 350 W) and NVL (1,545 MHz at 400 "
     "W) quotes, not used, are ~20% above the clocks this energy gives those parts. Order "

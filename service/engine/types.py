@@ -174,6 +174,25 @@ class TrainingSpec:
     is never starved)."""
 
 
+MAX_TRAFFIC_BUCKETS = 64
+"""Most buckets a traffic histogram may hold (issue 22): enough for a 8 x 8 grid of prompt
+and output sizes, and it keeps the fleet program (buckets x pool options) small."""
+SHARE_SUM_TOLERANCE = 1e-6
+"""|sum of the bucket shares - 1| allowed: shares written with six decimals still sum to 1."""
+
+
+@dataclass(frozen=True)
+class TrafficBucket:
+    """One request size of a traffic mix: its prompt and output tokens and the fraction of
+    the requests that have it [fraction of requests, 0-1]."""
+
+    __hash__ = _cached_hash
+
+    prompt_tokens: int
+    output_tokens: int
+    share: float
+
+
 @dataclass(frozen=True)
 class InferenceSpec:
     __hash__ = _cached_hash
@@ -201,6 +220,12 @@ class InferenceSpec:
     input_samples_per_s_per_gpu: float | None = None
     """Host/input-pipeline ceiling for generic networks (CNNs): the most samples per second
     the host's preprocessing (decode, resize, copy) feeds one GPU [samples/s]; None = none."""
+    traffic: tuple[TrafficBucket, ...] | None = None
+    """A histogram of request sizes (LLM serving): ``target_requests_per_s`` is their total
+    rate, each bucket gets its ``share`` of it, and the SLOs hold for every bucket. The
+    single-shape estimate and ranking use ``prompt_tokens`` / ``output_tokens`` (the API
+    fills them with the share-weighted means when not given); the mixed-fleet optimiser
+    (:mod:`service.engine.choice.fleet`) serves each bucket at its own size. None = one size."""
 
 
 @dataclass(frozen=True)

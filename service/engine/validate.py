@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from service.engine.types import GenericModel, TransformerModel, Workload
+from service.engine.types import (
+    MAX_TRAFFIC_BUCKETS,
+    SHARE_SUM_TOLERANCE,
+    GenericModel,
+    InferenceSpec,
+    TransformerModel,
+    Workload,
+)
 
 
 def _model_errors(model: TransformerModel) -> list[tuple[str, str]]:
@@ -125,4 +132,40 @@ def _inference_errors(workload: Workload) -> list[tuple[str, str]]:
         ))
     if ceiling is not None and ceiling <= 0:
         errors.append(("inference.input_samples_per_s_per_gpu", "must be > 0"))
+    if spec.traffic is not None:
+        errors.extend(_traffic_errors(workload, spec))
+    return errors
+
+
+def _traffic_errors(workload: Workload, spec: InferenceSpec) -> list[tuple[str, str]]:
+    """A traffic histogram: 1-64 buckets of LLM requests whose shares sum to 1."""
+    traffic = spec.traffic or ()
+    field = "inference.traffic"
+    if not isinstance(workload.model, TransformerModel) or workload.model.encoder_only:
+        return [(field, "a traffic histogram applies to generative (decoder) transformer "
+                 "models only")]
+    if not 1 <= len(traffic) <= MAX_TRAFFIC_BUCKETS:
+        return [(field, f"give 1 to {MAX_TRAFFIC_BUCKETS} buckets, not {len(traffic)}")]
+    errors: list[tuple[str, str]] = []
+    for i, b in enumerate(traffic):
+        if b.prompt_tokens < 1:
+            errors.append((f"{field}.{i}.prompt_tokens", "must be >= 1"))
+        if b.output_tokens < 1:
+            errors.append((f"{field}.{i}.output_tokens", "must be >= 1 (a served request "
+                           "generates at least one token)"))
+        if not 0.0 < b.share <= 1.0:
+            errors.append((f"{field}.{i}.share", "must be > 0 and <= 1"))
+    total = sum(b.share for b in traffic)
+    if abs(total - 1.0) > SHARE_SUM_TOLERANCE:
+        errors.append((field, f"the shares sum to {total:.9g}, not 1 (within "
+                       f"{SHARE_SUM_TOLERANCE:g})"))
+    if not spec.target_requests_per_s:
+        errors.append(("inference.target_requests_per_s",
+                       "a traffic histogram needs the total rate (target_requests_per_s)"))
+    if spec.batch_size is not None:
+        errors.append(("inference.batch_size", "a fixed batch_size does not apply with a "
+                       "traffic histogram (each bucket runs at its own batch)"))
+    if spec.effective_prompt_tokens is not None:
+        errors.append(("inference.effective_prompt_tokens", "does not apply with a traffic "
+                       "histogram (each bucket gives its own prompt_tokens)"))
     return errors

@@ -1,4 +1,4 @@
-"""/v1/estimates and /v1/models."""
+"""/v1/estimates, /v1/models and /v1/traffic-presets."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from service.engine.cache import Memo
 from service.estimates.schemas import EstimateOut, EstimateRequest, estimate_out
 from service.http.pagination import Offset, Page
 from service.presets.catalog import PRESETS, closest_presets, preset_to_dict
+from service.presets.traffic import TRAFFIC_PRESETS, preset_out
 from service.workloads.caches import CachesDep
 from service.workloads.convert import to_engine_workload
 from service.workloads.examples import estimate_body, openapi_examples
@@ -100,3 +101,30 @@ def get_model(preset_id: str, _: ReaderDep) -> PresetOut:
         hint = f"did you mean {' or '.join(close)}?" if close else "see GET /v1/models"
         raise NotFound(f"No model preset '{preset_id}'; {hint}")
     return PresetOut.model_validate(preset_to_dict(preset))
+
+
+traffic_router = APIRouter(prefix="/v1/traffic-presets", tags=["models"])
+
+
+class TrafficBucketOut(BaseModel):
+    prompt_tokens: int = Field(description="Prompt size [tokens] (the mean of the bucket)")
+    output_tokens: int = Field(description="Output size [tokens] (the mean of the bucket)")
+    share: float = Field(description="Fraction of the requests [fraction]")
+
+
+class TrafficPresetOut(BaseModel):
+    id: str = Field(description="Preset id, as given in inference.traffic_preset")
+    name: str = Field(description="What traffic it describes")
+    buckets: list[TrafficBucketOut] = Field(description="The histogram")
+    mean_prompt_tokens: float = Field(description="Share-weighted mean prompt [tokens]")
+    mean_output_tokens: float = Field(description="Share-weighted mean output [tokens]")
+    source: str = Field(description="The published trace it was computed from")
+    notes: str = Field(description="What the mix is like")
+
+
+@traffic_router.get("", summary="List traffic presets", response_model=list[TrafficPresetOut],
+                    responses=responses(401))
+def list_traffic_presets(_: ReaderDep) -> list[TrafficPresetOut]:
+    """Request-size histograms of published LLM serving traces, with their sources; use
+    `{"inference": {"traffic_preset": id}}` in a workload."""
+    return [TrafficPresetOut.model_validate(preset_out(p)) for p in TRAFFIC_PRESETS.values()]

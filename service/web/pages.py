@@ -18,6 +18,7 @@ from service.engine.types import (
     ComputePrecision,
     Fp64Units,
     Optimizer,
+    TransformerModel,
     WeightPrecision,
     WorkloadKind,
 )
@@ -41,6 +42,7 @@ _HEAD = """<!doctype html>
 <nav aria-label="Site">
 <ul>
 <li><a href="/ui">Compare GPUs</a></li>
+<li><a href="/ui/fleet">Traffic mix</a></li>
 <li><a href="/docs">API (Swagger UI)</a></li>
 <li><a href="/redoc">API reference (ReDoc)</a></li>
 <li><a href="/healthz">Health</a></li>
@@ -69,6 +71,8 @@ workload needs and how fast it runs, and returns ranked, explained recommendatio
 <ul class="cards">
 <li><a href="/ui"><strong>Compare GPUs</strong></a>: describe a workload, see the ranked answer,
 the cost&ndash;time trade-off, the memory it needs and why GPUs were ruled out.</li>
+<li><a href="/ui/fleet"><strong>Traffic mix</strong></a>: a histogram of request sizes served by
+the cheapest mix of GPU types, beside the best single type.</li>
 <li><a href="/docs"><strong>Swagger UI</strong></a>: every route, with named examples to try.</li>
 <li><a href="/redoc"><strong>ReDoc</strong></a>: the API reference, every field described.</li>
 <li><a href="/openapi.json"><strong>OpenAPI document</strong></a> (JSON), for generated
@@ -268,3 +272,78 @@ cost, time, energy</th>
 <script type="application/json" id="examples">{data}</script>
 """
     return _page("gpu-advisor - compare GPUs", body, script="/static/ui.js")
+
+
+@cache
+def fleet_page() -> str:
+    """`/ui/fleet`: a traffic editor (presets from GET /v1/traffic-presets, a histogram
+    table), then the mixed fleet as one stacked bar per GPU type and the best single type
+    beside it (`static/fleet.js`)."""
+    models = [(pid, f"{p.name} ({pid})") for pid, p in PRESETS.items()
+              if isinstance(p.model, TransformerModel) and not p.model.encoder_only]
+    first = "llama-3.1-8b"
+    models.sort(key=lambda m: m[0] != first)
+    opts = "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in models)
+    precisions = "".join(f'<option value="{escape(v)}">{escape(t)}</option>'
+                         for v, t in _choices(ComputePrecision, first="bf16"))
+    body = f"""<main id="main">
+<h1>Serve a traffic mix with a mixed GPU fleet</h1>
+<p class="note">Describe the requests by size (a published preset or your own histogram), the
+total rate and the SLOs; the answer is the cheapest set of pools (GPU type, count, offer,
+layout) serving every size, with the best single GPU type beside it. See docs/fleet.md.</p>
+<div class="layout">
+<section aria-labelledby="traffic-h" class="panel">
+<h2 id="traffic-h">Traffic</h2>
+<form id="fleet-form" novalidate>
+<div class="field"><label for="fl-model">Model</label><select id="fl-model">{opts}</select></div>
+<div class="field"><label for="fl-precision">Precision</label>
+<select id="fl-precision">{precisions}</select></div>
+<div class="field"><label for="fl-rate">Total rate [requests/s]</label>
+<input type="number" id="fl-rate" min="0" step="any" value="10"></div>
+<div class="field"><label for="fl-ttft">Max TTFT [ms]</label>
+<input type="number" id="fl-ttft" min="0" step="any" value="1000"></div>
+<div class="field"><label for="fl-tpot">Max TPOT [ms]</label>
+<input type="number" id="fl-tpot" min="0" step="any" value="50"></div>
+<div class="field"><label for="fl-types">Most GPU types (empty = any)</label>
+<input type="number" id="fl-types" min="1" step="1"></div>
+<div class="field"><label for="fl-preset">Preset</label>
+<select id="fl-preset"><option value="">(loading presets&hellip;)</option></select>
+<small id="fl-preset-source"></small></div>
+<fieldset><legend>Histogram</legend>
+<div class="scroll"><table id="fl-buckets" aria-describedby="fl-share-sum">
+<thead><tr><th scope="col">Prompt tokens</th><th scope="col">Output tokens</th>
+<th scope="col">Share</th><th scope="col">Remove</th></tr>
+</thead><tbody></tbody></table></div>
+<p id="fl-share-sum" class="note"></p>
+<button type="button" id="fl-add">Add a bucket</button>
+</fieldset>
+<div class="field"><label for="fl-api-key">API key (if reads need one)</label>
+<input type="password" id="fl-api-key" autocomplete="off"></div>
+<button type="submit" id="fl-submit">Find the fleet</button>
+</form>
+</section>
+<section aria-labelledby="fleet-h" class="panel wide">
+<h2 id="fleet-h">Fleet</h2>
+<p id="fl-status" role="status" aria-live="polite">Choose a preset or edit the histogram, then
+find the fleet.</p>
+<div id="fl-results" hidden>
+<h3 id="fl-compare-h">Mixed fleet vs the best single GPU type</h3>
+<div id="fl-compare"></div>
+<h3 id="fl-bars-h">The fleet by GPU type (requests/s served, by bucket)</h3>
+<div id="fl-bars"></div>
+<ul class="legend" id="fl-legend"></ul>
+<h3 id="fl-pools-h">Pools</h3>
+<div class="scroll"><table id="fl-pools" aria-labelledby="fl-pools-h"><thead><tr>
+<th scope="col">Pool</th><th scope="col">GPU</th><th scope="col">GPUs</th>
+<th scope="col">Offer</th><th scope="col">Layout</th><th scope="col">$/h</th>
+<th scope="col">Use</th><th scope="col">Buckets (share of each)</th></tr></thead>
+<tbody></tbody></table></div>
+<h3 id="fl-routing-h">Routing</h3>
+<ul id="fl-routing"></ul>
+<div id="fl-warnings"></div>
+</div>
+</section>
+</div>
+</main>
+"""
+    return _page("gpu-advisor - traffic mix", body, "/static/fleet.js")

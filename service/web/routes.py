@@ -20,7 +20,7 @@ from fastapi.openapi.docs import (
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from service.web.pages import comparison_page, landing_page
+from service.web.pages import comparison_page, fleet_page, landing_page
 
 STATIC_DIR = Path(__file__).parent / "static"
 VENDOR_DIR = Path(fastapi_offline.__file__).parent / "static"
@@ -69,6 +69,11 @@ async def landing() -> HTMLResponse:
 @router.get("/ui", response_class=HTMLResponse)
 async def comparison() -> HTMLResponse:
     return _html(comparison_page())
+
+
+@router.get("/ui/fleet", response_class=HTMLResponse)
+async def fleet() -> HTMLResponse:
+    return _html(fleet_page())
 
 
 @router.get("/docs", response_class=HTMLResponse)

@@ -22,6 +22,7 @@ import orjson
 from fastapi import Response
 from pydantic import BaseModel, Field
 
+from service.engine.choice.fleet import Fleet
 from service.engine.recommend_types import (
     Candidate,
     Objective,
@@ -31,6 +32,7 @@ from service.engine.recommend_types import (
 )
 from service.engine.types import Bound
 from service.estimates.schemas import GpuRef, figure
+from service.workloads.fleet_schemas import FleetGpu, fleet_out
 from service.workloads.models import ConstraintsIn
 from service.workloads.results import (
     RecommendationResult,
@@ -126,6 +128,37 @@ class RejectionSummary(BaseModel):
     reason: str = Field(description="Why, with the figures (the nearest fix: view=compact)")
 
 
+class FleetOfferSummary(BaseModel):
+    quote_id: int = Field(description="The price quote used (GET /v1/quotes/{id})")
+    provider: str = Field(description="Cloud or seller")
+    region: str = Field(description="Provider region, or global")
+    instance: str = Field(description="The provider's instance type")
+    pricing: str = Field(description="on_demand, spot, reserved_1y, reserved_3y or purchase")
+    price_usd_per_hour: float | None = Field(description="One instance [USD/hour]")
+
+
+class FleetPoolSummary(BaseModel):
+    name: str = Field(description="The pool's name")
+    gpu: FleetGpu = Field(description="The GPU type")
+    gpu_count: int = Field(description="GPUs of the pool in total [count]")
+    replicas: int = Field(description="Model replicas in the pool [count]")
+    offer: FleetOfferSummary = Field(description="The offer the pool is rented from")
+    usd_per_hour: float = Field(description="The pool's cost [USD/hour]")
+    utilization: float = Field(description="Share of the pool's capacity its load takes")
+
+
+class FleetSummary(BaseModel):
+    status: str = Field(description="optimal, time_limit, fallback_single_type or infeasible")
+    pools: list[FleetPoolSummary] = Field(description="The fleet's pools (routing, buckets "
+                                                      "and provisioning: view=compact)")
+    gpu_count: int = Field(description="GPUs of the whole fleet [count]")
+    usd_per_hour: float | None = Field(description="The whole fleet [USD/hour]")
+    usd_per_million_tokens: float | None = Field(
+        description="The fleet's cost per million output tokens at the target rate [USD]")
+    saving_fraction: float | None = Field(
+        description="The saving over the best single type [fraction of its cost]")
+
+
 class RecommendationSummary(BaseModel):
     """The ranked answer's summary (``view=summary``, the default)."""
 
@@ -138,6 +171,9 @@ class RecommendationSummary(BaseModel):
         description="Feasible candidates, best first (one per GPU type)")
     rejected: list[RejectionSummary] = Field(description="GPUs ruled out, each with the reason")
     warnings: list[str] = Field(description="Caveats about the whole answer")
+    fleet: FleetSummary | None = Field(
+        default=None, description="Traffic histograms: the cheapest mixed fleet, in short; "
+                                  "null otherwise")
 
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -147,6 +183,20 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 ANSWER_MODEL = RecommendationSummary | RecommendationResult
 """The routes' documented response model (OpenAPI ``anyOf``, one per view)."""
+
+
+_FLEET_KEYS = ("status", "pools", "gpu_count", "usd_per_hour", "usd_per_million_tokens",
+               "saving_fraction")
+_POOL_KEYS = ("name", "gpu", "gpu_count", "replicas", "offer", "usd_per_hour", "utilization")
+_OFFER_KEYS = ("quote_id", "provider", "region", "instance", "pricing", "price_usd_per_hour")
+
+
+def _fleet_summary(fleet: dict[str, Any]) -> dict[str, Any]:
+    """:class:`FleetSummary`: the fleet's data with fields left out."""
+    out = {k: fleet[k] for k in _FLEET_KEYS}
+    out["pools"] = [{**{k: p[k] for k in _POOL_KEYS},
+                     "offer": {k: p["offer"][k] for k in _OFFER_KEYS}} for p in fleet["pools"]]
+    return out
 
 
 def _candidate_summary(c: Candidate) -> dict[str, Any]:
@@ -185,14 +235,18 @@ class Answer:
     generated_at: datetime
     warnings: list[str]
     """The service's warnings about the answer (stale prices), before the engine's."""
+    fleet: Fleet | None = None
+    """The cheapest mixed fleet, for a workload with a traffic histogram."""
 
     def data(self, view: View) -> dict[str, Any]:
         """The answer in ``view`` as plain data, typed as its response model serializes."""
+        # rare (traffic histograms only): the fleet's model, dumped as it serializes
+        fleet = None if self.fleet is None else fleet_out(self.fleet).model_dump(mode="json")
         if view != "summary":
             return result_data(self.rec, constraints=self.constraints,
                                catalog_revision=self.catalog_revision,
                                generated_at=self.generated_at, extra_warnings=self.warnings,
-                               full=view == "full")
+                               full=view == "full", fleet=fleet)
         return {
             "objective": self.rec.objective,
             "catalog_revision": self.catalog_revision,
@@ -201,6 +255,7 @@ class Answer:
             "rejected": [{"gpu": {"slug": r.gpu_slug}, "code": r.code, "reason": r.reason}
                          for r in self.rec.rejected],
             "warnings": self.warnings + list(self.rec.warnings),
+            "fleet": None if fleet is None else _fleet_summary(fleet),
         }
 
     def result(self, view: Literal["compact", "full"] = "full") -> RecommendationResult:

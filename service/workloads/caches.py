@@ -16,6 +16,7 @@ from fastapi import Depends, Request
 from service.catalog.service import CatalogSnapshots
 from service.core.snapshots import SnapshotCache
 from service.engine.cache import EngineCache
+from service.engine.choice.fleet import Fleet
 from service.engine.recommend_types import Offer, Recommendation
 from service.quotes.service import OfferSnapshots
 
@@ -23,6 +24,8 @@ OfferLists = SnapshotCache[tuple[object, ...], list[Offer]]
 """An offer snapshot's rows as engine offers, keyed by snapshot, minute and staleness."""
 Rankings = SnapshotCache[tuple[object, ...], Recommendation]
 """The engine's ranking of a request, keyed by everything it was computed from."""
+Fleets = SnapshotCache[tuple[object, ...], Fleet]
+"""The mixed fleet of a traffic histogram, keyed like a ranking."""
 
 RANKING_SLOTS = 32
 """Rankings kept: a portal or bot that repeats a query within the minute is answered without
@@ -53,6 +56,8 @@ class AppCaches:
     rankings: Rankings = field(default_factory=lambda: SnapshotCache(slots=RANKING_SLOTS))
     """Recent rankings, keyed by workload, objective, constraints, cost settings, limit,
     catalog and quote fingerprints and the minute their offers' ages were taken at."""
+    fleets: Fleets = field(default_factory=lambda: SnapshotCache(slots=RANKING_SLOTS))
+    """Recent mixed fleets (traffic histograms), keyed like the rankings."""
 
     def clear(self) -> None:
         self.engine.clear()
@@ -60,6 +65,7 @@ class AppCaches:
         self.offers.clear()
         self.offer_lists.clear()
         self.rankings.clear()
+        self.fleets.clear()
 
 
 async def get_caches(request: Request) -> AppCaches:

@@ -88,6 +88,17 @@ class ConstraintsIn(BaseModel):
         ),
     )
 
+    max_gpu_types: int | None = Field(
+        default=None, ge=1, le=64,
+        description=(
+            "Traffic histograms: most GPU types the fleet mixes [count]; null = any number; "
+            "1 = the best single type"),
+    )
+    mix: bool = Field(
+        default=True,
+        description="Traffic histograms: false = one GPU type only (as max_gpu_types 1)",
+    )
+
     _text = field_validator("*")(no_control_chars)
 
     @model_validator(mode="after")

@@ -30,6 +30,7 @@ from service.estimates.schemas import (
     estimate_data,
     fix_data,
 )
+from service.workloads.fleet_schemas import FleetOut
 from service.workloads.models import ConstraintsIn
 
 
@@ -191,6 +192,12 @@ class RecommendationResult(BaseModel):
                      "source), once; in the full view each estimate lists its own too. Empty "
                      "in runs stored before this field existed"),
     )
+    fleet: FleetOut | None = Field(
+        default=None,
+        description=("Traffic histograms (inference.traffic or traffic_preset): the cheapest "
+                     "fleet of pools (GPU type, count, offer, layout) serving every bucket "
+                     "within the SLOs, with the best single type beside it; null otherwise"),
+    )
 
 
 class RunOut(BaseModel):
@@ -305,13 +312,15 @@ def result_data(
     generated_at: datetime,
     extra_warnings: list[str],
     full: bool = True,
+    fleet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:class:`RecommendationResult`'s fields as plain data, exactly as the model serializes
     them (every ``float`` field a float, dates and times as objects for the JSON encoder), so
     the answer is written without validating it again: one rejection per GPU type that is not
     a candidate (5,000 at the large-catalog scale) and every candidate's nested estimate, cost
     and provisioning. ``full``: each estimate lists its constants too (see
-    :data:`service.workloads.answers.View`). tests/api/test_answer_views.py checks the bytes
+    :data:`service.workloads.answers.View`); ``fleet``: the fleet's data, when the workload has
+    a traffic histogram. tests/api/test_answer_views.py checks the bytes
     against the model's."""
     return {
         "objective": rec.objective,
@@ -328,4 +337,5 @@ def result_data(
         "warnings": extra_warnings + list(rec.warnings),
         "assumptions": assumption_data(dict.fromkeys(
             a for c in rec.recommendations for a in c.estimate.assumptions)),
+        "fleet": fleet,
     }

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from service.core.text import no_control_chars
 from service.engine import validate_workload
 from service.engine.types import (
+    MAX_TRAFFIC_BUCKETS,
     Communication,
     ComputePrecision,
     ComputeSpec,
@@ -20,6 +21,7 @@ from service.engine.types import (
     ModelSpec,
     Optimizer,
     Sharding,
+    TrafficBucket,
     TrainingSpec,
     TransformerModel,
     WeightPrecision,
@@ -27,6 +29,7 @@ from service.engine.types import (
     WorkloadKind,
 )
 from service.presets.catalog import PRESETS, unknown_preset_message
+from service.presets.traffic import TRAFFIC_PRESETS, unknown_traffic_preset_message
 
 MAX_PARAMS = 1e14
 MAX_TOKENS = 1e16
@@ -255,6 +258,17 @@ class TrainingInput(_Strict):
         )
 
 
+class TrafficBucketIn(_Strict):
+    """One request size of a traffic mix and its share of the requests."""
+
+    prompt_tokens: int = Field(ge=1, le=10_000_000, description="Input tokens [tokens]")
+    output_tokens: int = Field(ge=1, le=10_000_000, description="Generated tokens [tokens]")
+    share: float = Field(
+        gt=0, le=1,
+        description="Fraction of the requests of this size [fraction]; the shares sum to 1 "
+                    "(within 1e-6)")
+
+
 class InferenceInput(_Strict):
     prompt_tokens: int = Field(
         default=0, ge=0, le=10_000_000,
@@ -330,12 +344,50 @@ class InferenceInput(_Strict):
         ),
     )
 
+    traffic: list[TrafficBucketIn] | None = Field(
+        default=None, min_length=1, max_length=MAX_TRAFFIC_BUCKETS,
+        description=(
+            "Request-size histogram (LLM serving): up to 64 buckets {prompt_tokens, "
+            "output_tokens, share}, shares summing to 1; target_requests_per_s is the total "
+            "rate and the SLOs hold for every bucket. The answer then carries a `fleet`: the "
+            "cheapest mix of GPU types, counts and offers serving it. The ranked candidates "
+            "are for the share-weighted mean request (prompt_tokens/output_tokens default to "
+            "it). Exclusive with traffic_preset"),
+    )
+    traffic_preset: str | None = Field(
+        default=None, min_length=1, max_length=64,
+        description=(
+            "A named traffic histogram of a published trace (GET /v1/traffic-presets), e.g. "
+            "azure-conversation-2023; exclusive with traffic"),
+    )
+
     def to_engine(self) -> InferenceSpec:
-        return InferenceSpec(**self.model_dump())
+        data = self.model_dump(exclude={"traffic", "traffic_preset"})
+        traffic = self.buckets()
+        if traffic is not None:
+            data["traffic"] = traffic
+            # the single-shape candidates run the mean request when no size was given
+            if not self.prompt_tokens and not self.output_tokens:
+                data["prompt_tokens"] = max(1, round(
+                    sum(b.prompt_tokens * b.share for b in traffic)))
+                data["output_tokens"] = max(1, round(
+                    sum(b.output_tokens * b.share for b in traffic)))
+        return InferenceSpec(**data)
+
+    def buckets(self) -> tuple[TrafficBucket, ...] | None:
+        """The traffic histogram given or named; None without one (or for an unknown preset,
+        which :meth:`errors` names)."""
+        if self.traffic is not None:
+            return tuple(TrafficBucket(b.prompt_tokens, b.output_tokens, b.share)
+                         for b in self.traffic)
+        if self.traffic_preset is not None:
+            preset = TRAFFIC_PRESETS.get(self.traffic_preset)
+            return preset.buckets if preset is not None else None
+        return None
 
     def errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
         """Checks that need the resolved model or more than one field: (field, message)."""
-        layout = self._layout_errors(model)
+        layout = self._layout_errors(model) + self._traffic_errors()
         if self.effective_prompt_tokens is None:
             return layout
         return layout + self._padding_errors(model)
@@ -360,6 +412,14 @@ class InferenceInput(_Strict):
                 out.append(("inference.pipeline_parallel",
                             f"pipeline_parallel {pp} exceeds the model's {model.layers} layers"))
         return out
+
+    def _traffic_errors(self) -> list[tuple[str, str]]:
+        if self.traffic is not None and self.traffic_preset is not None:
+            return [("inference.traffic_preset", "give traffic or traffic_preset, not both")]
+        if self.traffic_preset is not None and self.traffic_preset not in TRAFFIC_PRESETS:
+            return [("inference.traffic_preset",
+                     unknown_traffic_preset_message(self.traffic_preset))]
+        return []
 
     def _padding_errors(self, model: ModelSpec | None) -> list[tuple[str, str]]:
         assert self.effective_prompt_tokens is not None

@@ -25,8 +25,10 @@ from service.core.snapshots import table_fingerprints
 from service.core.tables import lock_row
 from service.core.text import is_clean
 from service.core.times import as_date, as_utc
+from service.engine.choice.fleet import Fleet, plan_fleet
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
+from service.engine.types import Workload
 from service.quotes.service import REVISION_TABLE as QUOTES_TABLE
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
@@ -288,6 +290,10 @@ def rank_for(
             validated=True,  # by to_engine_workload above, amounts required
         )
         caches.rankings.put(key, rec)
+    fleet = None
+    if workload.inference is not None and workload.inference.traffic:
+        fleet = _fleet(workload, catalog.specs, offers, constraints, cost_settings,
+                       submission.constraints, key, caches, catalog.skypilot_names)
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
     return Answer(
@@ -297,7 +303,24 @@ def rank_for(
         generated_at=now,
         warnings=stale_price_warnings(rec.recommendations,
                                       stale_days=settings.stale_quote_days),
+        fleet=fleet,
     )
+
+
+def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Constraints,
+           cost_settings: CostSettings, given: ConstraintsIn, key: tuple[object, ...],
+           caches: AppCaches, skypilot_names: Any) -> Fleet:
+    """The cheapest mixed fleet for the workload's traffic histogram (cached like rankings;
+    the limit of GPU types from ``constraints.max_gpu_types`` / ``mix``)."""
+    max_types = 1 if not given.mix else given.max_gpu_types
+    fkey = (*key, max_types)
+    fleet = caches.fleets.get(fkey)
+    if fleet is None:
+        fleet = plan_fleet(workload, gpus, offers, constraints=constraints,
+                           settings=cost_settings, max_gpu_types=max_types,
+                           skypilot_names=skypilot_names, cache=caches.engine)
+        caches.fleets.put(fkey, fleet)
+    return fleet
 
 
 def recommend_for(

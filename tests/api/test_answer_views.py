@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from service.workloads import examples
 from service.workloads.answers import RecommendationSummary
 from service.workloads.results import RecommendationResult
+from tests.api.test_fleet_api import body as fleet_body
 from tests.helpers import LLAMA_8B_CHAT, assert_problem
 
 SUMMARY_MAX_BYTES = 12_000
@@ -85,7 +86,8 @@ def test_the_default_summary_is_small_and_the_full_answer_with_fields_left_out(
     assert default.headers["content-type"] == "application/json"
     summary, whole = default.json(), full.json()
     assert set(summary) == {"objective", "catalog_revision", "generated_at",
-                            "recommendations", "rejected", "warnings"}
+                            "recommendations", "rejected", "warnings", "fleet"}
+    assert summary["fleet"] is None
     assert summary["recommendations"] or summary["rejected"]
     # the figures a portal shows, per candidate
     for c in summary["recommendations"]:
@@ -97,6 +99,21 @@ def test_the_default_summary_is_small_and_the_full_answer_with_fields_left_out(
     assert _projection_errors(summary, whole) == []
     assert len(default.content) <= SUMMARY_MAX_BYTES, (name, len(default.content))
     assert len(default.content) < 0.1 * len(full.content)
+
+
+def test_a_traffic_mix_summary_carries_the_fleet_in_short(client: TestClient) -> None:
+    body = fleet_body()
+    default = client.post("/v1/recommendations", json=body)
+    full = client.post("/v1/recommendations?view=full", json=body)
+    assert default.status_code == full.status_code == 200, default.text
+    summary, whole = default.json(), full.json()
+    assert summary["fleet"]["pools"] and whole["fleet"]["pools"][0]["provision"]
+    assert "provision" not in summary["fleet"]["pools"][0]
+    summary["generated_at"] = whole["generated_at"]
+    assert _projection_errors(summary, whole) == []
+    for view, model in (("summary", RecommendationSummary), ("full", RecommendationResult)):
+        resp = default if view == "summary" else full
+        assert resp.content == _model_bytes(model, resp.content), view
 
 
 @pytest.mark.parametrize("view", ["summary", "compact", "full"])

@@ -36,6 +36,15 @@ def _wait_css(driver: Any, css: str, count: int = 1) -> None:
         lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count)
 
 
+def fleet_shot(driver: Any, base: str, shot: Any) -> None:
+    """The traffic-mix page with the chat preset's fleet drawn."""
+    driver.get(f"{base}/ui/fleet")
+    _wait_css(driver, "#fl-buckets tbody tr", 6)
+    driver.find_element(By.ID, "fl-submit").click()
+    _wait_css(driver, "#fl-bars-svg rect")
+    shot("fleet-chat-mix")
+
+
 def take(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -73,6 +82,7 @@ def take(out: Path) -> list[Path]:
                     driver.find_element(By.ID, "compare-btn").click()
                     _wait_css(driver, "#compare-table")
                 shot(f"compare-{example}")
+            fleet_shot(driver, base, shot)
             stray = outside(requested_urls(driver), base)
             if stray:
                 raise SystemExit(f"pages requested other hosts: {stray}")

@@ -20,7 +20,7 @@ from service.engine.types import (
 )
 from service.presets.catalog import PRESETS
 from service.workloads.schemas import WorkloadError, WorkloadSpec
-from tests.unit.gpus import A100_SXM, H100_SXM, V100
+from tests.unit.gpus import A100_SXM, H100_SXM, L4, V100
 
 R50 = PRESETS["resnet-50"].model
 
@@ -159,3 +159,27 @@ def test_lower_bounds_stay_below_the_layer_model(gpu: GpuSpec, precision: Precis
     served = ServingModel(_serve(), gpu, rate, 1, 0.0)
     per_sample = served.timing(256).ttft_s / 256
     assert served.request_floor_s() <= per_sample
+
+
+def test_inference_activations_that_fit_in_l2_stay_on_chip() -> None:
+    """TensorRT's ResNet-50 on the L4 (48 MB L2, 300 GB/s): at a small batch every layer's
+    activations fit in the cache and only weights cross DRAM; at a large one they do not,
+    and the DRAM bytes per image return. Training never keeps them on chip."""
+    job = _serve()
+    rate = workload_rate(job, L4)
+    assert rate is not None
+    dev = kernels.device(L4, rate)
+    assert dev.l2_bytes == 48 * 2**20
+    net = cnn.network(R50, dev, 1.0, 1.0, training=False)
+    assert isinstance(net, cnn.Net)
+    off_chip = cnn.network(R50, kernels.replace_l2(dev, 0.0), 1.0, 1.0, training=False)
+    small, large = 4.0, 512.0
+    assert net.time(small)[1] < 0.2 * off_chip.time(small)[1]
+    assert net.time(large)[1] == pytest.approx(off_chip.time(large)[1], rel=0.05)
+    train = cnn.network(R50, dev, 2.0, 2.0, training=True)
+    train_off = cnn.network(R50, kernels.replace_l2(dev, 0.0), 2.0, 2.0, training=True)
+    assert train.time(small) == train_off.time(small)
+    # the ranking's lower bound still holds where the cache takes the DRAM traffic away
+    served = ServingModel(job, L4, rate, 1, 0.0)
+    for batch in (1, 4, 16, 64, 256):
+        assert served.request_floor_s() <= served.timing(batch).ttft_s / batch

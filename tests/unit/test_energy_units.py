@@ -9,6 +9,7 @@ import pytest
 from service.engine import estimate
 from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
+from service.engine.physics import scaling
 from service.engine.recommend_types import CostSettings, Offer
 from service.engine.types import ComputeSpec, InferenceSpec, TrainingSpec, Workload
 from service.presets.catalog import PRESETS
@@ -61,8 +62,16 @@ def test_serving_has_energy_per_hour_only() -> None:
 def test_a_jobs_time_floor_is_in_hours(workload: Workload) -> None:
     floor = bd.floors(workload, H100, 1, 8)
     assert floor.time_hours > 0 and floor.latency_ms == 0.0
-    # ideal scaling of the one-GPU hours over the 8 GPUs, never above the estimate's time
-    assert floor.time_hours == pytest.approx(floor.gpu_hours / 8)
+    # the one-GPU hours over the 8 GPUs (ideal scaling; compute jobs keep their serial
+    # part), never above the estimate's time
+    if workload.kind == "compute":
+        assert workload.compute is not None
+        f = scaling.serial_fraction(workload.compute)
+        assert floor.time_hours == pytest.approx(
+            f * floor.gpu_hours + (1 - f) * floor.gpu_hours / 8)
+        assert floor.time_hours > floor.gpu_hours / 8 * 1.003  # f = 5e-4: 7 x 5e-4 above
+    else:
+        assert floor.time_hours == pytest.approx(floor.gpu_hours / 8)
     hours = estimate(workload, H100, 8).time_to_complete_hours
     assert hours is not None and floor.time_hours <= hours
 

@@ -98,3 +98,21 @@ def test_unknown_node_or_clocks_fall_back() -> None:
         c.SUSTAINED_CLOCK_FRACTION_UNKNOWN)
     gpu = replace(_gpu("nvidia-l4"), boost_clock_mhz=None)
     assert kernels.sustained_clock_fraction(gpu) == c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
+
+
+def test_more_bandwidth_costs_no_clock_on_compute_bound_gemms() -> None:
+    # a compute-bound GEMM moves its FLOPs / intensity bytes, not the memory's full
+    # bandwidth: the H200 (4.8 TB/s) runs the H100's (3.35 TB/s) GEMMs at the same clock
+    # within 0.5% (same die, same 700 W), where charging full bandwidth cost it ~1.5%
+    h100, h200 = _gpu("nvidia-h100-sxm5-80gb"), _gpu("nvidia-h200-sxm-141gb")
+    share100 = kernels.peak_share(h100, _rate("nvidia-h100-sxm5-80gb", "bf16"))
+    share200 = kernels.peak_share(h200, _rate("nvidia-h200-sxm-141gb", "bf16"))
+    assert share200 == pytest.approx(share100, rel=0.005)
+    # the GEMM's traffic is capped at the achieved bandwidth and scales with operand width
+    flops = 800e12
+    assert power.dram_bytes_s(h200, flops, 2.0) == pytest.approx(
+        flops / c.GEMM_DRAM_FLOP_PER_BYTE_16BIT)
+    assert power.dram_bytes_s(h200, flops, 1.0) == pytest.approx(
+        power.dram_bytes_s(h200, flops, 2.0) / 2)
+    assert power.dram_bytes_s(h200, 1e18, 2.0) == pytest.approx(
+        h200.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW)

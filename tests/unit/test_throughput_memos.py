@@ -117,3 +117,33 @@ def test_full_tables_evict_the_oldest_insertions() -> None:
         cache.get("t", i, lambda i=i: compute(i))  # type: ignore[misc]
     assert calls == [249]
     assert cache.sizes() == {"t": 100}
+
+
+def test_training_micro_steps_shared_by_shape_not_workload() -> None:
+    """Two training jobs of one model, sequence length and precision but another batch,
+    token count and objective reuse every micro-step time of the first (keys hold the step's
+    shape, never a workload), and their rankings are the ones a fresh cache gives; another
+    sequence length adds its own entries."""
+    from service.engine.choice.ranking import recommend
+    from service.engine.types import Workload
+    from service.workloads.schemas import WorkloadSpec
+    from tests.unit.catalog_data import load_offers
+
+    def job(batch: int, tokens: float, seq: int) -> Workload:
+        return WorkloadSpec.model_validate({
+            "kind": "training", "model": {"preset": "llama-3.1-8b"}, "precision": "bf16",
+            "training": {"batch_size": batch, "seq_len": seq, "tokens": tokens},
+        }).to_engine()
+
+    gpus, offers, cache = load_gpus(), load_offers(), EngineCache()
+    recommend(job(256, 1e10, 4096), gpus, offers, cache=cache)
+    entries = cache.sizes()["training_micro_step"]
+    assert entries > 50
+    second = job(512, 3e11, 4096)
+    got = recommend(second, gpus, offers, objective="cost", cache=cache)
+    assert cache.sizes()["training_micro_step"] - entries < entries // 4  # keyed by workload: ~2x
+    assert got == recommend(second, gpus, offers, objective="cost", cache=EngineCache())
+    keys = list(cache._tables["training_micro_step"])
+    assert not any(isinstance(part, Workload) for key in keys for part in key[0])
+    recommend(job(256, 1e10, 2048), gpus, offers, cache=cache)
+    assert cache.sizes()["training_micro_step"] > entries * 1.5

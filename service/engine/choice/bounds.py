@@ -33,6 +33,7 @@ from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.physics import parallelism as par
+from service.engine.physics import scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
@@ -102,6 +103,30 @@ class Floors:
     """Training/compute: time to finish [hours]; 0 for inference."""
     latency_ms: float = 0.0
     """Inference: latency of a request [ms]; 0 for training/compute."""
+    serial_fraction: float = 0.0
+    """Compute jobs: the serial fraction ``f`` :func:`scaling.scaled_time` applies (0: none
+    proven, ideal scaling)."""
+    weak_scaling: bool = False
+    """Compute jobs without a working set: :func:`scaling.scaled_time`'s scaled-speedup form."""
+
+    def time_at(self, n: int) -> float:
+        """Training/compute: hours no option on ``n`` GPUs beats: the one-GPU hours ``H``
+        over ``n`` (ideal scaling), and for compute jobs the serial part too:
+        ``f H + (1 - f) H / n``, or ``H / (n - f (n - 1))`` without a working set
+        (:func:`compute_time_floor`)."""
+        return compute_time_floor(self.gpu_hours, n, self.serial_fraction, self.weak_scaling)
+
+
+def compute_time_floor(one_gpu: float, n: int, f: float, weak: bool) -> float:
+    """:func:`scaling.scaled_time` on ``n`` GPUs without its exchanges (transfers and
+    latencies only add): the serial and parallel parts of the one-GPU time ``one_gpu``.
+    Falls as ``n`` grows (both forms), so at ``cap`` it bounds every count up to ``cap``; at
+    ``f`` = 0 it is ``one_gpu / n``."""
+    if n <= 1:
+        return one_gpu
+    if weak:
+        return one_gpu / (n - f * (n - 1))
+    return f * one_gpu + (1.0 - f) * one_gpu / n
 
 
 NO_FLOORS = Floors(0.0)
@@ -140,16 +165,26 @@ def _floors(
     else:
         out = _inference(workload, gpu, rate, first, cap, throughput, memo)
     low = 1 - BOUND_SLACK
-    return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low)
+    return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low,
+                  out.serial_fraction, out.weak_scaling)
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
     """``estimate._estimate_compute``: :func:`scaling.scaled_time` is the one-GPU time
-    ``T1 = max(compute, memory)`` on one GPU and ``f T1 + (1 - f) T1 / n + exchanges >= T1 / n``
-    on n, so n x seconds >= T1 and seconds >= T1 / cap."""
+    ``T1 = max(compute, memory)`` on one GPU and ``f T1 + (1 - f) T1 / n + exchanges`` on n
+    (``T1 / (n - f (n - 1)) + exchanges`` without a working set), both >= T1 / n, so
+    n x seconds >= T1; and seconds >= the serial and parallel parts at ``cap``
+    (:func:`compute_time_floor`: they fall as n grows). The exchanges are left out: on the
+    synthetic 5,000-GPU catalog they, not the serial part, keep the FP64 benchmark job off
+    large counts, and this bound sits ~85x below its best time (see docs/performance.md)."""
+    spec = workload.compute
+    assert spec is not None
     one_gpu_s = max(compute_job_seconds(workload, gpu, rate))
     hours = one_gpu_s / SECONDS_PER_HOUR
-    return Floors(hours, time_hours=hours / max(1, cap))
+    f = scaling.serial_fraction(spec)
+    weak = spec.memory_gb <= 0
+    return Floors(hours, time_hours=compute_time_floor(hours, max(1, cap), f, weak),
+                  serial_fraction=f, weak_scaling=weak)
 
 
 def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
@@ -267,9 +302,10 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None) 
         float, float]:
     """(cost, time) no option of ``p`` on ``n`` GPUs rented at ``usd_per_gpu_hour`` can
     beat: the GPU's floors with that count's rate; training/compute time >= H / n (ideal
-    scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``); inference:
+    scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``; compute jobs
+    with their serial part, :meth:`Floors.time_at`); inference:
     the GPU's latency floor. No rate: 0 (no bound)."""
     f = p.floor
     lbc = 0.0 if usd_per_gpu_hour is None else f.gpu_hours * usd_per_gpu_hour
-    lbt = f.gpu_hours / n if kind != "inference" and f.time_hours > 0 else p.lb_time
+    lbt = f.time_at(n) if kind != "inference" and f.time_hours > 0 else p.lb_time
     return lbc, max(lbt, p.lb_time)

@@ -75,6 +75,7 @@ from service.engine.physics.estimate import (
     estimate,
     gpu_count_candidates,
     min_gpus_to_fit,
+    with_efficiency,
 )
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import peak_rate
@@ -362,7 +363,7 @@ def _new_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instan
                 latency_mode: bool) -> tuple[_Option, Failure | None]:
     workload = req.workload
     est = estimate(workload, co.network_gpu(p.gpu, offer, n, req.memo), n,
-                   latency_mode=latency_mode, memo=req.memo)
+                   latency_mode=latency_mode, memo=req.memo, efficiency=False)
     cost = co.cost_breakdown(workload, est, offer, instances, req.settings, p.rent)
     money, time, energy, proxy = _metrics(workload, est, cost)
     opt = _Option(p.gpu, est, offer, instances, cost, money, time, energy, proxy, p.first)
@@ -636,6 +637,13 @@ def recommend(
     chosen = order(chosen, objective, mins, c)
 
     front = _pareto([o for o, _, _ in chosen], limit)
+    # the listed options get the figure the search never reads (estimate(efficiency=False))
+    chosen[:limit] = [
+        (replace(o, est=with_efficiency(workload, co.network_gpu(o.gpu, o.offer,
+                                                                 o.est.gpu_count, req.memo),
+                                        o.est, req.memo)), score, warns)
+        for o, score, warns in chosen[:limit]
+    ]
     candidates = [
         ex.candidate(workload, rank, opt, score, pareto=rank - 1 in front, extra_warnings=warns,
                      objective=objective, mins=mins, settings=req.settings, constraints=c,

@@ -19,6 +19,7 @@ Units: seconds [s], requests/s.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,9 +38,9 @@ Phase = tuple[Array, Array, Array, Array]
 
 
 def supported(model: ServingModel) -> bool:
-    """Whether ``model``'s requests/s have an array form: transformers (decoders and
-    encoders) without pipeline stages."""
-    return not isinstance(model.model, GenericModel) and model.pp == 1
+    """Whether ``model`` has an array form: transformers (decoders and encoders), with or
+    without pipeline stages."""
+    return not isinstance(model.model, GenericModel)
 
 
 class GemmStack:
@@ -225,15 +226,38 @@ def total(phase: Phase) -> Array:
     return np.maximum(phase[0], phase[1]) + phase[3] + phase[2]
 
 
-def requests_per_s(sm: ServingModel, batches: Array) -> Array:
-    """:func:`serving.requests_per_s` of one replica without pipeline stages at every batch: a
-    decoder completes ``batch`` requests every ``output_tokens`` iterations (only the decode
-    phase is timed), an encoder ``batch`` per forward pass. (With stages the busiest stage
-    bounds the rate: :func:`supported` leaves those splits to the scalar model.)"""
-    assert sm.pp == 1
-    if sm.decoder:
-        cycle = sm.spec.output_tokens * total(decode(sm, batches))
-    else:
-        cycle = total(encode(sm, batches))
-    rps: Array = batches / cycle
+def stage_s(sm: ServingModel, batches: Array, phase: Phase) -> Array:
+    """:meth:`ServingModel._stage_s` for every element (``phase``: the decode iteration, the
+    forward pass for encoders); 0 without pipeline stages."""
+    model = sm.model
+    if sm.pp <= 1 or not isinstance(model, TransformerModel):
+        return np.zeros_like(batches)
+    rows = batches + batches / sm.out * sm.s if sm.decoder else batches * sm.tokens
+    head_rows = batches if sm.decoder else np.zeros_like(batches)
+    hops = _pipeline(sm, rows)
+    work = total(phase) - sm.fixed_s - sm.per_seq_s * head_rows - hops
+    head = float(model.vocab_size * model.hidden_size)
+    layer = max(0.0, model.params - head) / sm.layers
+    share = (math.ceil(sm.layers / sm.pp) * layer + head) / (sm.layers * layer + head)
+    stage: Array = share * np.maximum(0.0, work) + hops / (sm.pp - 1)
+    return stage
+
+
+def _rates(sm: ServingModel, batches: Array, phase: Phase) -> Array:
+    """:func:`serving.requests_per_s` of one replica at every batch, from the phase it times
+    (the decode iteration; the forward pass for encoders): a decoder completes ``batch``
+    requests every ``output_tokens`` iterations, an encoder ``batch`` per forward pass; with
+    ``pp`` stages ``pp`` micro-batches are in flight, each iteration at least ``pp`` x the
+    busiest stage."""
+    iteration = total(phase)
+    if sm.pp > 1:
+        busiest = sm.pp * stage_s(sm, batches, phase)
+        iteration = np.where(busiest > iteration, busiest, iteration)
+    cycle = sm.spec.output_tokens * iteration if sm.decoder else iteration
+    rps: Array = batches / cycle * sm.pp
     return rps
+
+
+def requests_per_s(sm: ServingModel, batches: Array) -> Array:
+    """:func:`serving.requests_per_s` of one replica at every batch."""
+    return _rates(sm, batches, decode(sm, batches) if sm.decoder else encode(sm, batches))

@@ -10,6 +10,11 @@ against the bytes it moves: its input once (the im2col tile lives on chip), its 
 output. Batch norm, ReLU and residual adds are memory-bound kernels whose bytes are counted from
 the layer's output tensor (PyTorch's eager kernels in training; folded and fused into the
 convolution's epilogue by TensorRT in inference). Every kernel pays the fixed per-kernel cost.
+In inference a layer whose activations for the batch (input, output and the residual it adds)
+fit in the share :data:`constants.L2_RESIDENT_FRACTION` of the GPU's last-level cache moves
+them on chip: only its weights cross DRAM (TensorRT reuses its activation buffers, so a
+consumed tensor is overwritten in the cache, not written back). The cache's own bandwidth is
+not modelled (such a layer is timed at its compute).
 
 Networks without a table (custom generic models, presets not yet tabulated) keep the aggregate
 path: the model's forward FLOPs at the convolution rate against conv input/output bytes derived
@@ -206,6 +211,12 @@ def winograd_factor(layer: Layer, dev: kernels.Device) -> float:
     return c.CNN_WINOGRAD_FLOP_FACTOR
 
 
+def _resident_bytes(layer: Layer, ops: _ConvOps, act_b: float) -> float:
+    """Bytes per sample an inference conv layer keeps live: its input, its output and the
+    residual it adds."""
+    return (ops.in_el + ops.out_el * (2.0 if layer.add else 1.0)) * act_b
+
+
 def _elementwise_passes(layer: Layer, training: bool, recompute: bool) -> float:
     """Passes over the layer's output tensor by its batch norm, residual add and ReLU in one
     training step (forward, backward, and the forward again with recomputation)."""
@@ -265,21 +276,27 @@ class Net:
         # model's lower bounds divide them by the rate
         self.flops = _gemm_flops(layers, training=False,
                                  share=lambda x: winograd_factor(x, dev))
-        # bytes per sample every schedule moves at least: each conv's input and output once
+        # activations kept on chip in inference (0 in training: they are saved for backward)
+        self.l2_bytes = 0.0 if training else dev.l2_bytes * c.L2_RESIDENT_FRACTION
+        # bytes per sample every schedule moves at least: each conv's input and output once,
+        # except layers whose activations fit in the cache at batch 1
         self.floor_bytes = sum(
             (ops.in_el + ops.out_el) * act_b * count
-            for _, count, ops in self.layers if ops is not None)
+            for layer, count, ops in self.layers
+            if ops is not None and _resident_bytes(layer, ops, act_b) > self.l2_bytes)
         fwd_passes = 2.0 if training and recompute else 1.0
         self._fwd_passes = fwd_passes
         # memory-bound seconds per sample outside the GEMMs: pools, and per conv its batch
         # norm / ReLU / residual passes and layout transposes (training) or the shortcut read
         # fused into its epilogue (inference)
         self._pool_s = 0.0
-        convs: list[tuple[float, _ConvOps, float, float]] = []
+        pools: list[tuple[float, float]] = []
+        convs: list[tuple[float, _ConvOps, float, float, float]] = []
         for layer, count, ops in self.layers:
             if ops is None:
                 nbytes = layer.c_in * (layer.size_in**2 + layer.size_out**2) * act_b
                 self._pool_s += count * nbytes * (fwd_passes + 1.0 if training else 1.0)
+                pools.append((count * nbytes / dev.bytes_s, nbytes))
                 continue
             if training:
                 extra = _elementwise_passes(layer, True, recompute) * ops.out_el * act_b
@@ -289,8 +306,10 @@ class Net:
                     extra += self.transpose * gemms * (ops.in_el + ops.out_el) * act_b
             else:
                 extra = ops.out_el * act_b if layer.add else 0.0
-            convs.append((float(count), ops, float(layer.size_out**2), extra))
+            convs.append((float(count), ops, float(layer.size_out**2), extra,
+                          _resident_bytes(layer, ops, act_b)))
         self._pool_s /= dev.bytes_s
+        self._pools = tuple(pools)
         self._convs = tuple(convs)
         self._times: dict[float, Timing] = {}
 
@@ -307,9 +326,16 @@ class Net:
         dev, training, passes = self.dev, self.training, self._fwd_passes
         bytes_s = dev.bytes_s
         compute = 0.0
-        memory = total = b * self._pool_s
-        for count, ops, pixels, extra in self._convs:
+        on_chip = self.l2_bytes
+        if on_chip:
+            memory = total = b * sum(s for s, nbytes in self._pools if b * nbytes > on_chip)
+        else:
+            memory = total = b * self._pool_s
+        for count, ops, pixels, extra, resident in self._convs:
             k0, k1 = ops.fwd.time(b * pixels)
+            if b * resident <= on_chip:
+                # activations on chip: only the weights cross DRAM
+                k1, extra = ops.fwd.weight_s, 0.0
             kt = k0 if k0 > k1 else k1
             if training:
                 k0, k1, kt = passes * k0, passes * k1, passes * kt

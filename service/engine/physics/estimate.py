@@ -92,6 +92,7 @@ def estimate(
     *,
     latency_mode: bool = False,
     memo: Memo | None = None,
+    efficiency: bool = True,
 ) -> Estimate:
     """Estimate ``workload`` on ``gpu_count`` x ``gpu``: memory per GPU, fit, speed, energy.
 
@@ -99,6 +100,9 @@ def estimate(
     ``batch_size`` runs at the throughput-optimal batch (the largest meeting the limits);
     ``latency_mode`` picks the latency-optimal one instead (batch 1, replicas supply the
     throughput). Other kinds ignore it. ``memo``: the caller's memo (see :mod:`cache`).
+    ``efficiency`` False leaves a training estimate's ``parallel_efficiency`` None: it plans
+    every smaller count to find the yardstick, and a ranking, which never reads it, estimates
+    hundreds of counts to list ten (it adds it to those with :func:`with_efficiency`).
     """
     if gpu_count < 1:
         raise ValueError("gpu_count must be >= 1")
@@ -107,8 +111,22 @@ def estimate(
     # jobs too: theirs is a few divisions, but building the Estimate (layout, warnings) costs
     # ~10x a lookup, and a balanced ranking estimates ~200 of them on the seeded catalog.
     key = (workload, gpu, gpu_count, latency_mode)
-    return memo.get("estimate", key,
-                    lambda: _estimate(workload, gpu, gpu_count, latency_mode, memo))
+    est = memo.get("estimate", key,
+                   lambda: _estimate(workload, gpu, gpu_count, latency_mode, memo))
+    return with_efficiency(workload, gpu, est, memo) if efficiency else est
+
+
+def with_efficiency(workload: Workload, gpu: GpuSpec, est: Estimate, memo: Memo | None = None
+                    ) -> Estimate:
+    """``est`` (of ``workload`` on ``gpu``) with its ``parallel_efficiency``: training estimates
+    that fit only; any other is returned as it is."""
+    if workload.kind != "training" or not est.fits or est.samples_per_s is None:
+        return est
+    memo = memo_of(memo)
+    key = (workload, gpu, est.gpu_count, est.samples_per_s)
+    value = memo.get("parallel_efficiency", key, lambda: _training_efficiency(
+        workload, gpu, est.gpu_count, est.samples_per_s or 0.0, memo))
+    return replace(est, parallel_efficiency=value)
 
 
 def _estimate(
@@ -311,8 +329,6 @@ def _estimate_training(
         micro_batch_size=plan.micro_batch,
         gradient_accumulation_steps=plan.accumulation,
         assumptions=_assumptions(c.TRAINING_KEYS),
-        parallel_efficiency=(
-            _training_efficiency(workload, gpu, n, samples_s, memo) if fits else None),
     )
 
 

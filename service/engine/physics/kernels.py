@@ -20,7 +20,7 @@ Units: seconds [s], bytes [B], FLOP, FLOP/s.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.engine import constants as c
 from service.engine.physics import power
@@ -93,6 +93,8 @@ class Device:
     clock_fraction: float
     """Sustained clock of large GEMMs at the precision over the boost clock."""
     tensor: bool
+    l2_bytes: float = 0.0
+    """Last-level on-chip cache [B] (0 = unknown)."""
 
 
 def device(gpu: GpuSpec, rate: PeakRate) -> Device:
@@ -124,7 +126,13 @@ def device(gpu: GpuSpec, rate: PeakRate) -> Device:
         kernel_s=c.KERNEL_OVERHEAD_S,
         clock_fraction=clock,
         tensor=rate.tensor,
+        l2_bytes=(gpu.l2_cache_mb or 0.0) * c.MIB,
     )
+
+
+def replace_l2(dev: Device, l2_bytes: float) -> Device:
+    """``dev`` with another last-level cache size [B] (0: none)."""
+    return replace(dev, l2_bytes=l2_bytes)
 
 
 class GemmShape:

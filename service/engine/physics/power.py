@@ -5,6 +5,11 @@ peak FLOP rate and moves ``B`` DRAM bytes per second::
 
     P(f) = P_static + u x E_flop x R_boost x (f / f_boost) ** alpha + E_byte x B
 
+``B`` is the DRAM traffic of a large GEMM at that rate (its FLOPs over its arithmetic
+intensity, at most the achieved bandwidth), not the memory's full bandwidth: a compute-bound
+operator leaves the memory partly idle, so a part with more bandwidth does not pay for it on
+compute-bound work.
+
 ``P_static`` is a share of the board limit (leakage, fans-off idle, I/O); ``E_flop`` is the
 energy of one FLOP at the boost voltage, scaled by process node and by precision from a
 16-bit tensor FLOP; ``R_boost`` is the unit's peak at the boost clock. Dynamic power is
@@ -81,24 +86,35 @@ def energy_ratio(rate: PeakRate) -> float:
     return c.ENERGY_RATIO_FP64 if p == "fp64" else c.ENERGY_RATIO_VECTOR_FP32
 
 
+def dram_bytes_s(gpu: GpuSpec, flops_s: float, operand_bytes: float) -> float:
+    """DRAM bytes per second [B/s] of a large GEMM running ``flops_s`` on operands of
+    ``operand_bytes`` each: its FLOPs over the intensity of
+    :data:`constants.GEMM_DRAM_FLOP_PER_BYTE_16BIT` (scaled to the operand width), at most
+    the achieved bandwidth. A GEMM right of the ridge point moves fewer bytes than the memory
+    could: the H200 and H100 run the same GEMM at the same rate and move the same bytes,
+    whatever their bandwidths."""
+    intensity = c.GEMM_DRAM_FLOP_PER_BYTE_16BIT * 2.0 / operand_bytes
+    return min(gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW, flops_s / intensity)
+
+
 def clock_ratio(
-    gpu: GpuSpec, peak_tflops: float, ratio: float, utilization: float
+    gpu: GpuSpec, peak_tflops: float, ratio: float, utilization: float,
+    operand_bytes: float = 2.0,
 ) -> float | None:
     """Sustained clock over boost for a compute-bound operator reaching ``utilization`` of a
-    unit whose peak is ``peak_tflops`` at boost and costs ``ratio`` x a 16-bit tensor FLOP;
-    its DRAM traffic is taken at the achieved bandwidth (a compute-bound operator sits at or
-    right of the ridge point: an upper bound of its memory power). None where the node or
-    clocks are unknown."""
+    unit whose peak is ``peak_tflops`` at boost and costs ``ratio`` x a 16-bit tensor FLOP,
+    on operands of ``operand_bytes``; its DRAM traffic is a large GEMM's at the boost rate
+    (:func:`dram_bytes_s`: an upper bound of its memory power at the clock it holds). None
+    where the node or clocks are unknown."""
     node = node_energy_factor(gpu)
     boost, base = gpu.boost_clock_mhz, gpu.base_clock_mhz
     if node is None or not boost or boost <= 0 or not gpu.tdp_w:
         return None
     floor = min(base, boost) / boost if base else c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
     static_w = c.STATIC_POWER_FRACTION * gpu.tdp_w
-    memory_w = (gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW
-                * c.DRAM_ENERGY_PJ_PER_BYTE * _PJ)
-    dynamic_at_boost_w = (utilization * peak_tflops * 1e12
-                          * c.TENSOR16_ENERGY_PJ_4N * node * ratio * _PJ)
+    flops_s = utilization * peak_tflops * 1e12
+    memory_w = dram_bytes_s(gpu, flops_s, operand_bytes) * c.DRAM_ENERGY_PJ_PER_BYTE * _PJ
+    dynamic_at_boost_w = flops_s * c.TENSOR16_ENERGY_PJ_4N * node * ratio * _PJ
     budget_w = gpu.tdp_w - static_w - memory_w
     if dynamic_at_boost_w <= budget_w:
         return 1.0
@@ -117,7 +133,8 @@ def sustained_peak_share(gpu: GpuSpec, rate: PeakRate, utilization: float) -> fl
     if quoted is None or not boost:
         return c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
     peak_at_boost = rate.tflops * boost / quoted
-    held = clock_ratio(gpu, peak_at_boost, energy_ratio(rate), utilization)
+    held = clock_ratio(gpu, peak_at_boost, energy_ratio(rate), utilization,
+                       c.BYTES_PER_ELEMENT[rate.precision_used])
     if held is None:
         return c.SUSTAINED_CLOCK_FRACTION_UNKNOWN
     return held * boost / quoted

@@ -120,14 +120,17 @@ class MicroStep:
         self._memo: dict[tuple[int, int], tuple[float, float, float]] = {}
         self._ops: dict[int, LayerOps] = {}
         self._net: cnn.Net | cnn.Aggregate | None = None
+        self._shape = step_shape(workload)
 
     def time(self, micro: int, tp: int) -> tuple[float, float, float]:
         """(compute_s, memory_s, total_s) of one micro-step: floats, kept in the shared cache
-        (every GPU count and request with the same micro-batch and TP asks again)."""
+        under the step's shape (:func:`step_shape`), not the workload: every GPU count, and
+        every request training the same model at the same sequence length and precision,
+        asks again whatever its batch, token count or objective."""
         key = (micro, tp)
         found = self._memo.get(key)
         if found is None:
-            shared = (self.workload, self.dev, self.recompute, micro, tp)
+            shared = (self._shape, self.dev, self.recompute, micro, tp)
             found = self.memo.get("training_micro_step", shared,
                                   lambda: self._time(micro, tp))
             self._memo[key] = found
@@ -178,6 +181,19 @@ class MicroStep:
                                           training=True, recompute=self.recompute,
                                           memory_format=spec.memory_format)
         return net.time(micro)
+
+
+def step_shape(workload: Workload) -> tuple[object, ...]:
+    """What one micro-step's time depends on besides the device, recomputation, micro-batch
+    and TP: the model, the precision (activation bytes), and for transformers the sequence
+    length and flash attention, for CNNs the memory format (:meth:`MicroStep._time` reads
+    nothing else of the workload)."""
+    spec = workload.training
+    assert spec is not None
+    model = workload.model
+    if isinstance(model, TransformerModel):
+        return (model, workload.precision, splits.seq_len(spec, model), spec.flash_attention)
+    return (model, workload.precision, spec.memory_format)
 
 
 def training_device(
