@@ -231,7 +231,7 @@ class PriceChange(_Response):
     gpu_slug: str | None = None
     provider: str | None = None
     changed_at: datetime
-    changed_by: str
+    changed_by: str | None = None
     old_price_usd_per_hour: float | None
     new_price_usd_per_hour: float | None
     old_purchase_price_usd: float | None

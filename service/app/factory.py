@@ -28,6 +28,7 @@ from service.http.guards import (
     HeaderLimitMiddleware,
     MergeConditionalHeadersMiddleware,
 )
+from service.http.headers import HeadAsGetMiddleware, ResponseHeadersMiddleware
 from service.http.health import router as health_router
 from service.http.observability import (
     BodySizeLimitMiddleware,
@@ -35,6 +36,7 @@ from service.http.observability import (
     Metrics,
     ObservabilityMiddleware,
     configure_logging,
+    mark_worker_exit,
 )
 from service.quotes.routes import router as quotes_router
 from service.web.routes import install_pages
@@ -113,6 +115,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
         yield
         app.state.metrics.gc_pauses.stop()
         app.state.caches.clear()  # a stopped app keeps no snapshots alive
+        mark_worker_exit()
 
     app = FastAPI(
         title="gpu-advisor",
@@ -129,7 +132,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.state.engine = engine
     app.state.caches = AppCaches()
     app.state.metrics = Metrics()
-    app.state.metrics.registry.register(CacheCollector(app.state.caches.engine.stats))
+    app.state.metrics.register_process_collector(CacheCollector(app.state.caches.engine.stats))
     install_error_handlers(app)
     _document_422_as_problem(app)
     _document_roles(app)
@@ -152,7 +155,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes,
                        path_limits={"/v1/quotes/import": settings.max_import_bytes})
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
+    app.add_middleware(ResponseHeadersMiddleware)
     return app
 
 

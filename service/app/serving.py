@@ -97,6 +97,7 @@ def _reply_431(max_bytes: int) -> bytes:
     return (b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
             b"content-type: " + PROBLEM_JSON.encode() + b"\r\n"
             b"content-length: " + str(len(body)).encode() + b"\r\n"
+            b"x-content-type-options: nosniff\r\n"
             b"connection: close\r\n\r\n" + body)
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, Table, cast, func, or_, update
+from sqlalchemy import Table, func, update
 from sqlmodel import Session, col, select
 
 from service.catalog.models import (
@@ -27,7 +27,7 @@ from service.core.errors import (
 )
 from service.core.snapshots import SnapshotCache, database_key, table_fingerprint
 from service.core.tables import lock_row
-from service.core.text import is_clean
+from service.core.text import fold, is_clean
 from service.core.times import utcnow
 from service.engine.types import GpuSpec
 from service.http.etags import EntityTags, check_version
@@ -70,21 +70,29 @@ def list_gpus(
     if precision:
         stmt = stmt.where(getattr(Gpu, PRECISION_COLUMN[precision]).is_not(None))
     if q:
-        text = q.lower()  # autoescape: '%' and '_' in the query match themselves
-        stmt = stmt.where(
-            or_(
-                func.lower(Gpu.slug).contains(text, autoescape=True),
-                func.lower(Gpu.name).contains(text, autoescape=True),
-                func.lower(Gpu.architecture).contains(text, autoescape=True),
-                func.lower(cast(Gpu.aliases, String)).contains(text, autoescape=True),
-            )
-        )
+        stmt = stmt.where(col(Gpu.id).in_(_matching_ids(session, q)))
     total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     descending = sort.startswith("-")
     column = getattr(Gpu, sort.lstrip("-"))
     order = column.desc().nulls_last() if descending else column.asc().nulls_last()
     rows = session.exec(stmt.order_by(order, col(Gpu.slug)).limit(limit).offset(offset)).all()
     return list(rows), int(total)
+
+
+def _matching_ids(session: Session, q: str) -> list[int]:
+    """Ids of the GPUs whose slug, name, architecture or one of whose aliases contains ``q``,
+    compared folded (:func:`~service.core.text.fold`: case- and accent-insensitive).
+
+    Matched here, not in SQL: the databases disagree on case-folding beyond ASCII (SQLite's
+    lower() leaves "É" alone), neither strips accents without an extension, and the aliases
+    are a JSON column whose text (brackets, quotes, commas) must not match ("[" matched every
+    GPU). The catalog is small (thousands of rows at most); the four text columns are read."""
+    needle = fold(q)
+    rows = session.execute(
+        select(Gpu.id, Gpu.slug, Gpu.name, Gpu.architecture, Gpu.aliases)  # type: ignore[call-overload]
+    ).all()
+    return [gid for gid, slug, name, architecture, aliases in rows
+            if any(needle in fold(t) for t in (slug, name, architecture or "", *(aliases or ())))]
 
 
 def create_gpu(session: Session, *, data: GpuCreate) -> Gpu:

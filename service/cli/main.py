@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import get_args
 
@@ -43,6 +45,34 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # Before anything creates a metric: every worker of this server writes its metrics to a
+    # directory of this server's own, so /metrics answers the server's totals whichever worker
+    # is asked (service/http/observability.py). Created here and removed when serving ends.
+    metrics_dir = _metrics_dir()
+    try:
+        return _serve(args)
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _metrics_dir() -> str:
+    """A new, empty multiprocess metrics directory (under $PROMETHEUS_MULTIPROC_DIR when the
+    environment names one, e.g. a volume, else the system's temporary directory), exported to
+    the workers as PROMETHEUS_MULTIPROC_DIR."""
+    from service.http.observability import MULTIPROC_ENV
+
+    parent = os.environ.get(MULTIPROC_ENV) or None
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="gpu-advisor-metrics-", dir=parent)
+    os.environ[MULTIPROC_ENV] = path
+    values = sys.modules.get("prometheus_client.values")
+    if values is not None:  # imported before the variable was set: pick the file-backed values
+        values.ValueClass = values.get_value_class()  # type: ignore[attr-defined]
+    return path
+
+
+def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.app.seeding import seed

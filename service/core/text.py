@@ -10,11 +10,17 @@ no name, filter, note or source has a use for C0 control characters, and an unpa
 - path ids: :func:`is_clean` false -> 404, as no row can have such an id.
 
 Tab, line feed and carriage return stay allowed (free text such as notes has lines).
+
+Every accepted string is also normalized to Unicode NFC (:func:`nfc`): "Zürich" typed as
+``u`` + combining diaeresis (NFD, as macOS file names and some keyboards produce it) and as the
+precomposed ``ü`` are the same text, so they must be one region, one provider, one unique key,
+and one filter value; without this they became two quotes.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator
@@ -33,19 +39,35 @@ def is_clean(value: str) -> bool:
     return _FORBIDDEN.search(value) is None
 
 
+def nfc(value: str) -> str:
+    """``value`` in Unicode normalization form C (composed); the same object when it already is
+    (every ASCII string is)."""
+    return value if unicodedata.is_normalized("NFC", value) else unicodedata.normalize("NFC", value)
+
+
+def fold(value: str) -> str:
+    """``value`` for free-text matching: case-folded, compatibility-decomposed (NFKD) and
+    without combining marks, so "tés", "TES" and "Tésla"'s "Tés" all read "tes"."""
+    decomposed = unicodedata.normalize("NFKD", value.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def check_text(value: T) -> T:
-    """``value`` unchanged, or a validation error when a string in it (also inside lists and
-    dicts, keys included) has a forbidden character."""
+    """``value`` with every string in it (also inside lists and dicts, keys included) in NFC,
+    or a validation error when one has a forbidden character."""
     if isinstance(value, str):
         if not is_clean(value):
             raise PydanticCustomError(ERROR_TYPE, MESSAGE)
-    elif isinstance(value, list | tuple | set | frozenset):
+        return nfc(value)  # type: ignore[return-value]
+    if type(value) in (list, tuple, set, frozenset):
+        return type(value)(check_text(item) for item in value)  # type: ignore[attr-defined,call-arg]
+    if isinstance(value, list | tuple | set | frozenset):  # a subclass (named tuple): checked
         for item in value:
             check_text(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            check_text(key)
-            check_text(item)
+        return value
+    if isinstance(value, dict):
+        return {check_text(key): check_text(item)  # type: ignore[return-value]
+                for key, item in value.items()}
     return value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -57,7 +57,9 @@ async def readyz(request: Request) -> Health:
                **responses(401)},
 )
 def metrics(request: Request, _: MetricsReaderDep) -> Response:
-    """Request counts and latency histograms per route, recommendation compute time. Needs a
-    key unless GPU_ADVISOR_METRICS_PUBLIC (unset: GPU_ADVISOR_PUBLIC_READS) is true."""
-    body = generate_latest(request.app.state.metrics.registry)
+    """Request counts and latency histograms per route, recommendation compute time: the whole
+    server's (every worker's, under `gpu-advisor serve`), so consecutive scrapes agree; the
+    engine cache gauges are the answering worker's. Needs a key unless
+    GPU_ADVISOR_METRICS_PUBLIC (unset: GPU_ADVISOR_PUBLIC_READS) is true."""
+    body = request.app.state.metrics.exposition()
     return Response(body, media_type=CONTENT_TYPE_LATEST)

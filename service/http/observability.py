@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -12,7 +13,14 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.exceptions import HTTPException
@@ -30,8 +38,21 @@ heap); issue 25's target is a p99 under 10 ms, so the buckets are fine below it.
 GENERATIONS = ("0", "1", "2")
 
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+"""prometheus_client's multiprocess mode: set (by ``gpu-advisor serve``, to a directory of its
+own) before the metrics are created, every process writes its counters and histograms to
+memory-mapped files there, and a scrape of any worker adds up the files of all of them."""
+
+
+def multiprocess_dir() -> str | None:
+    """The multiprocess metrics directory when this process runs in that mode, else None."""
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
 class Metrics:
-    """One registry per app, so several apps (tests) never collide."""
+    """One registry per app, so several apps (tests) never collide. Under ``gpu-advisor
+    serve`` (multiprocess mode, :data:`MULTIPROC_ENV`) the same metrics write to that
+    directory's files, and :meth:`exposition` reads back the sum over every worker."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -58,7 +79,35 @@ class Metrics:
             "Longest garbage-collector pause since the process began serving, by generation",
             ["generation"], multiprocess_mode="max", registry=self.registry,
         )
+        self._process_collectors: list[Collector] = []
         self.gc_pauses = GcPauses(self)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of these metrics: the server's totals over all its workers in
+        multiprocess mode (counters of exited workers included, so totals never go back),
+        plus this process's own collectors (the engine cache gauges)."""
+        path = multiprocess_dir()
+        if path is None:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=path)  # type: ignore[no-untyped-call]
+        # the metric families above come from the files; the custom collectors from here
+        for collector in self._process_collectors:
+            merged.register(collector)
+        return generate_latest(merged)
+
+    def register_process_collector(self, collector: Collector) -> None:
+        """A collector of this process's state (computed at scrape time, not added up)."""
+        self._process_collectors.append(collector)
+        self.registry.register(collector)
+
+
+def mark_worker_exit() -> None:
+    """Multiprocess bookkeeping when a worker stops (prometheus_client drops its live gauges;
+    its counters stay, as a Prometheus counter must not go back)."""
+    path = multiprocess_dir()
+    if path is not None and os.path.isdir(path):
+        multiprocess.mark_process_dead(os.getpid(), path)  # type: ignore[no-untyped-call]
 
 
 class GcPauses:

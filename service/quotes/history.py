@@ -45,9 +45,11 @@ def has_history(session: Session, *, quote_id: int) -> bool:
 def list_price_history(
     session: Session, *, quote_id: int | None = None, limit: int, offset: int,
     gpu_slug: str | None = None, provider: str | None = None, event: str | None = None,
+    show_names: bool = True,
 ) -> tuple[list[PriceChangePublic], int]:
     """Oldest change first, so prices read in the order they moved; of one quote, or of all
-    (deleted quotes included) filtered by GPU, provider and event."""
+    (deleted quotes included) filtered by GPU, provider and event. ``show_names`` false (a
+    caller who is not an admin): ``changed_by`` is null."""
     where: list[Any] = []
     if quote_id is not None:
         where.append(QuotePriceChange.quote_id == quote_id)
@@ -67,6 +69,7 @@ def list_price_history(
         PriceChangePublic.model_validate({
             **r.model_dump(), "changed_at": as_utc(r.changed_at),
             "old_captured_at": as_utc(r.old_captured_at) if r.old_captured_at else None,
+            "changed_by": r.changed_by if show_names else None,
         })
         for r in rows
     ]

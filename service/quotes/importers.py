@@ -31,6 +31,7 @@ SkyPilot rules (catalog schema v7; see tests/data/skypilot/README.md for the qui
 from __future__ import annotations
 
 import ast
+import codecs
 import csv
 import io
 import json
@@ -39,12 +40,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
 from service.core.text import MESSAGE as CONTROL_CHARS_MESSAGE
-from service.core.text import control_char_errors
+from service.core.text import control_char_errors, nfc
 from service.quotes.models import MAX_HOURLY_USD, QuoteCreate
 
 MEMORY_TOLERANCE = 0.12
@@ -90,7 +91,7 @@ class CatalogGpu:
     aliases: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ParsedQuote:
     row: int
     gpu_slug: str
@@ -297,6 +298,38 @@ def decode(body: bytes) -> str:
                                 [("body", f"not UTF-8 at byte {exc.start}")]) from exc
 
 
+UTF8_CHUNK_BYTES = 1 << 20
+
+
+def check_utf8(stream: IO[bytes]) -> None:
+    """Raise ImportFormatError naming the first byte that is not UTF-8, reading ``stream`` (a
+    seekable binary file) a chunk at a time; leaves it at the start."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    stream.seek(0)
+    try:
+        while chunk := stream.read(UTF8_CHUNK_BYTES):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise ImportFormatError("The file is not UTF-8 text", [
+                    ("body", f"not UTF-8 at byte {offset + exc.start}")]) from exc
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError("The file is not UTF-8 text", [
+                ("body", f"not UTF-8 at byte {offset + exc.start}")]) from exc
+    finally:
+        stream.seek(0)
+
+
+def _lines(source: str | IO[str]) -> IO[str]:
+    """Lines of a CSV as the csv module wants them (newline=""): of a string, or of a text
+    stream read as the parser goes (a file of any size is never held whole)."""
+    return io.StringIO(source, newline="") if isinstance(source, str) else source
+
+
 _CSV_SEPARATORS = re.compile(r'[",]')
 MAX_SEPARATORS_SCANNED = 100_000
 
@@ -317,14 +350,14 @@ def _long_field(raw: str, limit: int) -> int | None:
     return index if len(raw) - start > limit else None
 
 
-def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_records(text: str | IO[str]) -> Iterator[tuple[int, list[str]]]:
     """(row, values) of each CSV record, the header being row 1. A record the csv module
     refuses (a field over its 131,072-character limit) is an ImportFormatError naming the row
     and, when it can be found, the column."""
     pending: list[str] = []  # the lines of the record being read
 
     def lines() -> Iterator[str]:
-        for line in io.StringIO(text, newline=""):
+        for line in _lines(text):
             pending.append(line)
             yield line
 
@@ -356,12 +389,21 @@ def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
         yield n, values
 
 
-def _csv_rows(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def _csv_rows(text: str | IO[str]) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     records = _csv_records(text)
     first = next(records, None)
-    header = [h.strip() for h in first[1]] if first else []
+    header = [nfc(h.strip()) for h in first[1]] if first else []
     if not header or not any(header):
         raise ImportFormatError("The file is empty", [("body", "no header row")])
+    seen: dict[str, int] = {}
+    duplicates: list[tuple[str, str]] = []
+    for index, name in enumerate(header, start=1):
+        if name and name in seen:  # one value would silently win over the other
+            duplicates.append((f"header.{name}", f"column '{name}' appears more than once "
+                                                 f"(columns {seen[name]} and {index})"))
+        seen.setdefault(name, index)
+    if duplicates:
+        raise ImportFormatError("The CSV header repeats a column", duplicates)
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
         width = len(header)
@@ -417,7 +459,8 @@ def _lower_min(a: float | None, b: float | None) -> float | None:
     return min(a, b)
 
 
-def parse_skypilot(text: str, *, provider: str, matcher: GpuMatcher) -> ParseResult:
+def parse_skypilot(text: str | IO[str], *, provider: str, matcher: GpuMatcher) -> ParseResult:
+    """A SkyPilot catalog CSV (a string, or a text stream read row by row)."""
     header, rows = _csv_rows(text)
     missing = [c for c in SKYPILOT_REQUIRED if c not in header]
     if missing:
@@ -440,10 +483,11 @@ def parse_skypilot(text: str, *, provider: str, matcher: GpuMatcher) -> ParseRes
             continue
         price = _number(rec.get("Price", ""), n, "Price", errors, maximum=MAX_HOURLY_USD)
         spot = _number(rec.get("SpotPrice", ""), n, "SpotPrice", errors, maximum=MAX_HOURLY_USD)
-        name = rec.get("AcceleratorName", "").strip()
-        inst = rec.get("InstanceType", "").strip()
-        region = rec.get("Region", "").strip()
-        zone = rec.get("AvailabilityZone", "").strip()
+        # NFC, as every identifier written through the API (service/core/text.py)
+        name = nfc(rec.get("AcceleratorName", "").strip())
+        inst = nfc(rec.get("InstanceType", "").strip())
+        region = nfc(rec.get("Region", "").strip())
+        zone = nfc(rec.get("AvailabilityZone", "").strip())
         if not name:
             if inst and region:
                 vcpus = _number(rec.get("vCPUs", ""), n, "vCPUs", errors) or 0.0
@@ -539,39 +583,26 @@ def _host_order(h: _Host) -> tuple[float, float, str]:
 # --- generic -------------------------------------------------------------------------------
 
 def parse_generic(
-    text: str, *, is_json: bool, provider: str | None, captured_at: datetime, source: str,
+    text: str | IO[str], *, is_json: bool, provider: str | None, captured_at: datetime, source: str,
     known_slugs: set[str], observed_at: date | None = None,
 ) -> ParseResult:
-    """Our own quote fields: a CSV with service/data/quotes.csv's header or a JSON list of
-    QuoteCreate objects. A row without captured_at / source gets the import's; one without
-    observed_at gets the import's ``observed_at`` when given, else its captured_at's date."""
-    records: list[tuple[int, dict[str, Any]]]
+    """Our own quote fields: a CSV with service/data/quotes.csv's header (read row by row from
+    a text stream) or a JSON list of QuoteCreate objects (read whole). A row without
+    captured_at / source gets the import's; one without observed_at gets the import's
+    ``observed_at`` when given, else its captured_at's date."""
+    records: Iterable[tuple[int, dict[str, Any]]]
     if is_json:
-        try:
-            data = json.loads(text, parse_int=_json_int)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError("Invalid JSON", [("body", exc.msg)]) from exc
-        except RecursionError as exc:
-            raise ImportFormatError("Invalid JSON",
-                                    [("body", "nested too deeply")]) from exc
-        if not isinstance(data, list):
-            raise ImportFormatError("Expected a JSON list of quotes",
-                                    [("body", "must be a list")])
-        records = []
-        for i, item in enumerate(data, start=1):
-            if not isinstance(item, dict):
-                raise ImportFormatError("Expected a JSON list of quotes",
-                                        [(f"row {i}", "must be an object")])
-            records.append((i, item))
+        records = _json_records(io.StringIO(text) if isinstance(text, str) else text)
     else:
         _, rows = _csv_rows(text)
-        records = [(n, {k: v.strip() for k, v in rec.items() if k and v.strip() != ""})
-                   for n, rec in rows]
+        records = ((n, {k: v.strip() for k, v in rec.items() if k and v.strip() != ""})
+                   for n, rec in rows)
     errors = _Errors()
-    result = ParseResult(rows_read=len(records))
+    result = ParseResult()
     seen: dict[tuple[str, str, str, str], int] = {}
     wanted = provider.lower() if provider else None
     for n, rec in records:
+        result.rows_read += 1
         defaults: dict[str, Any] = {"captured_at": captured_at, "source": source}
         if observed_at is not None:
             defaults["observed_at"] = observed_at
@@ -608,6 +639,84 @@ def parse_generic(
     return result
 
 
+JSON_CHUNK_CHARS = 1 << 16
+_WHITESPACE = " \t\n\r"
+
+
+def _json_records(stream: IO[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row, object) of a JSON list of objects, decoded one item at a time from ``stream``
+    (the list is never held whole: a 60 MB file is ~180,000 dicts). Errors as json.loads
+    would give them: "Invalid JSON" naming the decoder's message, "must be a list", and
+    "row N: must be an object"."""
+    decoder = json.JSONDecoder(parse_int=_json_int)
+    buf, pos, eof = "", 0, False
+
+    def more() -> bool:
+        nonlocal buf, pos, eof
+        if eof:
+            return False
+        chunk = stream.read(max(JSON_CHUNK_CHARS, len(buf) - pos))  # doubles for long items
+        eof = not chunk
+        buf, pos = buf[pos:] + chunk, 0
+        return not eof
+
+    def next_char() -> str:
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in _WHITESPACE:
+                pos += 1
+            if pos < len(buf):
+                return buf[pos]
+            if not more():
+                return ""
+
+    def invalid(message: str) -> ImportFormatError:
+        return ImportFormatError("Invalid JSON", [("body", message)])
+
+    first = next_char()
+    if first != "[":
+        # not a list (or not JSON): read it whole for json.loads's own error or a 422 "list"
+        rest = buf[pos:] + stream.read()
+        try:
+            json.loads(rest, parse_int=_json_int)
+        except json.JSONDecodeError as exc:
+            raise invalid(exc.msg) from exc
+        except RecursionError as exc:
+            raise invalid("nested too deeply") from exc
+        raise ImportFormatError("Expected a JSON list of quotes", [("body", "must be a list")])
+    pos += 1
+    row = 0
+    if next_char() == "]":
+        pos += 1
+    else:
+        while True:
+            while True:
+                try:
+                    item, end = decoder.raw_decode(buf, pos)
+                    break
+                except json.JSONDecodeError as exc:
+                    if not more():  # the item ends past the buffer, or is invalid
+                        raise invalid(exc.msg) from exc
+                except RecursionError as exc:
+                    raise invalid("nested too deeply") from exc
+            pos = end
+            row += 1
+            if not isinstance(item, dict):
+                raise ImportFormatError("Expected a JSON list of quotes",
+                                        [(f"row {row}", "must be an object")])
+            yield row, item
+            sep = next_char()
+            pos += 1
+            if sep == "]":
+                break
+            if sep != ",":
+                raise invalid("Expecting ',' delimiter" if sep else "Expecting value")
+            if next_char() in ("]", ""):
+                raise invalid("Expecting value")
+    if next_char():
+        raise invalid("Extra data")
+
+
 def _json_int(text: str) -> int | float:
     """A JSON integer; past MAX_JSON_INT_DIGITS a float (inf), which validation rejects."""
     return int(text) if len(text) <= MAX_JSON_INT_DIGITS else float(text)
@@ -616,7 +725,10 @@ def _json_int(text: str) -> int | float:
 _JSON_START = re.compile(r"^\s*[\[{]")
 
 
-def looks_like_json(text: str, content_type: str | None) -> bool:
+def looks_like_json(text: str | bytes, content_type: str | None) -> bool:
+    """By the content type, else by the first non-blank character (``text``: the file's start)."""
     if content_type and "json" in content_type.lower():
         return True
+    if isinstance(text, bytes):
+        text = text[:64].decode("utf-8-sig", errors="ignore")
     return bool(_JSON_START.match(text[:64]))

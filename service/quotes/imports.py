@@ -7,12 +7,14 @@ the transaction (SessionDep commits on success, rolls back on any error).
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import Table, bindparam, insert, update
 from sqlalchemy import select as core_select
@@ -28,7 +30,9 @@ from service.quotes.importers import (
     ImportFormatError,
     ParsedQuote,
     ParseResult,
-    decode,
+    Skipped,
+    Unmatched,
+    check_utf8,
     looks_like_json,
     parse_generic,
     parse_skypilot,
@@ -92,20 +96,31 @@ def catalog_gpus(session: Session) -> list[CatalogGpu]:
 
 
 def parse_file(
-    session: Session, *, body: bytes, content_type: str | None, fmt: ImportFormat,
+    session: Session, *, body: bytes | IO[bytes], content_type: str | None, fmt: ImportFormat,
     provider: str | None, source: str, captured_at: datetime, observed_at: date | None = None,
 ) -> ParseResult:
+    """Parse ``body`` (bytes, or a seekable binary file such as the route's spooled upload).
+    A CSV is read row by row from the file: memory grows with the quotes it yields, not with
+    the file's size (a JSON file is read whole)."""
+    stream = io.BytesIO(body) if isinstance(body, bytes) else body
     try:
-        text = decode(body)
+        check_utf8(stream)
         gpus = catalog_gpus(session)
-        if fmt == "skypilot":
-            if not provider:
-                raise ImportFormatError("provider is required for format=skypilot",
-                                        [("query.provider", "required for skypilot files")])
-            return parse_skypilot(text, provider=provider, matcher=GpuMatcher(gpus))
-        return parse_generic(text, is_json=looks_like_json(text, content_type),
-                             provider=provider, captured_at=captured_at, source=source,
-                             known_slugs={g.slug for g in gpus}, observed_at=observed_at)
+        if fmt == "skypilot" and not provider:
+            raise ImportFormatError("provider is required for format=skypilot",
+                                    [("query.provider", "required for skypilot files")])
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+        try:
+            if fmt == "skypilot":
+                assert provider is not None
+                return parse_skypilot(text, provider=provider, matcher=GpuMatcher(gpus))
+            is_json = looks_like_json(stream.read(64), content_type)
+            stream.seek(0)
+            return parse_generic(text, is_json=is_json, provider=provider,
+                                 captured_at=captured_at, source=source,
+                                 known_slugs={g.slug for g in gpus}, observed_at=observed_at)
+        finally:
+            text.detach()  # the caller owns (and closes) the file
     except ImportFormatError as exc:
         raise Unprocessable(str(exc), errors=[field_error(f, m) for f, m in exc.errors]) from exc
 
@@ -154,18 +169,19 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
            captured_at: datetime, observed_at: date, source: str) -> None:
     conn = session.connection()
     c = QUOTES.c
-    # the file has no network columns: each row gets its instance family's sourced default
-    rows = [fill_network({
-        "gpu_slug": q.gpu_slug, "provider": q.provider, "region": q.region,
-        "instance_type": q.instance_type, "gpu_count": q.gpu_count, "pricing": q.pricing,
-        "price_usd_per_hour": q.price_usd_per_hour, "purchase_price_usd": q.purchase_price_usd,
-        "source": q.source if q.captured_at else source,
-        "captured_at": q.captured_at or captured_at, "valid_until": q.valid_until,
-        "observed_at": q.observed_at or observed_at, "version": 1, "created_at": now,
-        "updated_at": now,
-    }) for q in plan.inserts]
-    for chunk in _chunks(rows):
-        conn.execute(insert(QUOTES), list(chunk))
+    # the file has no network columns: each row gets its instance family's sourced default;
+    # the rows are built a chunk at a time (a dict per quote for the whole file is ~1 KB each)
+    for chunk in _chunks(plan.inserts):
+        conn.execute(insert(QUOTES), [fill_network({
+            "gpu_slug": q.gpu_slug, "provider": q.provider, "region": q.region,
+            "instance_type": q.instance_type, "gpu_count": q.gpu_count, "pricing": q.pricing,
+            "price_usd_per_hour": q.price_usd_per_hour,
+            "purchase_price_usd": q.purchase_price_usd,
+            "source": q.source if q.captured_at else source,
+            "captured_at": q.captured_at or captured_at, "valid_until": q.valid_until,
+            "observed_at": q.observed_at or observed_at, "version": 1, "created_at": now,
+            "updated_at": now,
+        }) for q in chunk])
 
     set_price = update(QUOTES).where(c.id == bindparam("b_id")).values({
         c.gpu_slug: bindparam("b_gpu_slug"), c.gpu_count: bindparam("b_gpu_count"),
@@ -210,7 +226,7 @@ def _apply(session: Session, plan: _Plan, *, import_id: int, who: str, now: date
 
 
 def run_import(
-    session: Session, *, body: bytes, content_type: str | None, fmt: ImportFormat,
+    session: Session, *, body: bytes | IO[bytes], content_type: str | None, fmt: ImportFormat,
     provider: str | None, dry_run: bool, source: str, captured_at: datetime | None, who: str,
     observed_at: date | None = None,
 ) -> ImportResult:
@@ -218,6 +234,84 @@ def run_import(
 
     ``observed_at``: the day the file's prices were observed, for rows without their own
     (a SkyPilot catalog has no date column); default the UTC date of ``captured_at``."""
+    return import_file(session, body=body, content_type=content_type, fmt=fmt,
+                       provider=provider, dry_run=dry_run, source=source,
+                       captured_at=captured_at, who=who, observed_at=observed_at).result()
+
+
+@dataclass
+class ImportOutcome:
+    """What an import did: its figures, and the parsed quotes and plan its lists are made of,
+    as :meth:`result` (an ImportResult) or :meth:`json_chunks` (the same JSON, streamed)."""
+
+    summary: dict[str, Any]
+    parsed: ParseResult
+    plan: _Plan
+
+    def _lists(self) -> dict[str, tuple[Sequence[Any], Any]]:
+        return {"added_quotes": (self.plan.inserts, _added),
+                "updated": (self.plan.updates, _updated),
+                "skipped": (self.parsed.skipped, _skipped),
+                "unmatched": (self.parsed.unmatched, _unmatched)}
+
+    def result(self) -> ImportResult:
+        return ImportResult.model_validate({**self.summary, **{
+            name: [build(item) for item in items]
+            for name, (items, build) in self._lists().items()}})
+
+    def json_chunks(self) -> Iterator[bytes]:
+        """The JSON of :meth:`result`, a chunk of list items at a time: a 60 MB file's answer
+        (tens of MB) is never held whole, nor as one model per listed quote."""
+        lists = self._lists()
+        scalars = ImportResult.model_validate(
+            {**self.summary, **{name: [] for name in lists}}).model_dump(mode="json")
+        yield b"{"
+        for i, name in enumerate(ImportResult.model_fields):
+            yield (b"," if i else b"") + json.dumps(name).encode() + b":"
+            if name not in lists:
+                yield json.dumps(scalars[name]).encode()
+                continue
+            items, build = lists[name]
+            yield b"["
+            for k, chunk in enumerate(_chunks(items)):
+                yield (b"," if k else b"") + b",".join(
+                    build(item).model_dump_json().encode() for item in chunk)
+            yield b"]"
+        yield b"}"
+
+
+def _added(q: ParsedQuote) -> AddedQuote:
+    return AddedQuote(
+        row=q.row, gpu_slug=q.gpu_slug, region=q.region, instance_type=q.instance_type,
+        gpu_count=q.gpu_count, pricing=q.pricing, price_usd_per_hour=q.price_usd_per_hour,
+        purchase_price_usd=q.purchase_price_usd)
+
+
+def _updated(pair: tuple[_Existing, ParsedQuote]) -> UpdatedQuote:
+    old, q = pair
+    return UpdatedQuote(
+        quote_id=old.id, gpu_slug=q.gpu_slug, region=q.region,
+        instance_type=q.instance_type, pricing=q.pricing,
+        old_price_usd_per_hour=old.price_usd_per_hour,
+        new_price_usd_per_hour=q.price_usd_per_hour, old_gpu_slug=old.gpu_slug,
+        old_gpu_count=old.gpu_count, gpu_count=q.gpu_count)
+
+
+def _skipped(s: Skipped) -> SkippedRow:
+    return SkippedRow(row=s.row, reason=s.reason)
+
+
+def _unmatched(u: Unmatched) -> UnmatchedRow:
+    return UnmatchedRow(row=u.row, accelerator_name=u.accelerator_name,
+                        instance_type=u.instance_type, reason=u.reason)
+
+
+def import_file(
+    session: Session, *, body: bytes | IO[bytes], content_type: str | None, fmt: ImportFormat,
+    provider: str | None, dry_run: bool, source: str, captured_at: datetime | None, who: str,
+    observed_at: date | None = None,
+) -> ImportOutcome:
+    """:func:`run_import`, answering an :class:`ImportOutcome`."""
     start = time.perf_counter()
     now = utcnow()
     captured = as_utc(captured_at) if captured_at else now
@@ -231,6 +325,7 @@ def run_import(
                         observed_at=observed_at)
     existing = _existing(session, {q.provider for q in parsed.quotes})
     plan = _plan(parsed.quotes, existing, captured, observed)
+    del existing
     import_id: int | None = None
     record: QuoteImport | None = None
     if not dry_run:
@@ -256,37 +351,25 @@ def run_import(
         session.add(record)
         session.flush()
         session.expire_all()  # the bulk statements bypassed the identity map
-    return ImportResult(
-        import_id=import_id, dry_run=dry_run, provider=provider, format=fmt,
-        captured_at=captured, observed_at=observed, rows_read=parsed.rows_read,
-        quotes_in_file=len(parsed.quotes),
-        added=len(plan.inserts),
-        added_quotes=[AddedQuote(
-            row=q.row, gpu_slug=q.gpu_slug, region=q.region, instance_type=q.instance_type,
-            gpu_count=q.gpu_count, pricing=q.pricing, price_usd_per_hour=q.price_usd_per_hour,
-            purchase_price_usd=q.purchase_price_usd) for q in plan.inserts],
-        updated=[UpdatedQuote(
-            quote_id=old.id, gpu_slug=q.gpu_slug, region=q.region,
-            instance_type=q.instance_type, pricing=q.pricing,
-            old_price_usd_per_hour=old.price_usd_per_hour,
-            new_price_usd_per_hour=q.price_usd_per_hour, old_gpu_slug=old.gpu_slug,
-            old_gpu_count=old.gpu_count, gpu_count=q.gpu_count) for old, q in plan.updates],
-        unchanged=plan.unchanged, ignored_rows=parsed.ignored_rows,
-        skipped=[SkippedRow(row=s.row, reason=s.reason) for s in parsed.skipped],
-        unmatched=[UnmatchedRow(row=u.row, accelerator_name=u.accelerator_name,
-                                instance_type=u.instance_type, reason=u.reason)
-                   for u in parsed.unmatched],
-        duration_ms=duration_ms,
-    )
+    summary = {
+        "import_id": import_id, "dry_run": dry_run, "provider": provider, "format": fmt,
+        "captured_at": captured, "observed_at": observed, "rows_read": parsed.rows_read,
+        "quotes_in_file": len(parsed.quotes), "added": len(plan.inserts),
+        "unchanged": plan.unchanged, "ignored_rows": parsed.ignored_rows,
+        "duration_ms": duration_ms,
+    }
+    return ImportOutcome(summary, parsed, plan)
 
 
-def list_imports(session: Session, *, limit: int, offset: int
+def list_imports(session: Session, *, limit: int, offset: int, show_names: bool = True,
                  ) -> tuple[list[QuoteImportPublic], int]:
-    """Newest first."""
+    """Newest first. ``show_names`` false (a caller who is not an admin): ``api_key_name`` is
+    null."""
     total = session.exec(select(func.count()).select_from(QuoteImport)).one()
     rows = session.exec(select(QuoteImport).order_by(col(QuoteImport.id).desc())
                         .limit(limit).offset(offset)).all()
     out = [QuoteImportPublic.model_validate({
         **r.model_dump(), "created_at": as_utc(r.created_at),
-        "captured_at": as_utc(r.captured_at)}) for r in rows]
+        "captured_at": as_utc(r.captured_at),
+        "api_key_name": r.api_key_name if show_names else None}) for r in rows]
     return out, int(total)

@@ -301,7 +301,9 @@ class QuotePriceChange(SQLModel, table=True):
 class QuoteImportPublic(SQLModel):
     id: int = Field(description="Import id")
     created_at: datetime = Field(description="When the import ran (UTC)")
-    api_key_name: str = Field(description="The caller's API key name (or cli:...)")
+    api_key_name: str | None = Field(
+        description="The caller's API key name (or cli:...); null unless the reader is an admin "
+                    "(key names are the admins' own business)")
     source: str = Field(description="Where the file came from")
     format: str = Field(description="File format: csv, json, skypilot")
     provider: str | None = Field(description="Provider the rows were for, when one was given")
@@ -330,7 +332,9 @@ class PriceChangePublic(SQLModel):
     pricing: str | None = Field(default=None, description="The quote's pricing kind at that time")
     import_id: int | None = Field(description="The import that changed it; null for a PATCH")
     changed_at: datetime = Field(description="When (UTC)")
-    changed_by: str = Field(description="API key name (or cli:...) that changed it")
+    changed_by: str | None = Field(
+        description="API key name (or cli:...) that changed it; null unless the reader is an "
+                    "admin")
     old_price_usd_per_hour: float | None = Field(description="Previous hourly price [USD/hour]")
     new_price_usd_per_hour: float | None = Field(description="New hourly price [USD/hour]")
     old_purchase_price_usd: float | None = Field(description="Previous purchase price [USD]")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import tempfile
+from collections.abc import AsyncIterator
+from typing import IO, Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
 
 from service.core.db import SessionDep
 from service.core.errors import responses
-from service.core.security import AdminDep, ReaderDep
+from service.core.security import AdminDep, ApiKey, ReaderDep
 from service.core.text import Text
 from service.core.times import ObservedDate, UtcDatetime, utcnow
 from service.engine.recommend_types import Pricing
@@ -63,6 +66,11 @@ _PURCHASE_EXAMPLE = {
     "captured_at": "2026-11-30T00:00:00Z",
     "observed_at": "2022-09-20",
 }
+
+
+def _is_admin(caller: ApiKey | None) -> bool:
+    """Key names (who imported, who changed a price) are shown to admins only."""
+    return caller is not None and caller.role == "admin"
 
 
 def _public(request: Request, quote: Quote) -> QuotePublic:
@@ -149,8 +157,19 @@ _IMPORT_BODY = {
 }
 
 
-async def _raw_body(request: Request) -> bytes:
-    return await request.body()
+SPOOL_MEMORY_BYTES = 1 << 20
+"""An upload up to this size stays in memory; a larger one goes to a temporary file."""
+
+
+async def _spooled_body(request: Request) -> AsyncIterator[IO[bytes]]:
+    """The request body in a temporary file (in memory up to SPOOL_MEMORY_BYTES), written as
+    it arrives: a large import is never held as one bytes object and one decoded string, and
+    the parser reads it row by row (service/quotes/imports.parse_file)."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES) as spool:
+        async for chunk in request.stream():
+            spool.write(chunk)
+        spool.seek(0)
+        yield spool
 
 
 @router.post(
@@ -162,7 +181,7 @@ def import_quotes(
     request: Request,
     session: SessionDep,
     caller: AdminDep,
-    body: Annotated[bytes, Depends(_raw_body)],
+    body: Annotated[IO[bytes], Depends(_spooled_body)],
     format: Annotated[ImportFormat, Query(description="skypilot or generic")],
     provider: Annotated[
         Text | None,
@@ -182,23 +201,29 @@ def import_quotes(
                           "future), for rows without their own: a SkyPilot catalog's fetch "
                           "date. Default: captured_at's date (UTC)"),
     ] = None,
-) -> ImportResult:
+) -> Response:
     """Import a price file, all or nothing (admin)."""
-    return imports.run_import(
+    outcome = imports.import_file(
         session, body=body, content_type=request.headers.get("content-type"), fmt=format,
         provider=provider, dry_run=dry_run, source=source, captured_at=captured_at,
         observed_at=observed_at, who=caller.name,
     )
+    # Streamed (after SessionDep's commit: it runs when this function returns), a chunk of
+    # listed quotes at a time: FastAPI's response_model path built a model and a dict per
+    # listed quote and the whole JSON at once (hundreds of MB for a 60 MB file's answer).
+    return StreamingResponse(outcome.json_chunks(), media_type="application/json")
 
 
 @router.get("/imports", summary="List quote imports", response_model=Page[QuoteImportPublic],
             responses=responses(401, 422))
 def list_imports(
-    session: SessionDep, _: ReaderDep,
+    session: SessionDep, caller: ReaderDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100, offset: Offset = 0,
 ) -> Page[QuoteImportPublic]:
-    """Every import, newest first: who, when, source, format, provider and counts."""
-    rows, total = imports.list_imports(session, limit=limit, offset=offset)
+    """Every import, newest first: when, source, format, provider and counts; who (the API
+    key's name) only for admins."""
+    rows, total = imports.list_imports(session, limit=limit, offset=offset,
+                                       show_names=_is_admin(caller))
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 
@@ -228,11 +253,11 @@ def quote_history(
 ) -> Page[PriceChangePublic]:
     """Every price change of the quote, oldest first, with the old and new price. Of a deleted
     quote, admins still get it (ending with its `deleted` entry); others get 404."""
-    is_admin = caller is not None and caller.role == "admin"
+    is_admin = _is_admin(caller)
     if not (is_admin and history.has_history(session, quote_id=quote_id)):
         service.get_quote(session, quote_id=quote_id)
     rows, total = history.list_price_history(session, quote_id=quote_id, limit=limit,
-                                             offset=offset)
+                                             offset=offset, show_names=is_admin)
     return Page(data=rows, total=total, limit=limit, offset=offset)
 
 

@@ -7,16 +7,14 @@ another host, so everything works on a machine without internet access.
 
 from __future__ import annotations
 
+import json
 from functools import cache
+from html import escape
 from pathlib import Path
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI
-from fastapi.openapi.docs import (
-    get_redoc_html,
-    get_swagger_ui_html,
-    get_swagger_ui_oauth2_redirect_html,
-)
+from fastapi.openapi.docs import get_redoc_html
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -35,10 +33,17 @@ SWAGGER_UI_PARAMETERS = {"validatorUrl": None, "displayRequestDuration": True,
 # served copy points it at an empty data: URL instead, and the <img> hides itself on error.
 REDOC_JS = "redoc.standalone.js"
 REDOC_REMOTE_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
-# Defence in depth: pages may load nothing from another host, whatever a vendored script says.
+# Defence in depth: pages may load nothing from another host, whatever a vendored script says,
+# and run no inline script (every page's script is a file under /static; settings travel in
+# JSON data blocks, which are never executed): an injected <script> or on* attribute is inert.
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-       "script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; connect-src 'self'; "
-       "font-src 'self' data:; frame-ancestors 'self'; base-uri 'self'; form-action 'self'")
+       "script-src 'self'; worker-src 'self' blob:; connect-src 'self'; "
+       "font-src 'self' data:; frame-ancestors 'self'; base-uri 'self'; form-action 'self'; "
+       "object-src 'none'")
+SWAGGER_UI_CONFIG = {"url": "/openapi.json", "dom_id": "#swagger-ui", "layout": "BaseLayout",
+                     "deepLinking": True, "showExtensions": True, "showCommonExtensions": True,
+                     **SWAGGER_UI_PARAMETERS, "oauth2RedirectPath": OAUTH2_REDIRECT_URL}
+"""What FastAPI's get_swagger_ui_html puts in its inline script, read by static/swagger-init.js."""
 
 router = APIRouter(include_in_schema=False)
 
@@ -76,22 +81,43 @@ async def fleet() -> HTMLResponse:
     return _html(fleet_page())
 
 
+def _data_block(element_id: str, value: object) -> str:
+    """A JSON data block (never executed; '<' escaped so no text can close the element)."""
+    data = json.dumps(value).replace("<", "\\u003c")
+    return f'<script type="application/json" id="{escape(element_id)}">{data}</script>'
+
+
 @router.get("/docs", response_class=HTMLResponse)
 async def swagger_ui() -> HTMLResponse:
-    return _html(get_swagger_ui_html(
-        openapi_url="/openapi.json",
-        title="gpu-advisor - Swagger UI",
-        oauth2_redirect_url=OAUTH2_REDIRECT_URL,
-        swagger_js_url=f"{VENDOR_URL}/swagger-ui-bundle.js",
-        swagger_css_url=f"{VENDOR_URL}/swagger-ui.css",
-        swagger_favicon_url=f"{VENDOR_URL}/favicon.png",
-        swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
-    ))
+    return _html(f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link type="text/css" rel="stylesheet" href="{VENDOR_URL}/swagger-ui.css">
+<link rel="shortcut icon" href="{VENDOR_URL}/favicon.png">
+<title>gpu-advisor - Swagger UI</title>
+</head>
+<body>
+<div id="swagger-ui"></div>
+{_data_block("swagger-ui-config", SWAGGER_UI_CONFIG)}
+<script src="{VENDOR_URL}/swagger-ui-bundle.js"></script>
+<script src="{STATIC_URL}/swagger-init.js"></script>
+</body>
+</html>
+""")
 
 
 @router.get(OAUTH2_REDIRECT_URL, response_class=HTMLResponse)
 async def swagger_ui_redirect() -> HTMLResponse:
-    return _html(get_swagger_ui_oauth2_redirect_html())
+    return _html(f"""<!doctype html>
+<html lang="en-US">
+<head><title>Swagger UI: OAuth2 Redirect</title></head>
+<body>
+<script src="{STATIC_URL}/oauth2-redirect.js"></script>
+</body>
+</html>
+""")
 
 
 @router.get("/redoc", response_class=HTMLResponse)

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.workloads.examples import EXAMPLES, estimate_body, submission_body
 
-PAGES = ("/", "/ui", "/docs", "/redoc", "/docs/oauth2-redirect")
+PAGES = ("/", "/ui", "/ui/fleet", "/docs", "/redoc", "/docs/oauth2-redirect")
 ROUTES = {("/v1/estimates", "post"), ("/v1/recommendations", "post"), ("/v1/workloads", "post")}
 
 
@@ -26,6 +26,29 @@ def test_pages_name_no_other_host(client: TestClient, path: str) -> None:
         assert ref.startswith(("/", "#", "?")), f"{path} loads {ref}"
         if ref.startswith("/") and not ref.startswith("/docs") and "?" not in ref:
             assert client.get(ref).status_code == 200, ref
+
+
+def _directives(csp: str) -> dict[str, list[str]]:
+    out = {}
+    for part in csp.split(";"):
+        name, *values = part.split()
+        out[name] = values
+    return out
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_run_no_inline_script(client: TestClient, path: str) -> None:
+    """script-src 'self' (no 'unsafe-inline'): every script is a file under /static, settings
+    travel in JSON data blocks; an injected inline script would not run."""
+    page = client.get(path)
+    csp = _directives(page.headers["content-security-policy"])
+    assert csp["script-src"] == ["'self'"], csp["script-src"]
+    assert csp["object-src"] == ["'none'"]
+    for attrs, body in re.findall(r"<script([^>]*)>(.*?)</script>", page.text, re.S):
+        if 'type="application/json"' in attrs:
+            continue  # a data block: never executed
+        assert "src=" in attrs and not body.strip(), f"{path}: inline script {body[:80]!r}"
+    assert not re.search(r"\son[a-z]+\s*=", page.text, re.I), f"{path}: an on* handler attribute"
 
 
 def test_docs_assets_are_served_from_the_package(client: TestClient) -> None:

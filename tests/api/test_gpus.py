@@ -41,6 +41,30 @@ def test_free_text_matches_aliases(client: TestClient) -> None:
     assert "nvidia-a10g" in {g["slug"] for g in found}
 
 
+def test_free_text_searches_text_fields_not_json(client: TestClient) -> None:
+    """q matches slug, name, architecture or one alias; never the aliases column's JSON text
+    (brackets, quotes and commas matched every GPU)."""
+    for q in ("[", '"', "\",\"", "]"):
+        page = client.get("/v1/gpus", params={"q": q}).json()
+        assert page["total"] == 0, (q, [g["slug"] for g in page["data"]])
+    hopper = client.get("/v1/gpus", params={"q": "hopper", "limit": 500}).json()["data"]
+    assert H100 in {g["slug"] for g in hopper}
+
+
+def test_free_text_is_case_and_accent_insensitive(client: TestClient,
+                                                  admin_headers: dict[str, str]) -> None:
+    body = new_gpu(slug="test-tesla-e", name="Tésla Éxample", architecture="Straße")
+    assert client.post("/v1/gpus", json=body, headers=admin_headers).status_code == 201
+    for q in ("tés", "tes", "TÉS", "TES", "éxample", "EXAMPLE", "strasse", "STRASSE"):
+        slugs = {g["slug"] for g in client.get("/v1/gpus", params={"q": q}).json()["data"]}
+        assert "test-tesla-e" in slugs, q
+    # NFD in the query (e + combining acute) matches the NFC name, and filters still apply
+    nfd = client.get("/v1/gpus", params={"q": "te\u0301s", "vendor": "nvidia"}).json()
+    assert "test-tesla-e" in {g["slug"] for g in nfd["data"]}
+    none = client.get("/v1/gpus", params={"q": "tés", "vendor": "amd"}).json()
+    assert "test-tesla-e" not in {g["slug"] for g in none["data"]}
+
+
 def test_sort_descending_by_bandwidth(client: TestClient) -> None:
     rows = client.get("/v1/gpus", params={"sort": "-memory_bandwidth_gb_s", "limit": 3}).json()
     bw = [g["memory_bandwidth_gb_s"] for g in rows["data"]]

@@ -57,7 +57,7 @@ def test_reference_file_twice_gives_the_same_catalog(
     second = do_import(client, admin_headers, body, provider=provider, source=name)
     assert (second["added"], second["updated"], second["unchanged"]) == (0, [], quotes)
     assert snapshot(client, provider) == after_first
-    imports = client.get("/v1/quotes/imports").json()["data"]
+    imports = client.get("/v1/quotes/imports", headers=admin_headers).json()["data"]
     assert [i["id"] for i in imports[:2]] == [second["import_id"], first["import_id"]]
     assert imports[0]["unchanged"] == quotes and imports[0]["api_key_name"].startswith("test-")
 
@@ -106,8 +106,25 @@ def test_price_change_is_updated_with_history(client: TestClient,
              for h in hist["data"]]
     assert moves == [(1.5, 1.25, out["import_id"]), (1.25, 1.0, None)]
     assert hist["data"][0]["old_captured_at"].startswith("2026-01-01")
-    assert hist["data"][1]["changed_by"].startswith("test-admin")
+    assert [h["changed_by"] for h in hist["data"]] == [None, None]  # anonymous: no key names
+    as_admin = client.get(f"/v1/quotes/{upd['quote_id']}/history", headers=admin_headers).json()
+    assert as_admin["data"][1]["changed_by"].startswith("test-admin")
     assert_problem(client.get("/v1/quotes/999999/history"), 404)
+
+
+def test_import_list_shows_key_names_to_admins_only(
+        client: TestClient, admin_headers: dict[str, str], reader_headers: dict[str, str]) -> None:
+    """Who imported (an admin key's name) is the admins' business: an anonymous caller or a
+    reader sees the import, its counts and its source, but api_key_name null."""
+    out = do_import(client, admin_headers, t4_file("1.5"))
+    for headers in ({}, reader_headers):
+        [row] = [i for i in client.get("/v1/quotes/imports", headers=headers).json()["data"]
+                 if i["id"] == out["import_id"]]
+        assert row["api_key_name"] is None and row["added"] == 1
+        assert "test-admin" not in client.get("/v1/quotes/imports", headers=headers).text
+    [row] = [i for i in client.get("/v1/quotes/imports", headers=admin_headers).json()["data"]
+             if i["id"] == out["import_id"]]
+    assert row["api_key_name"].startswith("test-admin")
 
 
 def test_captured_at_sets_freshness(client: TestClient, admin_headers: dict[str, str]) -> None:
@@ -189,3 +206,45 @@ def test_import_has_its_own_body_limit(small_limit_client: TestClient,
     assert_problem(small_limit_client.post(
         "/v1/quotes/import", content=t4_file(*["1.0"] * 600),
         params={"format": "skypilot", "provider": "x"}, headers={**admin_headers, **CSV}), 413)
+
+
+@pytest.mark.parametrize("fmt", ["skypilot", "generic"])
+def test_duplicate_csv_header_column_is_a_422_naming_it(
+        client: TestClient, admin_headers: dict[str, str], fmt: str) -> None:
+    """Two columns with one name: which value wins was silent (the last); now the file is
+    refused, naming the column, and nothing is written."""
+    if fmt == "skypilot":
+        body = t4_file("1.5").replace(b"Region,AvailabilityZone", b"Price,AvailabilityZone")
+        column = "Price"
+    else:
+        body = (b"gpu_slug,provider,region,instance_type,gpu_count,pricing,price_usd_per_hour,"
+                b"region\nnvidia-t4,testcloud,a,t.0,1,on_demand,1.5,b\n")
+        column = "region"
+    resp = client.post("/v1/quotes/import", content=body,
+                       params={"format": fmt, "provider": "testcloud"},
+                       headers={**admin_headers, **CSV})
+    problem = assert_problem(resp, 422, f"header.{column}")
+    assert column in problem["errors"][0]["message"]
+    assert all_quotes(client, "testcloud") == []
+
+
+def test_nfc_and_nfd_spellings_are_one_quote(client: TestClient,
+                                             admin_headers: dict[str, str]) -> None:
+    """"Zürich" precomposed (NFC) and as u + combining diaeresis (NFD) are one region: through
+    POST /v1/quotes, an import, and a filter, there is one quote, stored in NFC."""
+    nfc_region, nfd_region = "z\u00fcrich-1", "zu\u0308rich-1"
+    quote = {"gpu_slug": "nvidia-t4", "provider": "testcloud", "region": nfd_region,
+             "instance_type": "t.0", "gpu_count": 1, "pricing": "on_demand",
+             "price_usd_per_hour": 1.5, "source": "test", "captured_at": "2026-11-30T00:00:00Z"}
+    created = client.post("/v1/quotes", json=quote, headers=admin_headers)
+    assert created.status_code == 201, created.text
+    assert created.json()["region"] == nfc_region
+    again = client.post("/v1/quotes", json={**quote, "region": nfc_region}, headers=admin_headers)
+    assert_problem(again, 409)
+    out = do_import(client, admin_headers, t4_file("1.25").replace(b"test-1", nfd_region.encode()))
+    assert out["added"] == 0 and len(out["updated"]) == 1
+    rows = all_quotes(client, "testcloud")
+    assert [q["region"] for q in rows] == [nfc_region]
+    for region in (nfc_region, nfd_region):
+        found = client.get("/v1/quotes", params={"provider": "testcloud", "region": region})
+        assert found.json()["total"] == 1, region

@@ -192,3 +192,33 @@ def test_generic_duplicate_key_rejected() -> None:
         parse_generic(json.dumps([row, row]), is_json=True, provider=None, captured_at=NOW,
                       source="s", known_slugs={"nvidia-t4"})
     assert exc.value.errors[0][0] == "row 2.instance_type"
+
+
+@pytest.mark.parametrize("text", [
+    "[]", " [ ] ", '[{"a": 1}]', '[{"a": 1}, {"b": [1, 2, {"c": "x,]}"}]}]',
+    '\n[\n {"a": "' + "y" * 300 + '"} ,\n {"n": 12345678901234567890}\n]\n',
+    '[{"a": 1},]', '[{"a": 1}', '[{"a": 1}} ]', '[{"a": 1}] x', "[1]", '[{"a": 1}, 2]',
+    '{"a": 1}', "", "nope", "[{bad}]", '[{"a": 1} {"b": 2}]', "[" * 5000 + "]" * 5000,
+])
+def test_json_list_is_read_item_by_item_with_json_loads_answers(
+        monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """The streamed JSON reader (tiny chunks here, so items cross chunk boundaries) accepts
+    what json.loads accepts as a list of objects, item for item, and refuses the rest with a
+    422 naming the body or the row."""
+    import io
+    import json
+
+    from service.quotes import importers
+
+    monkeypatch.setattr(importers, "JSON_CHUNK_CHARS", 7)
+    try:
+        data = json.loads(text)
+        ok = isinstance(data, list) and all(isinstance(d, dict) for d in data)
+    except (ValueError, RecursionError):
+        ok = False
+    if ok:
+        assert [item for _, item in importers._json_records(io.StringIO(text))] == data
+    else:
+        with pytest.raises(ImportFormatError) as err:
+            list(importers._json_records(io.StringIO(text)))
+        assert err.value.errors[0][0] in ("body", "row 1", "row 2")
