@@ -15,7 +15,13 @@ GET /v1/quotes?limit=500 for SOAK_FLOOD_SECONDS; their answers count towards the
 Recorded: the RSS of the server's worker processes (VmRSS summed over uvicorn's worker processes,
 found through the process tree; the process itself with one worker) after a warm-up
 (BENCH_SOAK_WARMUP_SECONDS, 20), every BENCH_SOAK_SAMPLE_SECONDS (30) and at the end; status
-counts, which must be only 2xx/4xx/503 (5xx other than 503 counted apart). Results:
+counts, which must be only 2xx/4xx/503 (5xx other than 503 counted apart); the garbage
+collector's pauses (issue 25: p99 < 10 ms), from ``gpu_advisor_gc_pause_seconds`` and
+``gpu_advisor_gc_pause_max_seconds`` in one /metrics scrape at the end: every pause since the
+worker began serving (warm-up traffic included), p50/p99 as Prometheus' histogram_quantile
+interpolates them and the bucket bound they fall under, the longest exactly; all workers' when
+/metrics sums the processes (prometheus_client multiprocess mode, told from the server's
+source), else the one worker that answered the scrape (``gc_pauses.scope``). Results:
 bench/results/soak.json. BENCH_SOAK_SECONDS=0 skips it in `python -m bench`.
 
 `python -m bench.bench_soak [ROOT] [WORKERS]` runs the server from another source tree (e.g. an
@@ -28,6 +34,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -63,6 +70,57 @@ PRICINGS = ["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 LEAK_TOLERANCE = 0.10
 """End RSS above the mid-run RSS by more than this share reads as a leak (allocator noise and
 the last bounded-cache fills are a few %)."""
+
+
+# Collector pauses, from /metrics.
+
+def _labels(text: str) -> dict[str, str]:
+    return dict(re.findall(r'(\w+)="([^"]*)"', text))
+
+
+def gc_pauses(metrics_text: str) -> dict[str, Any] | None:
+    """p50, p99 and max of the collector's pauses [ms] in a /metrics text (None when the
+    server does not export them)."""
+    buckets: dict[float, float] = {}
+    counts: dict[str, float] = {}
+    longest = 0.0
+    for line in metrics_text.splitlines():
+        name, _, rest = line.partition("{")
+        if not rest:
+            continue
+        labels_text, _, value = rest.rpartition("} ")
+        labels = _labels(labels_text)
+        if name == "gpu_advisor_gc_pause_seconds_bucket":
+            le = float(labels["le"])  # "+Inf" -> inf
+            buckets[le] = buckets.get(le, 0.0) + float(value)
+        elif name == "gpu_advisor_gc_pause_seconds_count":
+            counts[labels["generation"]] = counts.get(labels["generation"], 0.0) + float(value)
+        elif name == "gpu_advisor_gc_pause_max_seconds":
+            longest = max(longest, float(value))
+    if not buckets:
+        return None
+    bounds = sorted(buckets)
+    total = buckets[bounds[-1]]
+
+    def quantile(q: float) -> tuple[float | None, float | None]:
+        """(histogram_quantile's linear interpolation, the bucket bound) [ms]."""
+        if not total:
+            return None, None
+        rank, below, lower = q * total, 0.0, 0.0
+        for bound in bounds:
+            if buckets[bound] >= rank:
+                if bound == float("inf"):
+                    return round(lower * 1e3, 3), None
+                share = (rank - below) / (buckets[bound] - below) if buckets[bound] > below \
+                    else 1.0
+                return round((lower + (bound - lower) * share) * 1e3, 3), bound * 1e3
+            below, lower = buckets[bound], bound
+        return None, None
+
+    (p50, p50_bound), (p99, p99_bound) = quantile(0.5), quantile(0.99)
+    return {"pauses": int(total), "by_generation": {g: int(n) for g, n in sorted(counts.items())},
+            "p50_ms": p50, "p50_at_most_ms": p50_bound, "p99_ms": p99,
+            "p99_at_most_ms": p99_bound, "max_ms": round(longest * 1e3, 3)}
 
 
 # Process tree and RSS.
@@ -245,7 +303,7 @@ class Traffic:
 
 
 async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
-                sample_s: float, clients: int) -> dict[str, Any]:
+                sample_s: float, clients: int, aggregated: bool = False) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         gpus = [g["slug"] for g in (await client.get("/v1/gpus", params={"limit": 500})).json()[
@@ -292,6 +350,11 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
             upload_answers = await asyncio.to_thread(uploads.stop)
         elapsed = time.monotonic() - t0
         samples.append(rss_sample(server_pid, t0))
+        scrape = await client.get("/metrics", headers=AUTH)
+        pauses = gc_pauses(scrape.text) if scrape.status_code == 200 else None
+        if pauses is not None:
+            pauses["scope"] = ("every worker (summed)" if aggregated
+                               else "the worker that answered the scrape")
     codes = traffic.codes
     total = sum(codes.values())
     five_xx = {c: n for c, n in codes.items() if c.isdigit() and c[0] == "5" and c != "503"}
@@ -330,7 +393,15 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
         "rss_second_half_growth_pct": round(100 * (end_mb - mid_mb) / mid_mb, 1)
         if mid_mb else None,
         "rss_samples": samples,
+        "gc_pauses": pauses,
     }
+
+
+def _workers_aggregated(root: Path) -> bool:
+    """Whether the server in ``root`` sums /metrics over its workers (prometheus_client's
+    multiprocess mode); nothing in the scrape itself says so."""
+    source = root / "service" / "http" / "observability.py"
+    return source.is_file() and "MultiProcessCollector" in source.read_text()
 
 
 def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
@@ -343,7 +414,8 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
             deadline = time.monotonic() + 30
             while len(worker_pids(proc.pid)) < workers and time.monotonic() < deadline:
                 time.sleep(0.2)
-        result = asyncio.run(_soak(base, proc.pid, seconds, warmup_s, sample_s, clients))
+        result = asyncio.run(_soak(base, proc.pid, seconds, warmup_s, sample_s, clients,
+                                   _workers_aggregated(root)))
         result["server_alive_at_end"] = proc.poll() is None
     finally:
         server.stop(proc)
@@ -371,6 +443,7 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{100 * LEAK_TOLERANCE:g}%: {leak}); {codes} "
         f"(target: only 2xx/4xx/503: {met}; 5xx other than 503: "
         f"{result['count_5xx_other']}).",
+        *gc_lines(result.get("gc_pauses")),
     ]
     if "slow_upload_answers" in result:
         floods = result["read_floods"]
@@ -385,6 +458,16 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
             f"{max((f['bystander_p99_ms'] for f in floods), default=float('nan'))} ms); 500s: "
             f"{result['hostile_count_500']}.")
     return lines
+
+
+def gc_lines(pauses: dict[str, Any] | None) -> list[str]:
+    if not pauses:
+        return ["Collector pauses: not exported by this server."]
+    met = "met" if pauses["p99_ms"] is not None and pauses["p99_ms"] < 10 else "**missed**"
+    return [f"Collector pauses ({pauses['scope']}, {pauses['pauses']} since it began serving, "
+            f"by generation {pauses['by_generation']}): p50 {pauses['p50_ms']} ms, p99 "
+            f"{pauses['p99_ms']} ms (bucket <= {pauses['p99_at_most_ms']} ms), max "
+            f"{pauses['max_ms']} ms (target p99 < 10 ms: {met})."]
 
 
 def main() -> dict[str, Any]:

@@ -5,16 +5,17 @@ bounded by what the same request costs with the ranking taken away, so `bench_ht
 server beside the real one and loads, with the same varied bodies as the headline route:
 
 * ``POST /v1/recommendations``: the production route's code unchanged (body validation, access
-  dependencies, session, catalog and quote snapshot checks, ``result_out``, response
-  validation and serialization) except that ``service.workloads.service.recommend`` -- the
-  engine's ranking -- returns the first answer it computed (bench_http's validity check posts
-  varied bodies before the load; only the first is ranked), whatever the body: the ceiling of
-  the route with a free engine. ``result_out`` and the serialization then always work on that
-  one answer (the real route's answers vary in size with the body: ~50 KB in compact view);
+  dependencies, session, the catalog and quote revision check, the answer's data and its
+  serialization) except that ``service.workloads.service.recommend`` -- the engine's ranking
+  -- returns the first answer it computed (bench_http's validity check posts varied bodies
+  before the load; only the first is ranked), whatever the body: the ceiling of the route
+  with a free engine. The answer's data and serialization then always work on that one
+  answer (the real route's answers vary in size with the body: ~5-12 KB in the default
+  summary view);
 * ``POST /floor/answer``: a plain sync route that validates the same body and sends the bytes
-  of the first answer it computed (compact view, ~52 KB): the least a route that answers in
-  the thread pool can do -- no session, no snapshot check, no ranking, no ``result_out``, no
-  response validation or serialization;
+  of the first answer it computed (summary view, the route's default): the least a route
+  that answers in the thread pool can do -- no session, no revision check, no ranking, no
+  answer to build or serialize;
 * ``POST /floor/sync``: a plain sync route that validates the same body and answers
   ``{"ok":true}``: the ceiling of any route that works in the thread pool (every route that
   touches the database does: SQLAlchemy sessions are synchronous);
@@ -74,11 +75,11 @@ def app_factory() -> FastAPI:
     def floor_answer(body: RecommendationQuery, request: Request) -> Response:
         if not answer:
             with Session(request.app.state.engine) as session:
-                result = service.recommend_for(
+                ranked = service.rank_for(
                     session, submission=body, objective=body.objective, limit=body.limit,
                     settings=request.app.state.settings, caches=request.app.state.caches,
-                    now=utcnow(), view="compact")
-            answer.append(result.model_dump_json().encode())
+                    now=utcnow())
+            answer.append(bytes(ranked.response("summary").body))
         return Response(answer[0], media_type="application/json")
 
     @app.post("/floor/sync", include_in_schema=False)

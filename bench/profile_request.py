@@ -16,14 +16,16 @@ before it and its response handling after:
 
 * ``parse_validate``: ``RecommendationQuery.model_validate_json`` of the body text;
 * ``engine_inputs``: ``to_engine_workload`` (presets resolved), constraints, cost settings;
-* ``snapshots``: ``catalog_snapshot``, ``offer_snapshot``, ``offers_at`` (fingerprint queries;
-  the rows are cached per app);
+* ``snapshots``: ``snapshots`` (service/workloads/service.py): one statement reading the
+  catalog's and the quotes' revisions, the cached snapshots, the end of the read transaction
+  (a read-only route's, in its own thread) and ``offers_at``;
 * ``recommend``: the engine's ``recommend`` (service/engine/choice/ranking.py);
-* ``result_out``: the catalog revision and ``result_out`` (service/workloads/results.py), in
-  the route's default ``compact`` view;
-* ``response``: ``TypeAdapter(RecommendationResult)`` ``validate_python(from_attributes=True)``
-  then ``dump_json(by_alias=True)``, as FastAPI 0.165 serializes a ``response_model``;
-* ``session_close``: the request session's commit and close (the server's ``get_session``).
+* ``result_out``: the catalog revision and the answer's plain data in ``--view`` (default
+  ``summary``, the route's default; service/workloads/answers.py);
+* ``response``: writing it (orjson, ``answers.to_json``); the route returns those bytes and
+  FastAPI neither validates nor serializes the answer again;
+* ``session_close``: the request session's close (the server's ``get_session``; the read
+  already ended, so nothing is committed).
 
 ``--cprofile FILE``: after the timed loop, N further new bodies under cProfile (so the
 timings above are not inflated by it); the stats go to FILE and the top 25 functions by
@@ -45,7 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -60,17 +61,16 @@ from service.core.times import utcnow
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import CostSettings
 from service.quotes.service import offer_snapshot
+from service.workloads.answers import Answer, View, to_json
 from service.workloads.caches import AppCaches
 from service.workloads.convert import to_engine_workload
 from service.workloads.models import RecommendationQuery
-from service.workloads.results import RecommendationResult, result_out
-from service.workloads.service import _constraints, _revision, offers_at
+from service.workloads.results import stale_price_warnings
+from service.workloads.service import _constraints, _revision, snapshots
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAGES = ("parse_validate", "engine_inputs", "snapshots", "recommend", "result_out",
           "response", "session_close")
-RESPONSE = TypeAdapter(RecommendationResult)
-"""FastAPI builds one such adapter per route's response_model, once."""
 WARMUP_STREAM = 99
 """The generator stream (wrk thread number) of the warm-up bodies: one wrk never sends."""
 
@@ -78,7 +78,7 @@ Lap = Callable[[str], None]
 
 
 def request_by_stage(engine: Engine, text: str, settings: Settings, caches: AppCaches,
-                     lap: Lap) -> bytes:
+                     lap: Lap, view: View = "summary") -> bytes:
     """One POST /v1/recommendations body through the service, ``lap(stage)`` after each stage.
 
     Mirrors ``recommend_for`` (service/workloads/service.py) step for step: when that changes,
@@ -93,23 +93,22 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, caches: AppC
     cost = CostSettings(electricity_usd_per_kwh=settings.electricity_usd_per_kwh,
                         amortization_years=settings.amortization_years)
     lap("engine_inputs")
-    catalog = catalog_snapshot(session, cache=caches.catalog)
-    quotes = offer_snapshot(session, now=now, cache=caches.offers)
-    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
-                       cache=caches.offer_lists)
+    catalog, quotes, offers = snapshots(session, now=now, settings=settings, caches=caches,
+                                        end_read=True)
     lap("snapshots")
     rec = recommend(workload, catalog.specs, offers, objective=body.objective,
                     constraints=constraints, settings=cost, limit=body.limit,
                     skypilot_names=catalog.skypilot_names, cache=caches.engine, validated=True)
     lap("recommend")
-    result = result_out(rec, constraints=body.constraints,
-                        catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
-                        generated_at=now, extra_warnings=[], view="compact")
+    data = Answer(rec=rec, constraints=body.constraints,
+                  catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
+                  generated_at=now,
+                  warnings=stale_price_warnings(rec.recommendations,
+                                                stale_days=settings.stale_quote_days)
+                  ).data(view)
     lap("result_out")
-    payload = RESPONSE.dump_json(RESPONSE.validate_python(result, from_attributes=True),
-                                 by_alias=True)
+    payload = to_json(data)
     lap("response")
-    session.commit()
     session.close()
     lap("session_close")
     return payload
@@ -130,7 +129,7 @@ def seeded_catalog() -> tuple[Engine, Settings, AppCaches]:
 
 def run(engine: Engine, settings: Settings, caches: AppCaches, texts: list[str],
         clear_engine_cache: bool, clock: Callable[[], float] = time.perf_counter,
-        ) -> tuple[dict[str, list[float]], list[int]]:
+        view: View = "summary") -> tuple[dict[str, list[float]], list[int]]:
     """Each body once: per-stage times [ms] by ``clock`` and response sizes [bytes]."""
     times: dict[str, list[float]] = {s: [] for s in (*STAGES, "total")}
     sizes: list[int] = []
@@ -143,7 +142,7 @@ def run(engine: Engine, settings: Settings, caches: AppCaches, texts: list[str],
         if clear_engine_cache:
             caches.engine.clear()
         marks.clear()
-        payload = request_by_stage(engine, text, settings, caches, lap)
+        payload = request_by_stage(engine, text, settings, caches, lap, view)
         for (_, t0), (stage, t1) in zip(marks, marks[1:], strict=False):
             times[stage].append((t1 - t0) * 1e3)
         times["total"].append((marks[-1][1] - marks[0][1]) * 1e3)
@@ -160,6 +159,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--cpu", action="store_true",
                    help="time by this process's CPU time (time.process_time), not wall time: "
                         "steadier on a shared machine")
+    p.add_argument("--view", choices=("summary", "compact", "full"), default="summary",
+                   help="the answer's view (default summary, the route's default)")
     p.add_argument("--cprofile", metavar="FILE",
                    help="also profile N further bodies with cProfile; stats to FILE")
     args = p.parse_args(argv)
@@ -168,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     texts = stream.take(args.n)
     run(engine, settings, caches, varied.VariedBodies(args.seed, WARMUP_STREAM).take(2), False)
     times, sizes = run(engine, settings, caches, texts, args.clear_engine_cache,
-                       time.process_time if args.cpu else time.perf_counter)
+                       time.process_time if args.cpu else time.perf_counter, args.view)
     with Session(engine) as session:
         gpus = len(catalog_snapshot(session, cache=caches.catalog).specs)
         quotes = len(offer_snapshot(session, now=utcnow(), cache=caches.offers).rows)
@@ -182,6 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "catalog": {"database": "SQLite, migrated and seeded", "gpus": gpus,
                     "usable_quotes": quotes},
         "clock": "process CPU time" if args.cpu else "wall time",
+        "view": args.view,
         "median_ms": medians,
         "p90_ms": {s: round(statistics.quantiles(v, n=10)[-1], 3) for s, v in times.items()}
         if args.n >= 2 else None,
@@ -199,7 +201,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         more = stream.take(args.n)
         prof = cProfile.Profile()
         prof.enable()
-        run(engine, settings, caches, more, args.clear_engine_cache)
+        run(engine, settings, caches, more, args.clear_engine_cache, view=args.view)
         prof.disable()
         prof.dump_stats(args.cprofile)
         pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(25)

@@ -32,6 +32,7 @@ from gpu_advisor_client.models import (
     Provision,
     Quote,
     RecommendationResult,
+    RecommendationSummary,
     Run,
     RunRequest,
     RunSummary,
@@ -45,6 +46,7 @@ from gpu_advisor_client.models import (
 __all__ = [
     "AdvisorClient", "ApiError", "Assumption", "AsyncAdvisorClient", "Candidate", "ComputeIn",
     "Constraints", "Cost", "Estimate", "Gpu", "InferenceIn", "ModelIn", "Page", "PriceChange",
-    "Preset", "Provision", "Quote", "RecommendationResult", "Retry", "Run", "RunRequest",
-    "RunSummary", "StoredWorkload", "TrainingIn", "View", "Workload", "WorkloadSubmission",
+    "Preset", "Provision", "Quote", "RecommendationResult", "RecommendationSummary", "Retry",
+    "Run", "RunRequest", "RunSummary", "StoredWorkload", "TrainingIn", "View", "Workload",
+    "WorkloadSubmission",
 ]

@@ -22,6 +22,7 @@ from gpu_advisor_client.models import (
     PriceChange,
     Quote,
     RecommendationResult,
+    RecommendationSummary,
     Run,
     RunRequest,
     RunSummary,
@@ -114,6 +115,14 @@ def _seg(value: str | int) -> str:
 
 def _params(**values: Any) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _query(workload: WorkloadSubmission | Mapping[str, Any], limit: int | None
+           ) -> dict[str, Any]:
+    body = _body(workload, WorkloadSubmission)
+    if limit is not None:
+        body["limit"] = limit
+    return body
 
 
 def _etag(version: int | str) -> str:
@@ -211,12 +220,15 @@ class _Calls:
 
     @staticmethod
     def recommend(workload: WorkloadSubmission | Mapping[str, Any], limit: int | None,
-                  view: View | None = None) -> _Call[RecommendationResult]:
-        body = _body(workload, WorkloadSubmission)
-        if limit is not None:
-            body["limit"] = limit
+                  view: View = "compact") -> _Call[RecommendationResult]:
         return _Call("POST", "/v1/recommendations", _model(RecommendationResult), True,
-                     json=body, params=_params(view=view))
+                     json=_query(workload, limit), params={"view": view})
+
+    @staticmethod
+    def recommend_summary(workload: WorkloadSubmission | Mapping[str, Any],
+                          limit: int | None) -> _Call[RecommendationSummary]:
+        return _Call("POST", "/v1/recommendations", _model(RecommendationSummary), True,
+                     json=_query(workload, limit), params={"view": "summary"})
 
     # workloads and runs
     @staticmethod
@@ -242,10 +254,17 @@ class _Calls:
 
     @staticmethod
     def recommend_stored(workload_id: str, objective: str | None, limit: int,
-                         view: View | None = None) -> _Call[RecommendationResult]:
+                         view: View = "compact") -> _Call[RecommendationResult]:
         return _Call("GET", f"/v1/workloads/{_seg(workload_id)}/recommendations",
                      _model(RecommendationResult), True,
                      params=_params(objective=objective, limit=limit, view=view))
+
+    @staticmethod
+    def recommend_stored_summary(workload_id: str, objective: str | None,
+                                 limit: int) -> _Call[RecommendationSummary]:
+        return _Call("GET", f"/v1/workloads/{_seg(workload_id)}/recommendations",
+                     _model(RecommendationSummary), True,
+                     params=_params(objective=objective, limit=limit, view="summary"))
 
     @staticmethod
     def create_run(workload_id: str, request: RunRequest) -> _Call[Run]:

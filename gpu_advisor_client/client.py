@@ -41,6 +41,7 @@ from gpu_advisor_client.models import (
     PriceChange,
     Quote,
     RecommendationResult,
+    RecommendationSummary,
     Run,
     RunSummary,
     StoredWorkload,
@@ -151,8 +152,14 @@ class AdvisorClient:
 
     def recommend(self, workload: WorkloadSubmission | Mapping[str, Any], *,
                   limit: int | None = None,
-                  view: View | None = None) -> RecommendationResult:
+                  view: View = "compact") -> RecommendationResult:
+        """The whole explained answer (estimates, reasons, fixes, provisioning snippets)."""
         return self._send(_Calls.recommend(workload, limit, view))
+
+    def recommend_summary(self, workload: WorkloadSubmission | Mapping[str, Any], *,
+                          limit: int | None = None) -> RecommendationSummary:
+        """The ranked summary (the server's default view): GPU, count, offer, cost, time."""
+        return self._send(_Calls.recommend_summary(workload, limit))
 
     # workloads and runs
     def submit_workload(self, workload: WorkloadSubmission | Mapping[str, Any], *,
@@ -170,8 +177,12 @@ class AdvisorClient:
 
     def recommend_stored(self, workload_id: str, *, objective: str | None = None,
                          limit: int = 10,
-                         view: View | None = None) -> RecommendationResult:
+                         view: View = "compact") -> RecommendationResult:
         return self._send(_Calls.recommend_stored(workload_id, objective, limit, view))
+
+    def recommend_stored_summary(self, workload_id: str, *, objective: str | None = None,
+                                 limit: int = 10) -> RecommendationSummary:
+        return self._send(_Calls.recommend_stored_summary(workload_id, objective, limit))
 
     def create_run(self, workload_id: str, *, objective: str | None = None,
                    limit: int | None = None,
@@ -289,8 +300,14 @@ class AsyncAdvisorClient:
 
     async def recommend(self, workload: WorkloadSubmission | Mapping[str, Any], *,
                         limit: int | None = None,
-                        view: View | None = None) -> RecommendationResult:
+                        view: View = "compact") -> RecommendationResult:
+        """The whole explained answer (estimates, reasons, fixes, provisioning snippets)."""
         return await self._send(_Calls.recommend(workload, limit, view))
+
+    async def recommend_summary(self, workload: WorkloadSubmission | Mapping[str, Any], *,
+                                limit: int | None = None) -> RecommendationSummary:
+        """The ranked summary (the server's default view): GPU, count, offer, cost, time."""
+        return await self._send(_Calls.recommend_summary(workload, limit))
 
     # workloads and runs
     async def submit_workload(self, workload: WorkloadSubmission | Mapping[str, Any], *,
@@ -309,8 +326,13 @@ class AsyncAdvisorClient:
 
     async def recommend_stored(self, workload_id: str, *, objective: str | None = None,
                                limit: int = 10,
-                               view: View | None = None) -> RecommendationResult:
+                               view: View = "compact") -> RecommendationResult:
         return await self._send(_Calls.recommend_stored(workload_id, objective, limit, view))
+
+    async def recommend_stored_summary(self, workload_id: str, *,
+                                       objective: str | None = None,
+                                       limit: int = 10) -> RecommendationSummary:
+        return await self._send(_Calls.recommend_stored_summary(workload_id, objective, limit))
 
     async def create_run(self, workload_id: str, *, objective: str | None = None,
                          limit: int | None = None,

@@ -21,8 +21,10 @@ Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
 Objective = Literal["cost", "time", "balanced", "energy"]
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 View = Literal["compact", "full"]
-"""A recommendation's shape: ``compact`` (the server's default) lists the engine constants once,
-in ``RecommendationResult.assumptions``; ``full`` also repeats them in every estimate."""
+"""The whole explained answer's shape (``RecommendationResult``): ``compact`` lists the engine
+constants once, in ``RecommendationResult.assumptions``; ``full`` also repeats them in every
+estimate. The server's default view, ``summary``, is ``RecommendationSummary`` (the client's
+``recommend_summary``)."""
 
 
 class _Request(BaseModel):
@@ -440,6 +442,76 @@ class RecommendationResult(_Response):
     API's ``FleetOut`` schema."""
 
 
+class GpuSlug(_Response):
+    slug: str
+
+
+class QuoteSummary(_Response):
+    id: int
+    provider: str
+    region: str
+    instance_type: str
+    pricing: str
+    price_usd_per_hour: float | None
+    purchase_price_usd: float | None
+    stale: bool
+
+
+class CostSummary(_ReadsLikeADict):
+    usd_per_hour: float | None
+    total_usd: float | None
+    usd_per_million_output_tokens: float | None
+    usd_per_1k_requests: float | None
+
+
+class EstimateSummary(_Response):
+    bound: str | None
+    batch_size: int | None
+    time_to_complete_hours: float | None
+    latency_ms: float | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+
+
+class WarningCode(_Response):
+    code: str
+
+
+class CandidateSummary(_Response):
+    """A candidate as the summary lists it: each field is the same as in :class:`Candidate`."""
+
+    rank: int
+    gpu: GpuRef
+    gpu_count: int
+    replicas: int
+    gpus_per_replica: int
+    quote: QuoteSummary | None
+    cost: CostSummary
+    estimate: EstimateSummary
+    score: float | None
+    pareto_optimal: bool
+    warnings: list[WarningCode]
+
+
+class RejectionSummary(_Response):
+    gpu: GpuSlug
+    code: str
+    reason: str
+
+
+class RecommendationSummary(_Response):
+    """The ranked answer's summary (the server's default view): what a portal shows."""
+
+    objective: Objective
+    catalog_revision: str
+    generated_at: datetime
+    recommendations: list[CandidateSummary]
+    rejected: list[RejectionSummary]
+    warnings: list[str]
+    fleet: dict[str, Any] | None = None
+    """Traffic histograms: the cheapest mixed fleet in short (status, pools, GPUs, cost)."""
+
+
 class StoredWorkload(_Response):
     id: str
     name: str
@@ -482,6 +554,10 @@ SERVER_SCHEMAS: dict[type[BaseModel], str] = {
     Candidate: "CandidateOut",
     Rejection: "RejectionOut", RecommendationResult: "RecommendationResult",
     Fix: "FixOut", Notice: "WarningOut",
+    GpuSlug: "GpuSlug", QuoteSummary: "QuoteSummary", CostSummary: "CostSummary",
+    EstimateSummary: "EstimateSummary", WarningCode: "WarningCodeOut",
+    CandidateSummary: "CandidateSummary", RejectionSummary: "RejectionSummary",
+    RecommendationSummary: "RecommendationSummary",
     StoredWorkload: "WorkloadPublic", Run: "RunOut", RunSummary: "RunSummary",
 }
 """Each client model and the OpenAPI component it mirrors (checked by a test)."""

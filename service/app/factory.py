@@ -114,7 +114,9 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
                 except IntegrityError:
                     # Another replica starting at the same moment installed the same key.
                     session.rollback()
+        app.state.metrics.gc_pauses.start()  # after the server's start-up collection
         yield
+        app.state.metrics.gc_pauses.stop()
         app.state.caches.clear()  # a stopped app keeps no snapshots alive
         mark_worker_exit()
 

@@ -242,6 +242,10 @@ def all_gpus(session: Session) -> list[Gpu]:
     return list(session.exec(select(Gpu).order_by(col(Gpu.slug))).all())
 
 
+REVISION_TABLE: str = Gpu.__table__.name  # type: ignore[attr-defined]
+"""The table whose revision is the catalog's (:func:`service.core.snapshots.table_fingerprints`)."""
+
+
 def catalog_fingerprint(session: Session) -> tuple[object, ...]:
     return table_fingerprint(session, Gpu)
 
@@ -274,14 +278,17 @@ CatalogSnapshots = SnapshotCache[tuple[object, ...], CatalogSnapshot]
 (:class:`service.caches.AppCaches`)."""
 
 
-def catalog_snapshot(session: Session, *, cache: CatalogSnapshots) -> CatalogSnapshot:
+def catalog_snapshot(session: Session, *, cache: CatalogSnapshots,
+                     fingerprint: tuple[object, ...] | None = None) -> CatalogSnapshot:
     """The catalog for the engine, rebuilt only when the fingerprint changes.
 
     Reading and converting every row costs ~0.1 s at 5,000 GPUs; the fingerprint query is one
     aggregate. Each app keeps its own snapshots in ``cache``, and every request checks the
-    fingerprint against the database, so replicas never serve a stale catalog.
+    fingerprint against the database, so replicas never serve a stale catalog
+    (``fingerprint``: the one the caller just read, with the quotes', in one statement).
     """
-    fingerprint = catalog_fingerprint(session)
+    if fingerprint is None:
+        fingerprint = catalog_fingerprint(session)
     key = (database_key(session), *fingerprint)
     snap = cache.get(key)
     if snap is None:

@@ -92,9 +92,10 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from service.app.seeding import seed
     from service.core.db import make_engine
     from service.core.migrate import upgrade
+    from service.workloads.answers import to_json
     from service.workloads.caches import AppCaches
     from service.workloads.models import RecommendationQuery
-    from service.workloads.service import recommend_for
+    from service.workloads.service import rank_for
 
     text = sys.stdin.read() if args.workload == "-" else Path(args.workload).read_text()
     try:
@@ -113,7 +114,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     seed(engine)
     with Session(engine) as session:
         try:
-            result = recommend_for(
+            answer = rank_for(
                 session, submission=submission, objective=args.objective or submission.objective,
                 limit=submission.limit, settings=settings, caches=AppCaches(), now=utcnow(),
             )
@@ -122,7 +123,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                 print(f"error: {err.field}: {err.message}", file=sys.stderr)
             print(f"error: {exc.detail or exc.title}", file=sys.stderr)
             return 2
-    data = result.model_dump(mode="json")
+    # JSON: the full answer (as a stored run keeps it); the table: the whole answer without
+    # the constants (it shows the top pick's reasons and each rejected GPU's nearest fix)
+    data = json.loads(to_json(answer.data("full" if args.format == "json" else "compact")))
     try:
         print(json.dumps(data, indent=2) if args.format == "json" else render_table(data))
         sys.stdout.flush()

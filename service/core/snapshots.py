@@ -4,9 +4,11 @@ whether one is still the database's."""
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any, Generic, TypeVar
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 K = TypeVar("K")
@@ -55,25 +57,41 @@ def table_fingerprint(session: Session, table: Any) -> tuple[object, ...]:
     the writing transaction (service/core/revisions.py, migration 0007): one indexed read.
     Without that row, (count, max id, sum of versions, latest update) of the table, as before:
     a full scan (~40 ms at 200,000 quotes)."""
-    name = table.__table__.name
-    sql = _FINGERPRINT_SQL.get(name)
-    if sql is None:  # the table's own name (a model attribute, never input) in the text
-        sql = _FINGERPRINT_SQL[name] = (
-            f"SELECT revision FROM table_revisions WHERE table_name = '{name}'",
-            f"SELECT count(*), max(id), sum(version), max(updated_at) FROM {name}")
+    return table_fingerprints(session, table.__table__.name)[0]
+
+
+def table_fingerprints(session: Session, *names: str) -> tuple[tuple[object, ...], ...]:
+    """:func:`table_fingerprint` of each named table, from one read of ``table_revisions``
+    (a recommendation checks the catalog and the quotes with one statement)."""
+    sql = _REVISIONS_SQL.get(names)
+    if sql is None:  # table names are the models' own (constants, never input)
+        sql = _REVISIONS_SQL[names] = (
+            "SELECT table_name, revision FROM table_revisions WHERE table_name IN ("
+            + ", ".join(f"'{n}'" for n in names) + ")")
     # plain SQL on the session's connection: no ORM statement compilation per request
     conn = session.connection()
-    row = conn.exec_driver_sql(sql[0]).first()
-    if row is not None:
-        return ("revision", int(row[0]))
-    count, max_id, versions, latest = conn.exec_driver_sql(sql[1]).one()
-    return int(count), max_id, int(versions or 0), str(latest) if latest else None
+    found: dict[str, int] = {str(name): int(rev) for name, rev in conn.exec_driver_sql(sql)}
+    out: list[tuple[object, ...]] = []
+    for name in names:
+        if name in found:
+            out.append(("revision", found[name]))
+            continue
+        count, max_id, versions, latest = conn.exec_driver_sql(
+            f"SELECT count(*), max(id), sum(version), max(updated_at) FROM {name}").one()
+        out.append((int(count), max_id, int(versions or 0), str(latest) if latest else None))
+    return tuple(out)
 
 
-_FINGERPRINT_SQL: dict[str, tuple[str, str]] = {}
-"""(revision read, aggregate fallback) per table name."""
+_REVISIONS_SQL: dict[tuple[str, ...], str] = {}
+"""The revision read per tuple of table names."""
+
+_DATABASE_KEYS: weakref.WeakKeyDictionary[Engine, str] = weakref.WeakKeyDictionary()
 
 
 def database_key(session: Session) -> str:
     """Which database a session reads (part of every snapshot cache key)."""
-    return str(session.get_bind().engine.url)
+    engine = session.get_bind().engine
+    key = _DATABASE_KEYS.get(engine)
+    if key is None:
+        key = _DATABASE_KEYS[engine] = str(engine.url)
+    return key

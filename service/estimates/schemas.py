@@ -129,8 +129,12 @@ class FixOut(BaseModel):
         description="The request field to change (`constraints.max_gpus`), when there is one")
 
 
-def fix_out(fix: Fix) -> FixOut:
-    return FixOut(kind=fix.kind, value=fix.value, detail=fix.detail, field=fix.field)
+def fix_data(fix: Fix) -> dict[str, Any]:
+    """:class:`FixOut` as plain data, as it serializes (an int ``value`` is a float there)."""
+    value = fix.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    return {"kind": fix.kind, "value": value, "detail": fix.detail, "field": fix.field}
 
 
 ENERGY_KWH_DEPRECATED = (
@@ -237,6 +241,11 @@ def _r(value: float | None, digits: int = 6) -> float | None:
     return None if value is None else float(f"{value:.{digits}g}")
 
 
+def figure(value: float | None) -> float | None:
+    """An estimate's figure as its answer shows it (6 significant digits)."""
+    return _r(value)
+
+
 def deprecated_energy_kwh(total: float | None, per_hour: float | None) -> float | None:
     """The deprecated ``energy_kwh``: the figure of whichever of the two the kind sets."""
     return total if total is not None else per_hour
@@ -259,11 +268,11 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         "precision_used": est.precision_used,
         "warnings": list(est.warnings),
         "infeasible_reasons": list(est.infeasible_reasons),
-        "fixes": [fix_out(f) for f in est.fixes],
+        "fixes": [fix_data(f) for f in est.fixes],
         "min_gpus_to_fit": est.min_gpus_to_fit,
         "memory": {
             "per_gpu_gb": _r(est.memory_per_gpu_gb) or 0.0,
-            "available_gb": est.memory_available_gb,
+            "available_gb": float(est.memory_available_gb),
             "breakdown_gb": {
                 "weights": _r(m.weights) or 0.0,
                 "gradients": _r(m.gradients) or 0.0,
@@ -277,7 +286,7 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
             "gpu_count": p.gpu_count, "nodes": p.nodes, "gpus_per_node": p.gpus_per_node,
             "data_parallel": p.data_parallel, "tensor_parallel": p.tensor_parallel,
             "pipeline_parallel": p.pipeline_parallel, "sharding": p.sharding, "link": p.link,
-            "link_bandwidth_gb_s": p.link_bandwidth_gb_s,
+            "link_bandwidth_gb_s": _float(p.link_bandwidth_gb_s),
         },
         "bound": est.bound,
         "throughput": {
@@ -298,25 +307,21 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         "energy_kwh_total": _r(est.energy_kwh_total),
         "energy_kwh_per_hour": _r(est.energy_kwh_per_hour),
         "parallel_efficiency": _r(est.parallel_efficiency, 4),
-        "assumptions": assumption_list(est.assumptions) if assumptions else None,
+        "assumptions": assumption_data(est.assumptions) if assumptions else None,
     }
 
 
-def assumption_list(assumptions: Iterable[Assumption]) -> list[AssumptionOut]:
-    """Validated :class:`AssumptionOut` objects for engine constants (shared instances)."""
-    return [_assumption_out(a) for a in assumptions]
+def _float(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
-_ASSUMPTIONS_OUT: dict[Assumption, AssumptionOut] = {}
-_ASSUMPTIONS_OUT_MAX = 1024
-"""Validated :class:`AssumptionOut` per engine constant: every estimate lists the same few
-dozen (a 10-candidate answer ~300), and a validated instance is not validated again."""
-
-
-def _assumption_out(a: Assumption) -> AssumptionOut:
-    found = _ASSUMPTIONS_OUT.get(a)
-    if found is None:
-        found = AssumptionOut(name=a.name, value=a.value, unit=a.unit, source=a.source)
-        if len(_ASSUMPTIONS_OUT) < _ASSUMPTIONS_OUT_MAX:
-            _ASSUMPTIONS_OUT[a] = found
-    return found
+def assumption_data(assumptions: Iterable[Assumption]) -> list[dict[str, Any]]:
+    """:class:`AssumptionOut` objects as plain data, as they serialize (an int ``value`` is a
+    float there): what a recommendation's answer is serialized from."""
+    out = []
+    for a in assumptions:
+        value = a.value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        out.append({"name": a.name, "value": value, "unit": a.unit, "source": a.source})
+    return out

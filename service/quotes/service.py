@@ -236,6 +236,10 @@ def delete_quote(session: Session, *, quote_id: int, if_match: EntityTags | None
     session.flush()
 
 
+REVISION_TABLE: str = Quote.__table__.name  # type: ignore[attr-defined]
+"""The table whose revision is the quotes' (:func:`service.core.snapshots.table_fingerprints`)."""
+
+
 def quotes_fingerprint(session: Session) -> tuple[object, ...]:
     return table_fingerprint(session, Quote)
 
@@ -256,15 +260,18 @@ OfferSnapshots = SnapshotCache[tuple[object, ...], OfferSnapshot]
 (:class:`service.caches.AppCaches`)."""
 
 
-def offer_snapshot(session: Session, *, now: datetime, cache: OfferSnapshots) -> OfferSnapshot:
+def offer_snapshot(session: Session, *, now: datetime, cache: OfferSnapshots,
+                   fingerprint: tuple[object, ...] | None = None) -> OfferSnapshot:
     """The quotes a recommendation can pick, rebuilt only when quotes change or one expires.
 
     The recommender takes, for each GPU and instance size, the cheapest allowed quote (ties:
     lowest id), after filtering by pricing kind, provider and region. So, of the quotes sharing
     (gpu, GPUs per instance, pricing, provider, region), only the cheapest can ever be picked:
     one window query keeps those (200,000 quotes -> ~29,000 in the 5,000-GPU benchmark).
+    ``fingerprint``: the quotes' fingerprint, when the caller has just read it.
     """
-    fingerprint = quotes_fingerprint(session)
+    if fingerprint is None:
+        fingerprint = quotes_fingerprint(session)
     key = (database_key(session), *fingerprint)
     snap = cache.get(key)
     if snap is not None and now >= snap.built_at and (

@@ -68,7 +68,9 @@ class AppCaches:
         self.fleets.clear()
 
 
-def get_caches(request: Request) -> AppCaches:
+async def get_caches(request: Request) -> AppCaches:
+    """Async, so FastAPI calls it on the event loop: a sync dependency is a trip to the thread
+    pool (a GIL hand-over each way) for one attribute read."""
     caches: AppCaches = request.app.state.caches
     return caches
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -25,10 +25,10 @@ from service.estimates.schemas import (
     EstimateOut,
     FixOut,
     GpuRef,
-    assumption_list,
+    assumption_data,
     deprecated_energy_kwh,
     estimate_data,
-    fix_out,
+    fix_data,
 )
 from service.workloads.fleet_schemas import FleetOut
 from service.workloads.models import ConstraintsIn
@@ -200,12 +200,6 @@ class RecommendationResult(BaseModel):
     )
 
 
-View = Literal["compact", "full"]
-"""``compact``: each candidate's ``estimate.assumptions`` is null and the answer lists the
-constants once (they were ~70% of a 10-candidate answer: 145 KB -> ~45 KB); ``full``: every
-estimate lists them as well."""
-
-
 class RunOut(BaseModel):
     id: str = Field(description="Run id (UUID)")
     workload_id: str = Field(description="The workload ranked")
@@ -218,8 +212,19 @@ class RunOut(BaseModel):
     result: RecommendationResult = Field(description="The ranked answer exactly as it was returned")
 
 
-def _money(value: float | None) -> float | None:
+def money(value: float | None) -> float | None:
+    """A money figure to 6 significant digits."""
     return None if value is None else float(f"{value:.6g}")
+
+
+def score_out(score: float) -> float | None:
+    """The ranked value to 9 significant digits; None when it is not finite."""
+    return float(f"{score:.9g}") if math.isfinite(score) else None
+
+
+def as_float(value: float | None) -> float | None:
+    """A figure as the answer's ``float`` fields serialize it (an int is a float there)."""
+    return None if value is None else float(value)
 
 
 def _quote(offer: Offer | None) -> dict[str, Any] | None:
@@ -228,11 +233,11 @@ def _quote(offer: Offer | None) -> dict[str, Any] | None:
     return {
         "id": offer.quote_id, "provider": offer.provider, "region": offer.region,
         "instance_type": offer.instance_type, "gpu_count": offer.gpu_count,
-        "pricing": offer.pricing, "price_usd_per_hour": offer.price_usd_per_hour,
-        "purchase_price_usd": offer.purchase_price_usd,
-        "observed_at": offer.observed_at, "age_days": round(offer.age_days, 2),
+        "pricing": offer.pricing, "price_usd_per_hour": as_float(offer.price_usd_per_hour),
+        "purchase_price_usd": as_float(offer.purchase_price_usd),
+        "observed_at": offer.observed_at, "age_days": float(round(offer.age_days, 2)),
         "stale": offer.stale,
-        "network_gbps": offer.network_gbps, "network_fabric": offer.fabric,
+        "network_gbps": as_float(offer.network_gbps), "network_fabric": offer.fabric,
         "multi_node": offer.multi_node,
     }
 
@@ -240,26 +245,26 @@ def _quote(offer: Offer | None) -> dict[str, Any] | None:
 def _cost(cost: CostBreakdown) -> dict[str, Any]:
     return {
         "known": cost.known,
-        "usd_per_hour": _money(cost.usd_per_hour),
-        "total_usd": _money(cost.total_usd),
-        "usd_per_million_output_tokens": _money(cost.usd_per_million_output_tokens),
-        "usd_per_1k_requests": _money(cost.usd_per_1k_requests),
+        "usd_per_hour": money(cost.usd_per_hour),
+        "total_usd": money(cost.total_usd),
+        "usd_per_million_output_tokens": money(cost.usd_per_million_output_tokens),
+        "usd_per_1k_requests": money(cost.usd_per_1k_requests),
         "replicas": cost.replicas,
         "instances": cost.instances,
         "gpus": cost.gpus,
         "owned": cost.owned,
-        "amortized_usd_per_hour": _money(cost.amortized_usd_per_hour),
-        "power_usd_per_hour": _money(cost.power_usd_per_hour),
-        "break_even_months": _money(cost.break_even_months),
-        "energy_kwh": _money(
+        "amortized_usd_per_hour": money(cost.amortized_usd_per_hour),
+        "power_usd_per_hour": money(cost.power_usd_per_hour),
+        "break_even_months": money(cost.break_even_months),
+        "energy_kwh": money(
             deprecated_energy_kwh(cost.energy_kwh_total, cost.energy_kwh_per_hour)),
-        "energy_kwh_total": _money(cost.energy_kwh_total),
-        "energy_kwh_per_hour": _money(cost.energy_kwh_per_hour),
+        "energy_kwh_total": money(cost.energy_kwh_total),
+        "energy_kwh_per_hour": money(cost.energy_kwh_per_hour),
     }
 
 
 def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
-    """:class:`CandidateOut`'s fields as plain data (validated with the whole result)."""
+    """:class:`CandidateOut`'s fields as plain data, exactly as they serialize."""
     return {
         "rank": c.rank,
         "gpu": {"slug": c.gpu_slug, "name": c.gpu_name},
@@ -269,7 +274,7 @@ def _candidate(c: Candidate, full: bool) -> dict[str, Any]:
         "quote": _quote(c.offer),
         "estimate": estimate_data(c.estimate, gpu_name=c.gpu_name, assumptions=full),
         "cost": _cost(c.cost),
-        "score": float(f"{c.score:.9g}") if math.isfinite(c.score) else None,
+        "score": score_out(c.score),
         "pareto_optimal": c.pareto_optimal,
         "reasons": list(c.reasons),
         "warnings": [{"code": w.code, "message": w.message} for w in c.warnings],
@@ -299,31 +304,38 @@ def stale_price_warnings(candidates: Sequence[Candidate], *, stale_days: float) 
             + "; ".join(parts)]
 
 
-def result_out(
+def result_data(
     rec: Recommendation,
     *,
     constraints: ConstraintsIn,
     catalog_revision: str,
     generated_at: datetime,
     extra_warnings: list[str],
-    view: View = "full",
-) -> RecommendationResult:
-    """The answer, validated in one call from plain data: one rejection per GPU type that is
-    not a candidate (5,000 at the large-catalog scale) and every candidate's nested estimate,
-    cost and provisioning cost ~2 us a row that way, ~5x that as a model per object."""
-    return RecommendationResult.model_validate({
+    full: bool = True,
+    fleet: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """:class:`RecommendationResult`'s fields as plain data, exactly as the model serializes
+    them (every ``float`` field a float, dates and times as objects for the JSON encoder), so
+    the answer is written without validating it again: one rejection per GPU type that is not
+    a candidate (5,000 at the large-catalog scale) and every candidate's nested estimate, cost
+    and provisioning. ``full``: each estimate lists its constants too (see
+    :data:`service.workloads.answers.View`); ``fleet``: the fleet's data, when the workload has
+    a traffic histogram. tests/api/test_answer_views.py checks the bytes
+    against the model's."""
+    return {
         "objective": rec.objective,
-        "constraints": constraints,
+        "constraints": constraints.model_dump(mode="json"),
         "catalog_revision": catalog_revision,
         "generated_at": generated_at,
-        "recommendations": [_candidate(c, view == "full") for c in rec.recommendations],
+        "recommendations": [_candidate(c, full) for c in rec.recommendations],
         "rejected": [
             {"gpu": {"slug": r.gpu_slug, "name": r.gpu_name}, "code": r.code,
-             "reason": r.reason, "fix": fix_out(r.fix),
-             "other_fixes": [fix_out(f) for f in r.other_fixes]}
+             "reason": r.reason, "fix": fix_data(r.fix),
+             "other_fixes": [fix_data(f) for f in r.other_fixes]}
             for r in rec.rejected
         ],
         "warnings": extra_warnings + list(rec.warnings),
-        "assumptions": assumption_list(dict.fromkeys(
+        "assumptions": assumption_data(dict.fromkeys(
             a for c in rec.recommendations for a in c.estimate.assumptions)),
-    })
+        "fleet": fleet,
+    }

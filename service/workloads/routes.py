@@ -15,6 +15,7 @@ from service.http.bodies import GuardedRoute
 from service.http.etags import NOT_MODIFIED, conditional_get
 from service.http.pagination import Offset, Page, capped_limit
 from service.workloads import examples, service
+from service.workloads.answers import ANSWER_MODEL, RESPONSES, VIEW_DESCRIPTION, View
 from service.workloads.caches import CachesDep
 from service.workloads.models import (
     RecommendationQuery,
@@ -24,7 +25,7 @@ from service.workloads.models import (
     WorkloadPublic,
     WorkloadSubmission,
 )
-from service.workloads.results import RecommendationResult, RunOut, View
+from service.workloads.results import RecommendationResult, RunOut
 
 router = APIRouter(prefix="/v1/workloads", tags=["workloads"], route_class=GuardedRoute)
 recommendations_router = APIRouter(prefix="/v1/recommendations", tags=["recommendations"],
@@ -36,11 +37,7 @@ IdempotencyKey = Annotated[
            description="Same key + same body: the first workload back; other body: 409"),
 ]
 Limit = Annotated[int, Query(ge=1, le=100, description="Recommendations to return")]
-ViewQuery = Annotated[View, Query(
-    description=("`compact` (default): the constants every estimate used are listed once, in "
-                 "the answer's `assumptions`, and each candidate's `estimate.assumptions` is "
-                 "null (a 10-candidate answer ~45 KB instead of ~145 KB); `full`: each "
-                 "estimate lists them too"))]
+ViewQuery = Annotated[View, Query(description=VIEW_DESCRIPTION)]
 SubmissionBody = Annotated[
     WorkloadSubmission,
     Body(openapi_examples=examples.openapi_examples(examples.submission_body)),
@@ -118,7 +115,8 @@ def delete_workload(workload_id: str, session: SessionDep, caller: SubmitterDep)
 
 @router.get("/{workload_id}/recommendations",
             summary="Rank GPUs for a stored workload (nothing stored)",
-            response_model=RecommendationResult, responses=responses(401, 403, 404, 422))
+            response_model=ANSWER_MODEL,
+            responses={**RESPONSES, **responses(401, 403, 404, 422)})
 def recommend_workload(
     workload_id: str,
     request: Request,
@@ -127,17 +125,17 @@ def recommend_workload(
     caller: SubmitterDep,
     objective: Objective | None = None,
     limit: Limit = 10,
-    view: ViewQuery = "compact",
-) -> RecommendationResult:
+    view: ViewQuery = "summary",
+) -> Response:
     """Rank the stored workload on the current catalog and quotes and return the answer; a GET
     stores nothing (to keep one, `POST /v1/workloads/{id}/runs`). `objective` overrides the
     workload's own."""
-    _, _, result = service.recommend_stored(
+    _, _, answer = service.recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
         settings=request.app.state.settings, caches=caches, now=utcnow(),
-        metrics=request.app.state.metrics, view=view,
+        metrics=request.app.state.metrics, end_read=True,
     )
-    return result
+    return answer.response(view)
 
 
 @router.post("/{workload_id}/runs", summary="Rank a stored workload and store the run",
@@ -185,13 +183,15 @@ def get_run(workload_id: str, run_id: str, request: Request, session: SessionDep
 
 
 @recommendations_router.post("", summary="Rank GPUs for a workload (nothing stored)",
-                             response_model=RecommendationResult, responses=responses(401, 422))
+                             response_model=ANSWER_MODEL,
+                             responses={**RESPONSES, **responses(401, 422)})
 @reads_database_only
 def recommend_once(body: QueryBody, request: Request, session: SessionDep, caches: CachesDep,
-                   _: ReaderDep, view: ViewQuery = "compact") -> RecommendationResult:
+                   _: ReaderDep, view: ViewQuery = "summary") -> Response:
     """The workload in the body, the ranked and explained answer back; nothing is stored."""
-    return service.recommend_for(
+    answer = service.rank_for(
         session, submission=body, objective=body.objective, limit=body.limit,
         settings=request.app.state.settings, caches=caches, now=utcnow(),
-        metrics=request.app.state.metrics, view=view,
+        metrics=request.app.state.metrics, end_read=True,
     )
+    return answer.response(view)

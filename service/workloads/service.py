@@ -10,15 +10,18 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy import and_, delete, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from service.catalog.service import catalog_snapshot
+from service.catalog.service import REVISION_TABLE as CATALOG_TABLE
+from service.catalog.service import CatalogSnapshot, catalog_snapshot
 from service.core.config import Settings
 from service.core.errors import Conflict, NotFound
 from service.core.security import ApiKey, owner_scope
+from service.core.snapshots import table_fingerprints
 from service.core.tables import lock_row
 from service.core.text import is_clean
 from service.core.times import as_date, as_utc
@@ -26,11 +29,12 @@ from service.engine.choice.fleet import Fleet, plan_fleet
 from service.engine.choice.ranking import recommend
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import Workload
+from service.quotes.service import REVISION_TABLE as QUOTES_TABLE
 from service.quotes.service import OfferSnapshot, offer_snapshot
 from service.quotes.service import age_days as quote_age_days
+from service.workloads.answers import Answer, to_json
 from service.workloads.caches import AppCaches, OfferLists
 from service.workloads.convert import to_engine_workload
-from service.workloads.fleet_schemas import fleet_out
 from service.workloads.models import (
     ConstraintsIn,
     RecommendationRun,
@@ -40,12 +44,7 @@ from service.workloads.models import (
     WorkloadPublic,
     WorkloadSubmission,
 )
-from service.workloads.results import (
-    RecommendationResult,
-    View,
-    result_out,
-    stale_price_warnings,
-)
+from service.workloads.results import RecommendationResult, stale_price_warnings
 
 
 def request_hash(submission: WorkloadSubmission) -> str:
@@ -232,7 +231,25 @@ def _constraints(c: ConstraintsIn) -> Constraints:
     return Constraints(**kwargs)
 
 
-def recommend_for(
+def snapshots(session: Session, *, now: datetime, settings: Settings, caches: AppCaches,
+              end_read: bool = False) -> tuple[CatalogSnapshot, OfferSnapshot, list[Offer]]:
+    """The catalog, the quotes and their offers at ``now``, checked against the database with
+    one statement (both tables' revisions) and rebuilt only when one moved.
+
+    ``end_read``: the caller only reads, so the session's transaction ends here, in the
+    caller's thread, and its connection goes back to the pool before the ranking runs (the
+    session dependency then has nothing to commit: no trip to the thread pool)."""
+    catalog_fp, quotes_fp = table_fingerprints(session, CATALOG_TABLE, QUOTES_TABLE)
+    catalog = catalog_snapshot(session, cache=caches.catalog, fingerprint=catalog_fp)
+    quotes = offer_snapshot(session, now=now, cache=caches.offers, fingerprint=quotes_fp)
+    if end_read and session.in_transaction():
+        session.commit()
+    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
+                       cache=caches.offer_lists)
+    return catalog, quotes, offers
+
+
+def rank_for(
     session: Session,
     *,
     submission: WorkloadSubmission,
@@ -242,15 +259,13 @@ def recommend_for(
     caches: AppCaches,
     now: datetime,
     metrics: Any = None,
-    view: View = "full",
-) -> RecommendationResult:
+    end_read: bool = False,
+) -> Answer:
     """Rank every catalog GPU for the submission on the current catalog and quotes, with
-    the app's ``caches`` (``view``: see :data:`~service.workloads.results.View`)."""
+    the app's ``caches``; the answer in any view (``end_read``: see :func:`snapshots`)."""
     workload = to_engine_workload(submission, prefix="body")
-    catalog = catalog_snapshot(session, cache=caches.catalog)
-    quotes = offer_snapshot(session, now=now, cache=caches.offers)
-    offers = offers_at(quotes, now=now, stale_days=settings.stale_quote_days,
-                       cache=caches.offer_lists)
+    catalog, quotes, offers = snapshots(session, now=now, settings=settings, caches=caches,
+                                        end_read=end_read)
     started = time.perf_counter()
     constraints = _constraints(submission.constraints)
     cost_settings = CostSettings(
@@ -282,18 +297,15 @@ def recommend_for(
                        objective)
     if metrics is not None:
         metrics.recommendation_seconds.observe(time.perf_counter() - started)
-    result = result_out(
-        rec,
+    return Answer(
+        rec=rec,
         constraints=submission.constraints,
         catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),
         generated_at=now,
-        extra_warnings=stale_price_warnings(rec.recommendations,
-                                            stale_days=settings.stale_quote_days),
-        view=view,
+        warnings=stale_price_warnings(rec.recommendations,
+                                      stale_days=settings.stale_quote_days),
+        fleet=fleet,
     )
-    if fleet is not None:
-        result.fleet = fleet_out(fleet)
-    return result
 
 
 def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Constraints,
@@ -314,6 +326,22 @@ def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Cons
     return fleet
 
 
+def recommend_for(
+    session: Session,
+    *,
+    submission: WorkloadSubmission,
+    objective: str,
+    limit: int,
+    settings: Settings,
+    caches: AppCaches,
+    now: datetime,
+    metrics: Any = None,
+) -> RecommendationResult:
+    """:func:`rank_for`'s whole answer (the full view) as a validated model."""
+    return rank_for(session, submission=submission, objective=objective, limit=limit,
+                    settings=settings, caches=caches, now=now, metrics=metrics).result("full")
+
+
 def recommend_stored(
     session: Session,
     *,
@@ -326,20 +354,20 @@ def recommend_stored(
     caches: AppCaches,
     now: datetime,
     metrics: Any = None,
-    view: View = "full",
-) -> tuple[StoredWorkload, str, RecommendationResult]:
+    end_read: bool = False,
+) -> tuple[StoredWorkload, str, Answer]:
     """Rank a stored workload on the current catalog; nothing is written.
 
-    Returns (workload, objective used, result). ``constraints`` replaces the stored ones."""
+    Returns (workload, objective used, answer). ``constraints`` replaces the stored ones."""
     row = get_workload(session, workload_id=workload_id, caller=caller)
     submission = WorkloadSubmission.model_validate(row.spec)
     if constraints is not None:
         submission = submission.model_copy(update={"constraints": constraints})
     chosen = objective or row.objective
-    result = recommend_for(session, submission=submission, objective=chosen, limit=limit,
-                           settings=settings, caches=caches, now=now, metrics=metrics,
-                           view=view)
-    return row, chosen, result
+    answer = rank_for(session, submission=submission, objective=chosen, limit=limit,
+                      settings=settings, caches=caches, now=now, metrics=metrics,
+                      end_read=end_read)
+    return row, chosen, answer
 
 
 def create_run(
@@ -354,10 +382,11 @@ def create_run(
     metrics: Any = None,
 ) -> RecommendationRun:
     """Rank the workload, store the run, then prune its runs to the retention settings."""
-    row, chosen, result = recommend_stored(
+    row, chosen, answer = recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=request.objective,
         limit=request.limit, constraints=request.constraints, settings=settings,
         caches=caches, now=now, metrics=metrics)
+    result = answer.data("full")
     # Lock the workload until the run is stored and pruned: a racing DELETE waits (or, if it
     # committed first, this is a 404, never a foreign-key 409), and two runs of one workload
     # prune one after the other, so the count never exceeds the cap.
@@ -365,8 +394,8 @@ def create_run(
         raise NotFound(f"No workload with id '{workload_id}'")
     run = RecommendationRun(
         id=str(uuid.uuid4()), workload_id=row.id, objective=chosen, result_limit=request.limit,
-        catalog_revision=result.catalog_revision, created_at=now,
-        result=result.model_dump(mode="json"), created_by_key_id=caller.id,
+        catalog_revision=answer.catalog_revision, created_at=now,
+        result=orjson.loads(to_json(result)), created_by_key_id=caller.id,
     )
     session.add(run)
     session.flush()

@@ -203,7 +203,8 @@ def test_quickstart_example_reads_typed_cost_and_provision(live: tuple[str, str,
     assert [m["kind"] for m in best.provision.kubernetes] == ["Deployment", "Service"]
 
     # the typed objects hold exactly what the API sent (no field lost, none invented) ...
-    raw = httpx.post(f"{base}/v1/recommendations", params={"limit": 3}, timeout=60,
+    raw = httpx.post(f"{base}/v1/recommendations", params={"limit": 3, "view": "compact"},
+                     timeout=60,
                      json=example.WORKLOAD.model_dump(exclude_unset=True)).json()
     top = raw["recommendations"][0]
     assert best.cost.model_dump() == top["cost"]

@@ -93,7 +93,7 @@ def test_provisioning_output_validates_and_runs_read_back(
 ) -> None:
     tasks: list[tuple[str, bool]] = []
     for body, serving in ((SERVE_70B, True), (TRAIN_70B, False)):
-        resp = client.post("/v1/recommendations", json={**body, "limit": 5})
+        resp = client.post("/v1/recommendations?view=compact", json={**body, "limit": 5})
         assert resp.status_code == 200, resp.text
         result = resp.json()
         assert result["recommendations"]

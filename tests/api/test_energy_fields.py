@@ -36,7 +36,8 @@ def _estimate(client: TestClient, workload: dict[str, Any], count: int) -> dict[
 
 
 def _candidates(client: TestClient, workload: dict[str, Any]) -> list[dict[str, Any]]:
-    resp = client.post("/v1/recommendations", json={**workload, "objective": "energy"})
+    resp = client.post("/v1/recommendations?view=compact",
+                       json={**workload, "objective": "energy"})
     assert resp.status_code == 200, resp.text
     cands: list[dict[str, Any]] = resp.json()["recommendations"]
     assert cands
@@ -94,7 +95,8 @@ def test_the_openapi_document_marks_energy_kwh_deprecated() -> None:
 def test_a_run_stored_before_the_split_reads_back_with_its_energy(client: TestClient) -> None:
     """A stored answer without the two fields validates: ``energy_kwh`` as stored, the new
     fields null."""
-    answer = client.post("/v1/recommendations", json={**SERVING, "limit": 2}).json()
+    answer = client.post("/v1/recommendations?view=compact",
+                         json={**SERVING, "limit": 2}).json()
     for cand in answer["recommendations"]:
         for part in ("estimate", "cost"):
             for field in NEW:

@@ -40,7 +40,7 @@ from service.engine.types import (
 from service.quotes.models import HistoryEvent, ImportFormat
 from service.quotes.service import Freshness
 from service.web.pages import comparison_page
-from service.workloads.results import View
+from service.workloads.answers import View
 from service.workloads.schemas import ShardingChoice
 from tests.conftest import REPO_ROOT
 

@@ -42,19 +42,21 @@ TWO = [{"prompt_tokens": 200, "output_tokens": 100, "share": 0.5},
 ])
 def test_bad_traffic_is_a_422_naming_the_field(client: TestClient, inference: dict[str, Any],
                                                field: str) -> None:
-    resp = client.post("/v1/recommendations", json=body(**inference))
+    resp = client.post("/v1/recommendations?view=compact", json=body(**inference))
     assert_problem(resp, 422, field)
 
 
 def test_traffic_on_an_encoder_is_a_422(client: TestClient) -> None:
     b = body()
     b["model"] = {"preset": "bert-large"}
-    assert_problem(client.post("/v1/recommendations", json=b), 422, "body.inference.traffic")
+    assert_problem(client.post("/v1/recommendations?view=compact", json=b), 422,
+                   "body.inference.traffic")
 
 
 def test_shares_within_tolerance_are_accepted(client: TestClient) -> None:
     traffic = [{**TWO[0], "share": 0.3333333}, {**TWO[1], "share": 0.6666666}]
-    resp = client.post("/v1/recommendations", json=body(traffic_preset=None, traffic=traffic))
+    resp = client.post("/v1/recommendations?view=compact",
+                       json=body(traffic_preset=None, traffic=traffic))
     assert resp.status_code == 200, resp.text
     assert resp.json()["fleet"] is not None
 
@@ -71,14 +73,14 @@ def test_traffic_presets_are_listed_with_sources(client: TestClient) -> None:
 
 def test_listed_preset_buckets_post_back_as_traffic(client: TestClient) -> None:
     preset = client.get("/v1/traffic-presets").json()[0]
-    resp = client.post("/v1/recommendations",
+    resp = client.post("/v1/recommendations?view=compact",
                        json=body(traffic_preset=None, traffic=preset["buckets"]))
     assert resp.status_code == 200, resp.text
     assert resp.json()["fleet"]["pools"]
 
 
 def test_chat_preset_gets_a_provisionable_fleet(client: TestClient) -> None:
-    resp = client.post("/v1/recommendations", json=body())
+    resp = client.post("/v1/recommendations?view=compact", json=body())
     assert resp.status_code == 200, resp.text
     answer = resp.json()
     fleet = answer["fleet"]
@@ -110,23 +112,23 @@ def test_chat_preset_gets_a_provisionable_fleet(client: TestClient) -> None:
 def test_mix_false_gives_the_best_single_type(client: TestClient) -> None:
     b = body()
     b["constraints"] = {"mix": False}
-    fleet = client.post("/v1/recommendations", json=b).json()["fleet"]
+    fleet = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     assert len({p["gpu"]["slug"] for p in fleet["pools"]}) == 1
     assert fleet["usd_per_hour"] == fleet["best_single_type"]["usd_per_hour"]
     assert fleet["saving_usd_per_hour"] == 0
     b["constraints"] = {"max_gpu_types": 1}
-    again = client.post("/v1/recommendations", json=b).json()["fleet"]
+    again = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     assert again["usd_per_hour"] == fleet["usd_per_hour"]
 
 
 def test_no_traffic_no_fleet(client: TestClient) -> None:
     b = body(traffic_preset=None, prompt_tokens=512, output_tokens=128)
-    answer = client.post("/v1/recommendations", json=b).json()
+    answer = client.post("/v1/recommendations?view=compact", json=b).json()
     assert answer["fleet"] is None
 
 
 def test_an_slo_no_gpu_meets_is_an_infeasible_fleet(client: TestClient) -> None:
-    resp = client.post("/v1/recommendations", json=body(max_ttft_ms=0.01))
+    resp = client.post("/v1/recommendations?view=compact", json=body(max_ttft_ms=0.01))
     assert resp.status_code == 200, resp.text
     fleet = resp.json()["fleet"]
     assert fleet["status"] == "infeasible" and not fleet["pools"]
@@ -140,7 +142,7 @@ def test_fleet_pools_pass_the_real_validators(client: TestClient) -> None:
 
     b = body(target_requests_per_s=10)
     b["model"] = {"preset": "llama-2-70b"}
-    fleet = client.post("/v1/recommendations", json=b).json()["fleet"]
+    fleet = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     pools = fleet["pools"] + fleet["best_single_type"]["pools"]
     assert len({p["gpu"]["slug"] for p in fleet["pools"]}) >= 2, fleet["pools"]
     tasks = []

@@ -226,7 +226,7 @@ _TRAIN = {
 
 
 def _recommend(client: TestClient, **constraints: Any) -> dict[str, Any]:
-    resp = client.post("/v1/recommendations",
+    resp = client.post("/v1/recommendations?view=compact",
                        json={**_TRAIN, "constraints": {"max_gpus": 8, **constraints}})
     assert resp.status_code == 200, resp.text
     out: dict[str, Any] = resp.json()

@@ -71,7 +71,7 @@ def test_runs_are_stored_and_fetched_unchanged(client: TestClient,
 
 def test_one_shot_recommendation_is_explained_and_deterministic(
         client: TestClient, admin_headers: dict[str, str]) -> None:
-    first = client.post("/v1/recommendations", json=LLAMA_8B_CHAT)
+    first = client.post("/v1/recommendations?view=compact", json=LLAMA_8B_CHAT)
     assert first.status_code == 200, first.text
     result = first.json()
     recs = result["recommendations"]
@@ -83,7 +83,7 @@ def test_one_shot_recommendation_is_explained_and_deterministic(
     assert "resources:" in top["provision"]["skypilot_yaml"]
     assert top["provision"]["kubernetes"]
     assert all(r["reason"] and r["fix"] for r in result["rejected"])
-    second = client.post("/v1/recommendations", json=LLAMA_8B_CHAT).json()
+    second = client.post("/v1/recommendations?view=compact", json=LLAMA_8B_CHAT).json()
     strip = lambda r: {k: v for k, v in r.items() if k != "generated_at"}  # noqa: E731
     assert strip(second) == strip(result)
     assert client.get("/v1/workloads", headers=admin_headers).json()["total"] == 0

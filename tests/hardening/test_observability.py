@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -9,6 +10,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.http.observability import JsonFormatter
@@ -111,3 +113,26 @@ def test_metrics_report_the_engine_cache_and_it_keeps_no_workload_tables(
     for table, (entries, _nbytes) in tables.items():
         assert _sample(text, "gpu_advisor_engine_cache_entries", table=table) == entries
         assert _sample(text, "gpu_advisor_engine_cache_bytes", table=table) > 0
+
+
+def test_collector_pauses_are_timed_per_generation(app: FastAPI) -> None:
+    """Every collection while the app serves is a sample of gpu_advisor_gc_pause_seconds (by
+    generation), flushed into the metrics at the next request; the longest is a gauge; a
+    stopped app leaves no callback behind."""
+    with TestClient(app) as client:
+        before = client.get("/metrics").text
+        gc.collect(0)
+        gc.collect(2)
+        gc.collect(2)
+        text = client.get("/metrics").text
+    for generation, at_least in (("0", 1), ("2", 2)):
+        name = "gpu_advisor_gc_pause_seconds_count"
+        count = _sample(text, name, generation=generation)
+        assert count - _sample(before, name, generation=generation) >= at_least
+        assert _sample(text, "gpu_advisor_gc_pause_seconds_bucket", generation=generation,
+                       le="+Inf") == count
+    full_max = _sample(text, "gpu_advisor_gc_pause_max_seconds", generation="2")
+    assert 0 < full_max < 60
+    assert _sample(text, "gpu_advisor_gc_pause_seconds_sum", generation="2") >= full_max
+    assert not any(getattr(cb, "__self__", None) is app.state.metrics.gc_pauses
+                   for cb in gc.callbacks)

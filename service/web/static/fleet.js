@@ -200,7 +200,7 @@
     $("#fl-submit").disabled = true;
     $("#fl-status").textContent = "Finding the fleet...";
     try {
-      const answer = await call("POST", "/v1/recommendations", body());
+      const answer = await call("POST", "/v1/recommendations?view=compact", body());  // pools, routing, buckets, provisioning
       if (mine !== seq) return;
       const f = answer.fleet;
       if (!f || !f.pools.length) {

@@ -564,7 +564,7 @@
     $("#status").textContent = "Ranking...";
     $("#submit").disabled = true;
     try {
-      const result = await call("POST", "/v1/recommendations", body);
+      const result = await call("POST", "/v1/recommendations?view=compact", body);  // the table, plot, memory bar and fixes read the whole answer
       if (mine !== answerSeq) return;  // the form changed meanwhile: a newer answer is coming
       lastResult = result;
       $("#results").hidden = false;
