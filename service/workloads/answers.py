@@ -157,6 +157,15 @@ class FleetSummary(BaseModel):
         description="The fleet's cost per million output tokens at the target rate [USD]")
     saving_fraction: float | None = Field(
         description="The saving over the best single type [fraction of its cost]")
+    objective: str = Field(description="cost (the least USD/hour) or time (the least mean "
+                                       "latency within max_usd_per_hour)")
+    mean_latency_ms: float | None = Field(
+        description="objective time: the request-weighted mean end-to-end latency [ms]")
+    slo_percentile: float = Field(
+        description="The share of requests that had to meet the latency limits [percent]")
+    within_slo_fraction: float | None = Field(
+        description="Share of requests the fleet serves within the latency limits [fraction] "
+                    "(which buckets are outside: view=compact)")
 
 
 class RecommendationSummary(BaseModel):
@@ -186,7 +195,8 @@ ANSWER_MODEL = RecommendationSummary | RecommendationResult
 
 
 _FLEET_KEYS = ("status", "pools", "gpu_count", "usd_per_hour", "usd_per_million_tokens",
-               "saving_fraction")
+               "saving_fraction", "objective", "mean_latency_ms", "slo_percentile",
+               "within_slo_fraction")
 _POOL_KEYS = ("name", "gpu", "gpu_count", "replicas", "offer", "usd_per_hour", "utilization")
 _OFFER_KEYS = ("quote_id", "provider", "region", "instance", "pricing", "price_usd_per_hour")
 

@@ -192,9 +192,12 @@ def test_percentile_fleet_reports_what_is_served_outside_the_limits(
     for pct in (100, 90):
         b = body(slo_percentile=pct, max_ttft_ms=300, max_tpot_ms=30)
         b["constraints"] = constraints
-        resp = client.post("/v1/recommendations", json=b)
+        resp = client.post("/v1/recommendations?view=compact", json=b)
         assert resp.status_code == 200, resp.text
         answers[pct] = resp.json()["fleet"]
+        summary = client.post("/v1/recommendations", json=b).json()["fleet"]
+        assert summary["slo_percentile"] == pct
+        assert summary["within_slo_fraction"] == answers[pct]["within_slo_fraction"]
     full, loose = answers[100], answers[90]
     assert full["slo_percentile"] == 100 and full["within_slo_fraction"] == 1
     assert all(not p["buckets_outside_slo"] for p in full["pools"])
@@ -211,9 +214,12 @@ def test_time_objective_fleet_under_a_budget(client: TestClient) -> None:
     b["objective"] = "time"
     b["constraints"] = {"max_usd_per_hour": 6, "gpu_slugs": ["nvidia-l4", "nvidia-l40s",
                                                              "nvidia-a100-sxm4-80gb"]}
-    resp = client.post("/v1/recommendations", json=b)
+    resp = client.post("/v1/recommendations?view=compact", json=b)
     assert resp.status_code == 200, resp.text
     fleet = resp.json()["fleet"]
     assert fleet["objective"] == "time" and fleet["status"] == "optimal"
+    summary = client.post("/v1/recommendations", json=b).json()["fleet"]
+    assert summary["objective"] == "time"
+    assert summary["mean_latency_ms"] == fleet["mean_latency_ms"]
     assert fleet["usd_per_hour"] <= 6 and fleet["mean_latency_ms"] > 0
     assert fleet["mean_latency_ms"] <= fleet["best_single_type"]["mean_latency_ms"] * 1.000001
