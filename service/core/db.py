@@ -172,7 +172,7 @@ class SessionSlots:
     A session holds its pooled connection from its first query until it is closed, across the
     thread-pool hops of the request; with more requests in flight than connections, threads
     blocked in the pool's checkout while the holders waited for a thread, and a flood of
-    cheap reads gave "pool exhausted" 503s to everyone (issue 23, finding 4). With one slot per
+    cheap reads gave "pool exhausted" 503s to everyone. With one slot per
     pooled connection (GPU_ADVISOR_WORKER_THREADS), the pool never runs out for requests and a
     waiting request holds no thread; the pool's overflow is left to the key checks made before a
     body is read and to /readyz."""

@@ -30,7 +30,7 @@ PING_DEADLINE_S = 1.0
 """Longest wait for the pool's pre-ping (an empty query: well under a millisecond on a LAN, tens
 of milliseconds across regions) before the connection is taken for dead and replaced. It was the
 connect timeout (3 s): with the reconnect's own connect timeout after it, a black-holed
-database took 6.3 s to answer 503 (issue 23; the goal is the 5 s query deadline)."""
+database took 6.3 s to answer 503, past the 5 s query deadline."""
 
 _WATCHDOGS: weakref.WeakKeyDictionary[Engine, DeadlineWatchdog] = weakref.WeakKeyDictionary()
 """One watchdog per engine, so apps built on a shared engine (tests) do not stack listeners."""

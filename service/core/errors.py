@@ -138,8 +138,8 @@ def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 MAX_LISTED_ERRORS = 50
-"""A 422 lists at most this many field errors and says how many more there were (issue 23,
-finding 2: every error listed made a 157 MB answer out of a 4 MB body)."""
+"""A 422 lists at most this many field errors and says how many more there were: listing
+every error made a 157 MB answer out of a 4 MB body."""
 MAX_FIELD_CHARS = 200
 """Longest field path or message in a listed error (an unknown key is echoed in its path)."""
 MAX_TYPE_CHARS = 64

@@ -175,7 +175,7 @@ class TrainingSpec:
 
 
 MAX_TRAFFIC_BUCKETS = 64
-"""Most buckets a traffic histogram may hold (issue 22): enough for a 8 x 8 grid of prompt
+"""Most buckets a traffic histogram may hold: enough for a 8 x 8 grid of prompt
 and output sizes, and it keeps the fleet program (buckets x pool options) small."""
 MIN_SLO_PERCENTILE = 50.0
 """Lowest ``slo_percentile`` accepted [percent]: below the median a latency limit no longer

@@ -1,6 +1,5 @@
 """Request bodies against hostile clients: authenticated before they are read, a per-worker budget
-on the bytes held, and JSON parsed off the event loop with a bound on its shape (issue 23,
-findings 2 and 3).
+on the bytes held, and JSON parsed off the event loop with a bound on its shape.
 
 - PreAuthMiddleware: a write to a route that needs a key is answered 401 before its body is read
   when the key is missing or unknown (300 anonymous 5 MB POSTs to /v1/gpus were buffered and

@@ -38,8 +38,8 @@ LIST_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"GET", "HEAD"}), re.compile(r"^/v1/quotes/[^/]+/history/?$")),
 )
 """Collection reads: a page of up to GPU_ADVISOR_MAX_PAGE_SIZE rows each (GET /v1/quotes?limit=500
-is ~45 ms of a thread and a database connection), admitted like the expensive routes (issue 23,
-finding 4: 100 unadmitted clients took every thread and connection from a bystander)."""
+is ~45 ms of a thread and a database connection), admitted like the expensive routes
+(unadmitted, 100 clients of them took every thread and connection from a bystander)."""
 
 
 def _matcher(routes: tuple[tuple[frozenset[str], re.Pattern[str]], ...]
@@ -70,7 +70,7 @@ class MiddlewareProblemGuard:
     The receive wrappers (body size 413, body timeout 408, body budget 503) raise
     ``HTTPException`` so that FastAPI's body reader re-raises it to the app's handler; but a
     middleware that reads the body itself (admission) is outside those handlers, and the
-    exception used to escape as a 500 (issue 23, finding 1)."""
+    exception would escape as a 500."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
