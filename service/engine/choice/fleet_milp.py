@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -224,17 +225,8 @@ def solve(
         ub.append(max_outside)
     if limit_types:
         assert max_types is not None
-        index = {t: i for i, t in enumerate(type_ids)}
-        link0 = len(lb)
-        z0 = n_p + n_x + n_v
-        rows += [link0 + np.arange(n_p), link0 + np.arange(n_p)]
-        cols += [np.arange(n_p), z0 + np.array([index[t] for t in types])]
-        vals += [np.ones(n_p), -np.asarray(upper, dtype=float)]
-        rows.append(np.full(n_z, link0 + n_p))
-        cols.append(z0 + np.arange(n_z))
-        vals.append(np.ones(n_z))
-        lb += [-np.inf] * n_p + [-np.inf]
-        ub += [0.0] * n_p + [float(max_types)]
+        _type_limit_rows((rows, cols, vals, lb, ub), types, type_ids, upper, max_types,
+                         z0=n_p + n_x + n_v)
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                    shape=(len(lb), n_var)).tocsr()
     c = np.concatenate([np.asarray(costs, dtype=float), np.zeros(n_x + n_v + n_z)])
@@ -488,17 +480,8 @@ def solve_time(
     ub.append(budget_usd_per_hour * (1.0 + 1e-12))
     if limit_types:
         assert max_types is not None
-        index = {t: i for i, t in enumerate(type_ids)}
-        link0 = len(lb)
-        z0 = n_p + n_x
-        rows += [link0 + np.arange(n_p), link0 + np.arange(n_p)]
-        cols += [np.arange(n_p), z0 + np.array([index[t] for t in types])]
-        vals += [np.ones(n_p), -np.asarray(upper, dtype=float)]
-        rows.append(np.full(n_z, link0 + n_p))
-        cols.append(z0 + np.arange(n_z))
-        vals.append(np.ones(n_z))
-        lb += [-np.inf] * n_p + [-np.inf]
-        ub += [0.0] * n_p + [float(max_types)]
+        _type_limit_rows((rows, cols, vals, lb, ub), types, type_ids, upper, max_types,
+                         z0=n_p + n_x)
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                    shape=(len(lb), n_var)).tocsr()
     weight = rate[bs] / float(rate.sum())
@@ -552,3 +535,25 @@ def within_capacity_modes(sol: TimeSolution, rates: Sequence[float],
             used[owner[m]] += rates[b] * s / caps[b][m]
     return all(u <= y * (1.0 + CAPACITY_SLACK) + 1e-9 for u, y in zip(used, sol.counts,
                                                                         strict=True))
+
+
+def _type_limit_rows(
+    program: tuple[list[Any], list[Any], list[Any], list[float], list[float]],
+    types: Sequence[int], type_ids: Sequence[int], upper: Sequence[float], max_types: int,
+    z0: int,
+) -> None:
+    """Append the GPU-type limit to a program's (rows, cols, vals, lb, ub): option p's copies
+    at most its upper count times its type's indicator (z at column ``z0`` + the type's index),
+    and at most ``max_types`` indicators set."""
+    rows, cols, vals, lb, ub = program
+    n_p, n_z = len(types), len(type_ids)
+    index = {t: i for i, t in enumerate(type_ids)}
+    link0 = len(lb)
+    rows += [link0 + np.arange(n_p), link0 + np.arange(n_p)]
+    cols += [np.arange(n_p), z0 + np.array([index[t] for t in types])]
+    vals += [np.ones(n_p), -np.asarray(upper, dtype=float)]
+    rows.append(np.full(n_z, link0 + n_p))
+    cols.append(z0 + np.arange(n_z))
+    vals.append(np.ones(n_z))
+    lb += [-np.inf] * n_p + [-np.inf]
+    ub += [0.0] * n_p + [float(max_types)]
