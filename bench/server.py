@@ -1,14 +1,14 @@
 """Start and stop a live server for the benchmarks: `gpu-advisor serve` (or another module run
 the same way, e.g. bench/floor_app.py) on a free loopback port, ready once /readyz answers 200.
 
-One implementation for bench_http, bench_overload and bench_soak (tests/hardening/live.py keeps
-its own: the test suite does not import the benchmarks).
+One implementation for bench_http, bench_overload and bench_soak; the port choice is the test
+suite's (tests/hardening/live.py: the test suite does not import the benchmarks, the benchmarks
+use its helpers).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +23,10 @@ READY_TIMEOUT_S = 60.0
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A listening port outside the ephemeral range (see tests.hardening.live.free_port)."""
+    from tests.hardening.live import free_port as pick
+
+    return pick()
 
 
 def serve_args(db_url: str, port: int, workers: int = 1) -> list[str]:

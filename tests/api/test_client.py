@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -40,14 +39,9 @@ from service.core.db import make_engine
 from service.core.migrate import upgrade
 from service.core.security import create_key
 from tests.conftest import PG_URL, REPO_ROOT, create_pg_database, drop_pg_database
+from tests.hardening.live import free_port
 
 EXAMPLE = REPO_ROOT / "examples" / "client_quickstart.py"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +55,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, s
         _, key = create_key(session, name="bot", role="admin")
         _, submitter = create_key(session, name="portal", role="submitter")
         session.commit()
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(Settings(database_url=url), engine=engine),
                                            host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

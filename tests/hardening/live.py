@@ -7,6 +7,7 @@ UPDATEs, idempotent inserts) only show over real HTTP with real threads.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -20,16 +21,47 @@ import httpx
 
 from tests.conftest import REPO_ROOT
 
+# Listening ports come from below Linux's ephemeral range (32768-60999 by default): a port the
+# kernel hands out for bind(0) is also one it hands out to outgoing connections (the test
+# clients', PostgreSQL's), so one of them could take it between the check and the server's bind.
+LISTEN_PORTS = range(20_000, 32_000)
+START_ATTEMPTS = 4
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port on 127.0.0.1 that nothing listens on now, outside the ephemeral range."""
+    for _ in range(200):
+        port = random.choice(LISTEN_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def serve(url: str, *, admin_key: str, extra_args: Sequence[str] = (),
           env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `gpu-advisor serve` on ``url``; return (process, base URL) once /readyz is 200."""
+    """Start `gpu-advisor serve` on ``url``; return (process, base URL) once /readyz is 200.
+
+    A server that lost its port to another process before binding it is started again on
+    another port (tests and benchmarks may run beside each other)."""
+    for attempt in range(START_ATTEMPTS):
+        try:
+            return _serve_once(url, admin_key=admin_key, extra_args=extra_args, env=env)
+        except PortTaken:
+            if attempt == START_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTaken(RuntimeError):
+    """The server exited because its port was taken between the choice and the bind."""
+
+
+def _serve_once(url: str, *, admin_key: str, extra_args: Sequence[str],
+                env: dict[str, str] | None) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     environ = {**os.environ, "GPU_ADVISOR_BOOTSTRAP_ADMIN_KEY": admin_key, "DATABASE_URL": url,
                **(env or {})}
@@ -47,7 +79,10 @@ def serve(url: str, *, admin_key: str, extra_args: Sequence[str] = (),
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log.seek(0)
-            raise RuntimeError(f"server exited: {log.read().decode()[-2000:]}")
+            text = log.read().decode(errors="replace")
+            if "address already in use" in text:
+                raise PortTaken(text[-2000:])
+            raise RuntimeError(f"server exited: {text[-2000:]}")
         try:
             if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
                 return proc, base
