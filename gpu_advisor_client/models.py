@@ -21,6 +21,7 @@ Precision = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
 Objective = Literal["cost", "time", "balanced", "energy"]
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "purchase"]
 View = Literal["compact", "full"]
+Runtime = Literal["batching-server", "llama.cpp"]
 """The whole explained answer's shape (``RecommendationResult``): ``compact`` lists the engine
 constants once, in ``RecommendationResult.assumptions``; ``full`` also repeats them in every
 estimate. The server's default view, ``summary``, is ``RecommendationSummary`` (the client's
@@ -99,6 +100,8 @@ class InferenceIn(_Request):
     pipeline_parallel: int | None = None
     """A pinned TP / PP split per replica; None: the engine's best split."""
     input_samples_per_s_per_gpu: float | None = None
+    runtime: Runtime = "batching-server"
+    """Serving runtime: a batching server (vLLM, TensorRT-LLM, SGLang) or llama.cpp."""
     traffic: list[TrafficBucketIn] | None = None
     """A request-size histogram (the answer then has a ``fleet``); or ``traffic_preset``."""
     traffic_preset: str | None = None

@@ -331,6 +331,18 @@ KERNEL_OVERHEAD_S = _const(
     "launch + ramp + tail of one kernel: NVIDIA AIConfigurator adds ~3 us per memory "
     "operation; kernel launch latency is 2-5 us (ESTIMATION.md)",
 )
+LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = _const(
+    "llamacpp_stream_bytes_per_sm_cycle",
+    6.8,
+    "B per SM per clock cycle",
+    "llama.cpp (inference.runtime llama.cpp) streams weights through matrix-vector kernels "
+    "whose bytes in flight per SM, over the DRAM latency, cap the bandwidth they reach "
+    "(Little's law: throughput = concurrency / latency; V. Volkov, 'Understanding Latency "
+    "Hiding on GPUs', UC Berkeley PhD thesis 2016, ch. 4): bandwidth <= SMs x boost clock x "
+    "this rate, below the achieved DRAM bandwidth on HBM parts, above it on GDDR cards. Set "
+    "by CALIBRATION.md row 11: Argonne LLM-Inference-Bench, llama-bench Llama-3-8B F16 on one "
+    "H100 SXM (101.57 tokens/s)",
+)
 STEP_OVERHEAD_S = _const(
     "serving_step_overhead_s",
     4e-4,
@@ -845,6 +857,8 @@ INFERENCE_KEYS = (
     "pipeline_stage_latency_s",
     "collective_activation_bytes",
 )
+LLAMACPP_KEYS = ("llamacpp_stream_bytes_per_sm_cycle",)
+"""Listed beside :data:`INFERENCE_KEYS` when the workload runs on llama.cpp."""
 COMPUTE_KEYS = (
     "efficiency_compute_job",
     "efficiency_fp64_tensor",

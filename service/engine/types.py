@@ -26,6 +26,9 @@ MemoryFormat = Literal["nchw", "nhwc"]
 Bound = Literal["compute", "memory_bandwidth", "interconnect"]
 Communication = Literal["stencil", "allreduce", "none"]
 Fp64Units = Literal["vector", "matrix"]
+ServingRuntime = Literal["batching-server", "llama.cpp"]
+"""How the model is served: a continuous-batching server (vLLM, TensorRT-LLM, SGLang: timed
+alike) or llama.cpp, whose matrix-vector kernels stream weights at a per-SM rate."""
 FixKind = Literal[
     "gpu_count",
     "weight_precision",
@@ -229,6 +232,9 @@ class InferenceSpec:
     single-shape estimate and ranking use ``prompt_tokens`` / ``output_tokens`` (the API
     fills them with the share-weighted means when not given); the mixed-fleet optimiser
     (:mod:`service.engine.choice.fleet`) serves each bucket at its own size. None = one size."""
+    runtime: ServingRuntime = "batching-server"
+    """The serving runtime (:data:`ServingRuntime`): llama.cpp caps the bandwidth its kernels
+    reach (:func:`service.engine.physics.kernels.runtime_device`)."""
     slo_percentile: float = 100.0
     """With a traffic histogram: the share of the requests (weighted by bucket share) that
     must meet the latency limits [percent, 50-100]; the others may be served outside them

@@ -21,6 +21,7 @@ from service.engine.types import (
     MemoryFormat,
     ModelSpec,
     Optimizer,
+    ServingRuntime,
     Sharding,
     TrafficBucket,
     TrainingSpec,
@@ -335,6 +336,14 @@ class InferenceInput(_Strict):
             "either pins both (the other defaults to 1); a GPU count smaller than tensor x "
             "pipeline is judged on the engine's own splits"
         ),
+    )
+    runtime: ServingRuntime = Field(
+        default="batching-server",
+        description=(
+            "Serving runtime: batching-server (vLLM, TensorRT-LLM, SGLang: continuous "
+            "batching, timed alike) or llama.cpp (one request at a time on a workstation or "
+            "edge GPU; its matrix-vector kernels stream the weights at a rate set by the GPU's "
+            "SMs and clock, so HBM parts reach well under their bandwidth at batch 1)"),
     )
     input_samples_per_s_per_gpu: float | None = Field(
         default=None, gt=0, le=1e9,

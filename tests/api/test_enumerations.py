@@ -34,6 +34,7 @@ from service.engine.types import (
     KvCachePrecision,
     MemoryFormat,
     Optimizer,
+    ServingRuntime,
     WeightPrecision,
     WorkloadKind,
 )
@@ -48,8 +49,8 @@ SOURCES: list[Any] = [
     Bound, Communication, ComputePrecision, Deployment, Fabric, FixKind, FormFactor, Fp64Units,
     Freshness, HistoryEvent, ImportFormat, Interconnect, KvCachePrecision, MemoryFormat, Objective,
     Optimizer,
-    Pricing, RejectionCode, ShardingChoice, SortField, View, WarningCode, WeightPrecision,
-    WorkloadKind,
+    Pricing, RejectionCode, ServingRuntime, ShardingChoice, SortField, View, WarningCode,
+    WeightPrecision, WorkloadKind,
 ]
 """The one definition of each enumeration the API exposes."""
 
@@ -62,6 +63,7 @@ SCHEMA_FIELDS: list[tuple[str, str, Any]] = [
     ("TrainingInput", "optimizer", Optimizer),
     ("TrainingInput", "sharding", ShardingChoice),
     ("TrainingInput", "memory_format", MemoryFormat),
+    ("InferenceInput", "runtime", ServingRuntime),
     ("ComputeInput", "fp64_units", Fp64Units),
     ("ComputeInput", "communication", Communication),
     ("ConstraintsIn", "form_factors", FormFactor),

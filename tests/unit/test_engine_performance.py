@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,6 +67,35 @@ def test_decode_llama2_7b_h100_is_bandwidth_bound() -> None:
     assert est.bound == "memory_bandwidth"
     assert est.tpot_ms == pytest.approx(weights_ms + fixed_ms, rel=0.05)
     assert fixed_ms > 0.2 * weights_ms  # the floor that compresses gaps at batch 1
+
+
+def _llamacpp(workload: Workload) -> Workload:
+    assert workload.inference is not None
+    return replace(workload, inference=replace(workload.inference, runtime="llama.cpp"))
+
+
+def test_llamacpp_decode_on_hbm_streams_at_its_sm_rate() -> None:
+    # llama.cpp's matrix-vector kernels: 132 SMs x 1,980 MHz x 6.8 B = 1.78 TB/s on the H100
+    # SXM, under its 2.68 TB/s achieved bandwidth, so batch-1 decode reads the weights slower
+    server = estimate(_decode("llama-2-7b"), H100_SXM, 1)
+    local = estimate(_llamacpp(_decode("llama-2-7b")), H100_SXM, 1)
+    assert server.tpot_ms is not None and local.tpot_ms is not None
+    cap = 132 * 1980e6 * c.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE
+    weight_bytes = 6.74e9 * 2
+    fixed_ms = (32 * c.TRANSFORMER_KERNELS_PER_LAYER * c.KERNEL_OVERHEAD_S
+                + c.STEP_OVERHEAD_S) * 1e3
+    assert local.tpot_ms == pytest.approx(weight_bytes / cap * 1e3 + fixed_ms, rel=0.05)
+    assert local.tpot_ms > 1.3 * server.tpot_ms
+    assert "llamacpp_stream_bytes_per_sm_cycle" in {a.name for a in local.assumptions}
+    assert "llamacpp_stream_bytes_per_sm_cycle" not in {a.name for a in server.assumptions}
+
+
+def test_llamacpp_decode_on_gddr_reaches_the_same_bandwidth() -> None:
+    # the RTX 4090: 128 SMs x 2,520 MHz x 6.8 B = 2.19 TB/s, far above its 0.81 TB/s achieved
+    # bandwidth: the cap does not bind, llama.cpp and a batching server read alike
+    server = estimate(_decode("llama-2-7b"), RTX_4090, 1)
+    local = estimate(_llamacpp(_decode("llama-2-7b")), RTX_4090, 1)
+    assert local.tpot_ms == pytest.approx(server.tpot_ms, rel=1e-9)
 
 
 def test_int4_weights_speed_up_decode() -> None:

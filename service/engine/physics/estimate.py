@@ -43,7 +43,8 @@ def _assumption_set(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
 
 _ASSUMPTION_SETS: dict[tuple[tuple[str, ...], ...], tuple[Assumption, ...]] = {
     groups: _assumption_set(*groups)
-    for groups in ((), (c.COMPUTE_KEYS,), (c.TRAINING_KEYS,), (c.INFERENCE_KEYS,))
+    for groups in ((), (c.COMPUTE_KEYS,), (c.TRAINING_KEYS,), (c.INFERENCE_KEYS,),
+                   (c.INFERENCE_KEYS, c.LLAMACPP_KEYS))
 }
 """The constants each kind of estimate lists, built once at import (a table, not a cache)."""
 
@@ -621,7 +622,8 @@ def _estimate_inference(
         fixes=fixes,
         min_gpus_to_fit=needed,
         replicas=placement.replicas,
-        assumptions=_assumptions(c.INFERENCE_KEYS),
+        assumptions=(_assumptions(c.INFERENCE_KEYS, c.LLAMACPP_KEYS)
+                     if spec.runtime == "llama.cpp" else _assumptions(c.INFERENCE_KEYS)),
         compute_tflops_used=rate.tflops,
     )
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from service.engine import constants as c
 from service.engine.physics import power
 from service.engine.physics.performance import PeakRate, peak_rate
-from service.engine.types import GpuSpec
+from service.engine.types import GpuSpec, ServingRuntime
 
 _ceil = math.ceil
 _INF = math.inf
@@ -128,6 +128,20 @@ def device(gpu: GpuSpec, rate: PeakRate) -> Device:
         tensor=rate.tensor,
         l2_bytes=(gpu.l2_cache_mb or 0.0) * c.MIB,
     )
+
+
+def runtime_device(gpu: GpuSpec, rate: PeakRate, runtime: ServingRuntime) -> Device:
+    """:func:`device` as a serving runtime reaches it. llama.cpp's matrix-vector kernels hold
+    too few bytes in flight to cover the DRAM latency of a large HBM part (Little's law), so
+    their bandwidth is capped at SMs x boost clock x
+    :data:`constants.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE` (memory-bound kernels leave the clock
+    at boost). Unknown SM count or clock: no cap. The cap applies to every memory-bound
+    kernel of the runtime; its prompt GEMMs are compute-bound and do not feel it."""
+    dev = device(gpu, rate)
+    if runtime != "llama.cpp" or not gpu.sm_count or not gpu.boost_clock_mhz:
+        return dev
+    cap = gpu.sm_count * gpu.boost_clock_mhz * 1e6 * c.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE
+    return replace(dev, bytes_s=min(dev.bytes_s, cap)) if cap < dev.bytes_s else dev
 
 
 def replace_l2(dev: Device, l2_bytes: float) -> Device:

@@ -248,8 +248,9 @@ class ServingModel:
         assert model is not None and spec is not None
         self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
         self._timings: dict[int, Timing] = {}
-        self.dev = dev = memo_of(memo).get("device", (gpu, rate),
-                                           lambda: kernels.device(gpu, rate))
+        runtime = spec.runtime
+        self.dev = dev = memo_of(memo).get("device", (gpu, rate, runtime),
+                                           lambda: kernels.runtime_device(gpu, rate, runtime))
         self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
         if rate.precision_used in ("fp8", "int8"):
