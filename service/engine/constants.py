@@ -343,6 +343,29 @@ LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = _const(
     "by CALIBRATION.md row 11: Argonne LLM-Inference-Bench, llama-bench Llama-3-8B F16 on one "
     "H100 SXM (101.57 tokens/s)",
 )
+LLAMACPP_PROMPT_EFFICIENCY = _const(
+    "llamacpp_prompt_efficiency",
+    0.625,
+    "x the batching-server GEMM and attention rates",
+    "share of a batching server's GEMM and attention FLOP rates that llama.cpp's prompt path "
+    "reaches: it converts F32 activations to F16 and the results back around every cuBLAS "
+    "GEMM, runs attention unfused without flash attention, and keeps norms and RoPE in F32 "
+    "(ggml-cuda ggml_cuda_op_mul_mat_cublas). Set by CALIBRATION.md row 12: llama.cpp PR "
+    "#4766 (ggerganov, 2024-01-10), llama-bench pp512 of a 7B F16 model on one RTX 4090, "
+    "11,048 tokens/s",
+)
+GEFORCE_FP16_ACCUMULATE_SPEEDUP = _const(
+    "geforce_fp16_accumulate_speedup",
+    2.0,
+    "x the FP32-accumulate FP16 tensor rate",
+    "NVIDIA GeForce cards (Turing and later) run FP16 tensor math with FP16 accumulation at "
+    "twice the rate with FP32 accumulation (the catalog's fp16 figure): RTX 4090 330.3 vs "
+    "165.2 dense TFLOPS (NVIDIA Ada GPU Architecture whitepaper, appendix table), RTX 3090 142 "
+    "vs 71 (NVIDIA Ampere GA102 whitepaper); workstation and datacenter parts run both at one "
+    "rate (RTX 6000 Ada, RTX A6000, A40: same tables). llama.cpp multiplies F16 weights with "
+    "cublasGemmEx(..., CUBLAS_COMPUTE_16F) (ggml-cuda ggml_cuda_op_mul_mat_cublas), so its "
+    "F16 GEMMs on a GeForce card get the doubled rate; a datasheet ratio, not fitted",
+)
 STEP_OVERHEAD_S = _const(
     "serving_step_overhead_s",
     4e-4,
@@ -857,7 +880,8 @@ INFERENCE_KEYS = (
     "pipeline_stage_latency_s",
     "collective_activation_bytes",
 )
-LLAMACPP_KEYS = ("llamacpp_stream_bytes_per_sm_cycle",)
+LLAMACPP_KEYS = ("llamacpp_stream_bytes_per_sm_cycle", "llamacpp_prompt_efficiency",
+                 "geforce_fp16_accumulate_speedup")
 """Listed beside :data:`INFERENCE_KEYS` when the workload runs on llama.cpp."""
 COMPUTE_KEYS = (
     "efficiency_compute_job",

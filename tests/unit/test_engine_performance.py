@@ -98,6 +98,37 @@ def test_llamacpp_decode_on_gddr_reaches_the_same_bandwidth() -> None:
     assert local.tpot_ms == pytest.approx(server.tpot_ms, rel=1e-9)
 
 
+def _prefill(model: str, precision: str = "fp16") -> Workload:
+    return Workload(
+        kind="inference",
+        precision=precision,  # type: ignore[arg-type]
+        model=PRESETS[model].model,
+        inference=InferenceSpec(prompt_tokens=2048, output_tokens=1, batch_size=1),
+    )
+
+
+def _ttft(w: Workload, gpu: GpuSpec) -> float:
+    est = estimate(w, gpu, 1)
+    assert est.ttft_ms is not None
+    return est.ttft_ms
+
+
+def test_llamacpp_f16_prompts_accumulate_in_fp16_on_geforce_only() -> None:
+    # cuBLAS with FP16 accumulation: twice the catalog's (FP32-accumulate) FP16 rate on a
+    # GeForce card; BF16 is accumulated in FP32; a workstation/datacenter card runs both alike
+    f16, bf16 = _llamacpp(_prefill("llama-2-7b")), _llamacpp(_prefill("llama-2-7b", "bf16"))
+    geforce = _ttft(bf16, RTX_4090) / _ttft(f16, RTX_4090)
+    assert 1.6 < geforce <= c.GEFORCE_FP16_ACCUMULATE_SPEEDUP + 1e-9
+    assert _ttft(f16, L40S) == pytest.approx(_ttft(bf16, L40S), rel=0.02)
+
+
+def test_llamacpp_prompts_run_at_its_share_of_a_serving_runtime() -> None:
+    # the L40S (no FP16-accumulate doubling): llama.cpp's prompt GEMMs at 0.625 of the rate
+    server = _ttft(_prefill("llama-2-7b"), L40S)
+    local = _ttft(_llamacpp(_prefill("llama-2-7b")), L40S)
+    assert local / server == pytest.approx(1 / c.LLAMACPP_PROMPT_EFFICIENCY, rel=0.08)
+
+
 def test_int4_weights_speed_up_decode() -> None:
     fp16 = estimate(_decode("llama-2-7b"), L4, 1)
     int4 = estimate(_decode("llama-2-7b", weight_precision="int4"), L4, 1)

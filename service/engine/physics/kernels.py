@@ -136,12 +136,33 @@ def runtime_device(gpu: GpuSpec, rate: PeakRate, runtime: ServingRuntime) -> Dev
     their bandwidth is capped at SMs x boost clock x
     :data:`constants.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE` (memory-bound kernels leave the clock
     at boost). Unknown SM count or clock: no cap. The cap applies to every memory-bound
-    kernel of the runtime; its prompt GEMMs are compute-bound and do not feel it."""
+    kernel of the runtime; its prompt GEMMs are compute-bound and do not feel it.
+
+    Its GEMM and attention rates are :data:`constants.LLAMACPP_PROMPT_EFFICIENCY` x a batching
+    server's (format conversions around each GEMM, unfused attention). Its F16 GEMMs (and its
+    attention GEMMs over an F16 KV cache) accumulate in FP16,
+    which GeForce cards run at :data:`constants.GEFORCE_FP16_ACCUMULATE_SPEEDUP` x the
+    FP32-accumulate rate the catalog stores (:func:`fp16_accumulate_doubles`); the clock held
+    is left at the FP32-accumulate one."""
     dev = device(gpu, rate)
-    if runtime != "llama.cpp" or not gpu.sm_count or not gpu.boost_clock_mhz:
+    if runtime != "llama.cpp":
+        return dev
+    speedup = c.LLAMACPP_PROMPT_EFFICIENCY
+    if rate.tensor and rate.precision_used == "fp16" and fp16_accumulate_doubles(gpu):
+        speedup *= c.GEFORCE_FP16_ACCUMULATE_SPEEDUP
+    dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * speedup,
+                  attention_flops_s=dev.attention_flops_s * speedup)
+    if not gpu.sm_count or not gpu.boost_clock_mhz:
         return dev
     cap = gpu.sm_count * gpu.boost_clock_mhz * 1e6 * c.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE
     return replace(dev, bytes_s=min(dev.bytes_s, cap)) if cap < dev.bytes_s else dev
+
+
+def fp16_accumulate_doubles(gpu: GpuSpec) -> bool:
+    """Whether FP16 tensor math with FP16 accumulation runs at twice the catalog's FP16 rate:
+    NVIDIA GeForce (consumer) cards with tensor cores of Turing (2nd generation) or later."""
+    return (gpu.vendor.lower() == "nvidia" and gpu.form_factor == "consumer"
+            and (gpu.tensor_core_generation or 0) >= 2)
 
 
 def replace_l2(dev: Device, l2_bytes: float) -> Device:
