@@ -20,9 +20,10 @@ collector's pauses (issue 25: p99 < 10 ms), from ``gpu_advisor_gc_pause_seconds`
 ``gpu_advisor_gc_pause_max_seconds`` in one /metrics scrape at the end: every pause since the
 worker began serving (warm-up traffic included), p50/p99 as Prometheus' histogram_quantile
 interpolates them and the bucket bound they fall under, the longest exactly; all workers' when
-/metrics sums the processes (prometheus_client multiprocess mode, told from the server's
-source), else the one worker that answered the scrape (``gc_pauses.scope``). Results:
-bench/results/soak.json. BENCH_SOAK_SECONDS=0 skips it in `python -m bench`.
+/metrics sums the processes (prometheus_client multiprocess mode, told by the server's
+``gpu_advisor_metrics_workers_merged`` gauge), else the one worker that answered the scrape
+(``gc_pauses.scope``). Results: bench/results/soak.json. BENCH_SOAK_SECONDS=0 skips it in
+`python -m bench`.
 
 `python -m bench.bench_soak [ROOT] [WORKERS]` runs the server from another source tree (e.g. an
 exported older commit, WORKERS 1 when it has no --workers), for before/after figures.
@@ -303,7 +304,7 @@ class Traffic:
 
 
 async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
-                sample_s: float, clients: int, aggregated: bool = False) -> dict[str, Any]:
+                sample_s: float, clients: int) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
         gpus = [g["slug"] for g in (await client.get("/v1/gpus", params={"limit": 500})).json()[
@@ -353,8 +354,10 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
         scrape = await client.get("/metrics", headers=AUTH)
         pauses = gc_pauses(scrape.text) if scrape.status_code == 200 else None
         if pauses is not None:
-            pauses["scope"] = ("every worker (summed)" if aggregated
-                               else "the worker that answered the scrape")
+            merged = workers_merged(scrape.text)
+            pauses["scope"] = ("every worker (summed)" if merged
+                               else "the worker that answered the scrape" if merged is False
+                               else "not reported by the server")
     codes = traffic.codes
     total = sum(codes.values())
     five_xx = {c: n for c, n in codes.items() if c.isdigit() and c[0] == "5" and c != "503"}
@@ -397,11 +400,12 @@ async def _soak(base: str, server_pid: int, seconds: float, warmup_s: float,
     }
 
 
-def _workers_aggregated(root: Path) -> bool:
-    """Whether the server in ``root`` sums /metrics over its workers (prometheus_client's
-    multiprocess mode); nothing in the scrape itself says so."""
-    source = root / "service" / "http" / "observability.py"
-    return source.is_file() and "MultiProcessCollector" in source.read_text()
+def workers_merged(scrape: str) -> bool | None:
+    """Whether a /metrics scrape sums every worker (the server's
+    ``gpu_advisor_metrics_workers_merged`` gauge); None when the server does not say (a tree
+    older than the gauge)."""
+    found = re.search(r"^gpu_advisor_metrics_workers_merged ([0-9.e+-]+)$", scrape, re.M)
+    return None if found is None else float(found.group(1)) == 1.0
 
 
 def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
@@ -414,8 +418,7 @@ def run(root: Path = ROOT, workers: int = WORKERS, seconds: float = SECONDS,
             deadline = time.monotonic() + 30
             while len(worker_pids(proc.pid)) < workers and time.monotonic() < deadline:
                 time.sleep(0.2)
-        result = asyncio.run(_soak(base, proc.pid, seconds, warmup_s, sample_s, clients,
-                                   _workers_aggregated(root)))
+        result = asyncio.run(_soak(base, proc.pid, seconds, warmup_s, sample_s, clients))
         result["server_alive_at_end"] = proc.poll() is None
     finally:
         server.stop(proc)

@@ -89,18 +89,37 @@ class Metrics:
         plus this process's own collectors (the engine cache gauges)."""
         path = multiprocess_dir()
         if path is None:
-            return generate_latest(self.registry)
+            return generate_latest(self.registry) + _scope(merged=False)
         merged = CollectorRegistry()
         multiprocess.MultiProcessCollector(merged, path=path)  # type: ignore[no-untyped-call]
         # the metric families above come from the files; the custom collectors from here
         for collector in self._process_collectors:
             merged.register(collector)
-        return generate_latest(merged)
+        return generate_latest(merged) + _scope(merged=True)
 
     def register_process_collector(self, collector: Collector) -> None:
         """A collector of this process's state (computed at scrape time, not added up)."""
         self._process_collectors.append(collector)
         self.registry.register(collector)
+
+
+class _Scope(Collector):
+    def __init__(self, merged: bool) -> None:
+        self.merged = merged
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "gpu_advisor_metrics_workers_merged",
+            "1: the HTTP and GC metrics of this scrape are the sum over every worker process "
+            "of the server (multiprocess mode); 0: they are the answering process's own",
+            value=1.0 if self.merged else 0.0)
+
+
+def _scope(*, merged: bool) -> bytes:
+    """The exposition of ``gpu_advisor_metrics_workers_merged`` (what the scrape covers)."""
+    registry = CollectorRegistry()
+    registry.register(_Scope(merged))
+    return generate_latest(registry)
 
 
 def mark_worker_exit() -> None:

@@ -94,6 +94,8 @@ def test_recommendation_metrics_are_exported(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert "gpu_advisor_recommendation_compute_seconds_count 1.0" in text
     assert 'gpu_advisor_http_requests_total{method="POST",route="/v1/recommendations"' in text
+    # one process, no multiprocess directory: the scrape says it covers this process only
+    assert "\ngpu_advisor_metrics_workers_merged 0.0\n" in text
 
 
 def test_recommendation_follows_catalog_changes(client: TestClient,

@@ -44,6 +44,7 @@ def test_consecutive_scrapes_of_two_workers_agree(fresh_url: str, tmp_path: Path
                 text = client.get(f"{base}/metrics").text
             gpus.append(_count(text, "/v1/gpus"))
             scrapes.append(_count(text, "/metrics"))
+            assert "\ngpu_advisor_metrics_workers_merged 1.0\n" in text  # it says so
         # every scrape sees every request, whichever worker it reached
         assert gpus == [REQUESTS] * SCRAPES, (gpus, server_errors(proc))
         assert scrapes == list(range(SCRAPES)), scrapes  # each scrape counts the ones before
