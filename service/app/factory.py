@@ -143,15 +143,7 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     for router in _routers():
         app.include_router(router)
     install_pages(app)
-    if settings.cors_origins:
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=settings.cors_origins,
-            allow_methods=["*"],
-            allow_headers=["*"],
-            expose_headers=["ETag", "Location", "X-Request-ID"],
-        )
-    # The last added runs first: observability, header and body limits, authentication of
+    # The last added runs first: observability, CORS, header and body limits, authentication of
     # writes before their body is read, the body budget and read timeout, then admission (which
     # receives the whole body before it takes a slot), and the app.
     app.add_middleware(MergeConditionalHeadersMiddleware)
@@ -171,6 +163,16 @@ def create_app(settings: Settings | None = None, *, engine: Engine | None = None
     app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes)
     app.add_middleware(MiddlewareProblemGuard)
     app.add_middleware(HeadAsGetMiddleware)
+    if settings.cors_origins:
+        # outside every middleware that answers on its own (401, 413, 431, 503): a portal on
+        # another origin reads those problems and their Retry-After too
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["ETag", "Location", "X-Request-ID", "Retry-After"],
+        )
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
     app.add_middleware(ResponseHeadersMiddleware)
     return app

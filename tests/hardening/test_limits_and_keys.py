@@ -223,6 +223,17 @@ def test_cors_origins_are_configurable(settings: Settings, app: FastAPI) -> None
         got = c.get("/v1/gpus", headers={"Origin": "https://portal.example"})
         assert got.headers["access-control-allow-origin"] == "https://portal.example"
         assert "x-request-id" in got.headers["access-control-expose-headers"].lower()
+        assert "retry-after" in got.headers["access-control-expose-headers"].lower()
+        # answers the middleware gives before the app (no key; a body over the limit) carry
+        # CORS too, so the portal can read the problem instead of a network error
+        origin = {"Origin": "https://portal.example"}
+        refused = c.post("/v1/gpus", json={}, headers=origin)
+        assert refused.status_code == 401
+        assert refused.headers["access-control-allow-origin"] == "https://portal.example"
+        huge = c.post("/v1/recommendations", content=b"{" + b" " * (6 * 1024 * 1024),
+                      headers={**origin, "content-type": "application/json"})
+        assert huge.status_code == 413
+        assert huge.headers["access-control-allow-origin"] == "https://portal.example"
     # Not configured: no CORS headers at all.
     with TestClient(create_app(settings, engine=app.state.engine)) as c:
         r = c.options("/v1/recommendations",
