@@ -62,8 +62,9 @@ def _bearer(scope: Scope) -> str | None:
 
 class PreAuthMiddleware:
     """401 before the body is read for a write to a route that needs a key, when the request has
-    none or one that is unknown or revoked. The role check (403) stays with the route's access
-    dependency; a key found here is handed to it in ``scope["state"]``."""
+    none or one that is unknown or revoked; 403 before it when the key's role is not one the
+    route lets through. The route's access dependency checks again (it also guards reads); a
+    key found here is handed to it in ``scope["state"]``."""
 
     def __init__(self, app: ASGIApp, *, routes: Sequence[RouteAccess], engine: Engine,
                  public_reads: bool) -> None:
@@ -72,11 +73,14 @@ class PreAuthMiddleware:
         self.engine = engine
         self.public_reads = public_reads
 
-    def _needs_key(self, method: str, path: str) -> bool:
+    def _callers(self, method: str, path: str) -> Sequence[str] | None:
+        """Who the route of ``method path`` lets through, when it needs a key; else None."""
         for methods, pattern, callers in self.routes:
             if method in methods and pattern.match(path):
-                return not ("anonymous" in callers and self.public_reads)
-        return False
+                needs = not ("anyone" in callers or ("anonymous" in callers
+                                                     and self.public_reads))
+                return callers if needs else None
+        return None
 
     def _lookup(self, key: str, app: Any) -> ApiKey | None:
         # The app's session dependency may be overridden (the test suite binds it to a
@@ -91,8 +95,9 @@ class PreAuthMiddleware:
             return row
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] != "http" or scope["method"] not in BODY_METHODS
-                or not self._needs_key(scope["method"], scope["path"])):
+        callers = (self._callers(scope["method"], scope["path"])
+                   if scope["type"] == "http" and scope["method"] in BODY_METHODS else None)
+        if callers is None:
             await self.app(scope, receive, send)
             return
         key = _bearer(scope)
@@ -103,6 +108,13 @@ class PreAuthMiddleware:
                 # The database is down or busy: the route's own dependency meets the same error
                 # and answers it (503), as it did before this middleware.
                 await self.app(scope, receive, send)
+                return
+            if row is not None and row.role not in callers:
+                # the role check too, before the body: a reader's key on an admin route
+                roles = " or ".join(f"'{r}'" for r in callers if r != "anonymous")
+                await send_problem(send, 403, "forbidden", "Forbidden",
+                                   f"Key '{row.name}' has role '{row.role}'; this route needs "
+                                   f"{roles}", scope["path"])
                 return
             if row is not None:
                 scope.setdefault("state", {})[PREAUTH_STATE_KEY] = (key, row)
@@ -118,11 +130,14 @@ class PreAuthMiddleware:
 # The per-worker budget of buffered body bytes.
 
 class BodyBudgetMiddleware:
-    """At most ``max_bytes`` of request bodies held per worker at once (announced by
-    Content-Length, reserved before the first byte is read; chunked, counted as they arrive),
-    released when the response is sent. Over it: 503 + Retry-After, before reading when the
-    length is announced. A single event loop per worker: no lock needed (test clients each run
-    their own loop, so the count may be shared across threads there; it stays approximate)."""
+    """At most ``max_bytes`` of request bodies held per worker at once, counted as their bytes
+    arrive and released when the response is sent. A body whose next chunk would pass the
+    budget gets 503 + Retry-After (and the connection closed); one whose announced length
+    (Content-Length) cannot fit beside the bytes already held is refused before its first byte
+    is read. Nothing is reserved for bytes not yet received: a client that announces a body and
+    sends none holds no budget (only its connection, until the body timeout). A single event
+    loop per worker: no lock needed (test clients each run their own loop, so the count may be
+    shared across threads there; it stays approximate)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int, retry_after_s: float = 1.0) -> None:
         self.app = app
@@ -146,25 +161,24 @@ class BodyBudgetMiddleware:
             await send_problem(send, 503, "overloaded", "Server overloaded", detail,
                                scope["path"], headers)
             return
-        reserved = announced or 0
-        self.held += reserved
+        received = 0
 
         async def counted_receive() -> Message:
-            nonlocal reserved
+            nonlocal received
             message = await receive()
             size = len(message.get("body", b"")) if message["type"] == "http.request" else 0
-            if size and announced is None:
+            if size:
                 if self.held + size > self.max_bytes:
                     detail, headers = self._refusal()
                     raise HTTPException(503, detail, headers={**headers, "Connection": "close"})
-                reserved += size
+                received += size
                 self.held += size
             return message
 
         try:
             await self.app(scope, counted_receive, send)
         finally:
-            self.held -= reserved
+            self.held -= received
 
 
 # JSON off the event loop, with a bounded shape.

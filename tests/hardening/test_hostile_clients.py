@@ -31,8 +31,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import Engine
 
 from tests.conftest import REPO_ROOT
+from tests.hardening.conftest import new_key
 from tests.hardening.live import concurrently, free_port, serve, server_errors, stop
 
 pytestmark = pytest.mark.slow
@@ -259,16 +261,30 @@ def test_writes_needing_a_key_are_refused_before_the_body(default: tuple[str, An
     assert b"application/problem+json" in answer and b"www-authenticate: Bearer" in answer
 
 
+def test_a_key_without_the_role_is_refused_before_the_body(
+    default: tuple[str, Any], fresh_engine: Engine,
+) -> None:
+    """A reader's key on an admin write: 403 from the head alone, the 4.9 MB body unsent."""
+    base, _ = default
+    reader = new_key(fresh_engine, role="reader", name="prebody-reader")
+    with socket.create_connection(("127.0.0.1", _port(base))) as s:
+        s.sendall(_head("/v1/gpus", 4_900_000, f"Authorization: Bearer {reader}\r\n"))
+        answer = _read_response(s, 10)  # the body is never sent
+    assert _status(answer) == 403, answer[:300]
+    assert b"application/problem+json" in answer and b"role 'reader'" in answer
+
+
 def test_bodies_held_per_worker_are_bounded(tight: tuple[str, Any]) -> None:
-    """GPU_ADVISOR_MAX_BUFFERED_BODY_BYTES=3000000 here: with 2 MB announced and being received
-    on every worker, a third 2 MB body is refused at once with 503 + Retry-After."""
+    """GPU_ADVISOR_MAX_BUFFERED_BODY_BYTES=3000000 here: with 1.2 MB received of each of four
+    2 MB bodies, a further 2 MB body is refused at once (503 + Retry-After) by a worker that
+    holds them."""
     base, proc = tight
     port = _port(base)
     held = []
     try:
-        for _ in range(4):  # at least one per worker whatever the kernel's spread (2 + 2 > 3 MB)
+        for _ in range(4):  # at least one per worker whatever the kernel's spread
             s = socket.create_connection(("127.0.0.1", port))
-            s.sendall(_head("/v1/recommendations", 2_000_000) + b" " * 100_000)
+            s.sendall(_head("/v1/recommendations", 2_000_000) + b" " * 1_200_000)
             held.append(s)
         time.sleep(0.2)
 
@@ -289,6 +305,29 @@ def test_bodies_held_per_worker_are_bounded(tight: tuple[str, Any]) -> None:
     # The others are still waiting for their bodies: no answer yet.
     assert all(a == b"" for a in answers if _status(a) != 503), answers
     assert refused, (answers, server_errors(proc))
+
+
+def test_announced_bodies_that_never_come_hold_no_budget(tight: tuple[str, Any]) -> None:
+    """Eighty clients announce 100 kB bodies (8 MB against a 3 MB budget per worker: enough to
+    fill both workers' budgets) and send nothing: an honest recommendation beside them is still
+    answered, not refused for a budget the idle clients would otherwise hold until their body
+    timeout."""
+    base, proc = tight
+    port = _port(base)
+    idle = []
+    try:
+        for _ in range(80):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(_head("/v1/recommendations", 100_000))
+            idle.append(s)
+        time.sleep(0.3)
+        answers = [httpx.post(f"{base}/v1/recommendations", json=LIGHT, timeout=30)
+                   for _ in range(3)]
+    finally:
+        for s in idle:
+            s.close()
+    assert [a.status_code for a in answers] == [200] * 3, (
+        [a.text[:200] for a in answers], server_errors(proc))
 
 
 # 4. A read flood.
