@@ -89,9 +89,11 @@ class SingleTypeOut(BaseModel):
 
 class FleetOut(BaseModel):
     status: str = Field(
-        description="optimal (proven within mip_gap 1e-7); time_limit (the best found when "
-                    "the solver's time limit struck); fallback_single_type (the mixed "
-                    "program found nothing better in time); infeasible (see warnings)")
+        description="optimal (proven within mip_gap 1e-7; with mix false, proven the "
+                    "cheapest single type); time_limit (the best found when the solver's time "
+                    "limit struck); fallback_single_type (the mixed program found nothing "
+                    "better in time); greedy (the solver found nothing in time: the cheapest "
+                    "one-option fleet, not proven; mip_gap null); infeasible (see warnings)")
     solver: str = Field(description="The integer-program solver used")
     mip_gap: float | None = Field(
         description="Relative optimality gap reported by the solver: (best fleet - lower "
@@ -121,8 +123,10 @@ class FleetOut(BaseModel):
         description="best_single_type.usd_per_hour - usd_per_hour [USD/hour]")
     saving_fraction: float | None = Field(
         description="The saving over the best single type [fraction of its cost]")
-    routing: list[str] = Field(description="How to route requests to the pools by prompt "
-                                           "length")
+    routing: list[str] = Field(description=(
+        "How to route requests to the pools: by prompt length, and by the request's "
+        "max_tokens where buckets of one prompt size differ in output; each rule names the "
+        "pools of its cell and the share of its requests each takes"))
     options: int = Field(description="Pool options (type, count, offer, layout) compared")
     warnings: list[str] = Field(description="Caveats about the fleet")
 

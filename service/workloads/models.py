@@ -110,6 +110,13 @@ class ConstraintsIn(BaseModel):
                     raise ValueError(f"{name}: each entry must be 1-100 characters")
         return self
 
+    @model_validator(mode="after")
+    def _one_type_limit(self) -> ConstraintsIn:
+        if not self.mix and self.max_gpu_types not in (None, 1):
+            raise ValueError(f"max_gpu_types: {self.max_gpu_types} contradicts mix false (one "
+                             "GPU type); give one of them, or max_gpu_types 1")
+        return self
+
 
 class WorkloadSubmission(WorkloadSpec):
     """The engine's workload JSON plus a name, an objective and constraints."""

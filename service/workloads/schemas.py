@@ -600,8 +600,12 @@ class WorkloadSpec(_Strict):
         )
         errors = validate_workload(workload, require_amount=require_amount)
         if self.inference is not None:
+            own = self.inference.errors(model)
+            if any(field == "inference.traffic_preset" for field, _ in own):
+                # an unknown preset leaves the request without sizes: that is its one error
+                errors = [e for e in errors if e[0] != "inference.prompt_tokens"]
             named = {field for field, _ in errors}
-            errors += [e for e in self.inference.errors(model) if e[0] not in named]
+            errors += [e for e in own if e[0] not in named]
         if errors:
             raise WorkloadError(errors)
         return workload

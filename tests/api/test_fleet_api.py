@@ -46,6 +46,13 @@ def test_bad_traffic_is_a_422_naming_the_field(client: TestClient, inference: di
     assert_problem(resp, 422, field)
 
 
+def test_an_unknown_preset_is_the_one_error(client: TestClient) -> None:
+    resp = client.post("/v1/recommendations?view=compact",
+                       json=body(traffic_preset="no-such-mix"))
+    fields = [e.get("field") or e.get("loc") for e in resp.json()["errors"]]
+    assert resp.status_code == 422 and len(fields) == 1, resp.json()
+
+
 def test_traffic_on_an_encoder_is_a_422(client: TestClient) -> None:
     b = body()
     b["model"] = {"preset": "bert-large"}
@@ -119,6 +126,13 @@ def test_mix_false_gives_the_best_single_type(client: TestClient) -> None:
     b["constraints"] = {"max_gpu_types": 1}
     again = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     assert again["usd_per_hour"] == fleet["usd_per_hour"]
+    # every type bounded out or solved exactly: proven the cheapest single type
+    assert fleet["status"] == again["status"] == "optimal"
+    assert fleet["mip_gap"] == again["mip_gap"] == 0
+    b["constraints"] = {"mix": False, "max_gpu_types": 3}
+    clash = client.post("/v1/recommendations?view=compact", json=b)
+    assert clash.status_code == 422
+    assert "max_gpu_types" in clash.text and "mix" in clash.text
 
 
 def test_no_traffic_no_fleet(client: TestClient) -> None:

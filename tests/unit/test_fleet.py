@@ -17,7 +17,13 @@ from scipy.optimize import linprog
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import fleet_milp as fm
-from service.engine.choice.fleet import bucket_workload, plan_fleet, pool_options
+from service.engine.choice.fleet import (
+    BucketLoad,
+    bucket_workload,
+    plan_fleet,
+    pool_options,
+    routing,
+)
 from service.engine.physics.estimate import estimate
 from service.engine.recommend_types import Constraints, CostSettings
 from service.engine.types import InferenceSpec, TrafficBucket, Workload
@@ -592,3 +598,45 @@ def test_seeded_time_fleet_within_the_budget() -> None:
     none = plan_fleet(w, load_gpus(), load_offers(), cache=cache, objective="time",
                       constraints=Constraints(gpu_slugs=c, max_usd_per_hour=0.5))
     assert none.status == "infeasible" and any("max_usd_per_hour" in x for x in none.warnings)
+
+
+# -- routing ------------------------------------------------------------------------------------
+
+class _Pool:
+    """The two fields of a FleetPool that routing reads."""
+
+    def __init__(self, name: str, loads: Sequence[BucketLoad]) -> None:
+        self.name, self.buckets = name, tuple(loads)
+
+
+def test_routing_splits_one_prompt_size_by_max_tokens() -> None:
+    # Buckets of one prompt size that differ in output go to different pools: a rule on the
+    # prompt alone cannot say so (it once printed overlapping prompt ranges for them).
+    buckets = (TrafficBucket(200, 60, 0.25), TrafficBucket(200, 1000, 0.25),
+               TrafficBucket(3000, 60, 0.25), TrafficBucket(3000, 1000, 0.25))
+    a = _Pool("pool-a", [BucketLoad(0, 200, 60, 1.0, 1.0), BucketLoad(2, 3000, 60, 1.0, 1.0)])
+    b = _Pool("pool-b", [BucketLoad(1, 200, 1000, 1.0, 1.0),
+                         BucketLoad(3, 3000, 1000, 0.6, 1.0)])
+    c = _Pool("pool-c", [BucketLoad(3, 3000, 1000, 0.4, 1.0)])
+    head, *rules = routing((a, b, c), buckets)  # type: ignore[arg-type]
+    assert "max_tokens" in head
+    assert rules == [
+        "prompts 0-774 tokens, max_tokens 0-244 (bucket 0: 200 in / 60 out) -> pool-a 100%",
+        "prompts 0-774 tokens, max_tokens 245+ (bucket 1: 200 in / 1000 out) -> pool-b 100%",
+        "prompts 775+ tokens, max_tokens 0-244 (bucket 2: 3000 in / 60 out) -> pool-a 100%",
+        "prompts 775+ tokens, max_tokens 245+ (bucket 3: 3000 in / 1000 out) -> "
+        "pool-b 60%, pool-c 40%",
+    ]
+
+
+def test_routing_pools_buckets_of_one_size_by_their_shares() -> None:
+    buckets = (TrafficBucket(100, 50, 0.5), TrafficBucket(800, 50, 0.3),
+               TrafficBucket(800, 50, 0.2))
+    a = _Pool("pool-a", [BucketLoad(0, 100, 50, 1.0, 1.0), BucketLoad(1, 800, 50, 0.5, 1.0)])
+    b = _Pool("pool-b", [BucketLoad(1, 800, 50, 0.5, 1.0), BucketLoad(2, 800, 50, 1.0, 1.0)])
+    head, *rules = routing((a, b), buckets)  # type: ignore[arg-type]
+    assert "max_tokens" not in head
+    # bucket 1 (0.3) half to each, bucket 2 (0.2) all to b: b takes 0.35 / 0.5 of the cell
+    assert rules == ["prompts 0-282 tokens (bucket 0: 100 in / 50 out) -> pool-a 100%",
+                     "prompts 283+ tokens (buckets 1, 2: 800 in / 50 out) -> "
+                     "pool-b 70%, pool-a 30%"]

@@ -547,28 +547,60 @@ def _tokens(w: Workload) -> tuple[int, int]:
     return spec.prompt_tokens, spec.output_tokens
 
 
+def _ranges(sizes: list[int]) -> list[tuple[int, int | None]]:
+    """(low, high) token ranges around sorted distinct ``sizes``: thresholds at the geometric
+    middle between neighbours, the first from 0, the last open (high None)."""
+    out: list[tuple[int, int | None]] = []
+    for k, size in enumerate(sizes):
+        lo = 0 if k == 0 else math.isqrt(sizes[k - 1] * size) + 1
+        hi = math.isqrt(size * sizes[k + 1]) if k + 1 < len(sizes) else None
+        out.append((lo, hi))
+    return out
+
+
+def _span(what: str, lo: int, hi: int | None) -> str:
+    return f"{what} {lo}-{hi}" if hi is not None else f"{what} {lo}+"
+
+
 def routing(pools: tuple[FleetPool, ...], buckets: tuple[TrafficBucket, ...]) -> tuple[str, ...]:
-    """How a router sends requests to the pools: by prompt length, weighted where a bucket is
-    split over pools."""
+    """How a router sends requests to the pools: by prompt length, then, where buckets of one
+    prompt size differ in output, by the request's ``max_tokens`` (the output bound a client
+    declares; a router cannot see the output length before it is generated). Each rule lists
+    the pools serving that cell and the share of its requests each takes (buckets of the same
+    size are pooled, weighted by their shares)."""
     if len(pools) <= 1:
         return ("one pool: every request goes to it",)
-    order = sorted(range(len(buckets)), key=lambda b: buckets[b].prompt_tokens)
+    served: dict[int, dict[str, float]] = {}
+    for pool in pools:
+        for load in pool.buckets:
+            to = served.setdefault(load.bucket, {})
+            to[pool.name] = to.get(pool.name, 0.0) + load.fraction
+    prompts = sorted({b.prompt_tokens for b in buckets})
+    by_output = any(len({b.output_tokens for b in buckets if b.prompt_tokens == p}) > 1
+                    for p in prompts)
     lines = []
-    for k, b in enumerate(order):
-        lo = 0 if k == 0 else math.isqrt(buckets[order[k - 1]].prompt_tokens
-                                         * buckets[b].prompt_tokens) + 1
-        hi = (math.isqrt(buckets[b].prompt_tokens * buckets[order[k + 1]].prompt_tokens)
-              if k + 1 < len(order) else None)
-        where = [(pool.name, bl.fraction) for pool in pools for bl in pool.buckets
-                 if bl.bucket == b]
-        size = f"{buckets[b].prompt_tokens} in / {buckets[b].output_tokens} out"
-        span = (f"prompts {lo}-{hi} tokens" if hi is not None else f"prompts {lo}+ tokens") \
-            + f" (bucket {b}: {size})"
-        lines.append(f"{span} -> " + ", ".join(
-            f"{name} {frac:.0%}" for name, frac in sorted(where, key=lambda t: -t[1])))
-    head = ("route by prompt length (thresholds at the geometric middle between bucket "
-            "sizes; where a range goes to several pools, split it by weight, e.g. weighted "
-            "round-robin):")
+    for prompt, (lo, hi) in zip(prompts, _ranges(prompts), strict=True):
+        outputs = sorted({b.output_tokens for b in buckets if b.prompt_tokens == prompt})
+        for output, (olo, ohi) in zip(outputs, _ranges(outputs), strict=True):
+            cell = [i for i, b in enumerate(buckets)
+                    if b.prompt_tokens == prompt and b.output_tokens == output]
+            total = sum(buckets[i].share for i in cell) or 1.0
+            shares: dict[str, float] = {}
+            for i in cell:
+                for name, fraction in served.get(i, {}).items():
+                    shares[name] = shares.get(name, 0.0) + fraction * buckets[i].share / total
+            rule = _span("prompts", lo, hi) + " tokens"
+            if len(outputs) > 1:
+                rule += ", " + _span("max_tokens", olo, ohi)
+            names = ", ".join(str(i) for i in cell)
+            rule += (f" (bucket{'s' if len(cell) > 1 else ''} {names}: {prompt} in / "
+                     f"{output} out)")
+            lines.append(f"{rule} -> " + ", ".join(
+                f"{name} {share:.0%}"
+                for name, share in sorted(shares.items(), key=lambda t: -t[1])))
+    head = ("route by prompt length" + (" and the request's max_tokens" if by_output else "")
+            + " (thresholds at the geometric middle between bucket sizes; where a rule lists "
+            "several pools, split its requests by those shares, e.g. weighted round-robin):")
     return (head, *lines)
 
 

@@ -146,9 +146,12 @@ def solve(
     upper_usd_per_hour: float | None = None,
     caps_any: Sequence[Sequence[float]] | None = None,
     max_outside: float = 0.0,
+    unproven: list[str] | None = None,
 ) -> Solution | None:
     """The least-cost fleet (see the module docstring); None when no fleet exists (a bucket
     no option can serve, or ``max_count`` too small) or the solver found none in time.
+    ``unproven``: a list this appends to (the reason) when the answer, a fleet or None, is not
+    proven optimal (the time limit struck, or the solver's answer was numerically broken).
 
     ``rates[b]`` [requests/s], ``costs[p]`` [USD/h per copy], ``caps[b][p]`` [requests/s per
     copy within the latency limits], ``types[p]``: the GPU type index of option p (for
@@ -167,7 +170,7 @@ def solve(
                         [types[p] for p in keep], max_types=max_types, max_count=max_count,
                         time_limit_s=time_limit_s,
                         caps_any=None if caps_any is None else _cols(caps_any, keep),
-                        max_outside=max_outside)
+                        max_outside=max_outside, unproven=unproven)
             return None if sub is None else _widen(sub, keep, len(costs))
     n_b, n_p = len(rates), len(costs)
     if n_b == 0 or n_p == 0:
@@ -238,6 +241,8 @@ def solve(
                options={"time_limit": time_limit_s, "mip_rel_gap": MIP_REL_GAP,
                         "disp": False})
     if res.x is None:
+        if res.status != 2 and unproven is not None:  # 2: proven infeasible
+            unproven.append(f"solver status {res.status}: {res.message}")
         return None
     counts = [int(round(v)) for v in res.x[:n_p]]
     x = res.x
@@ -260,11 +265,15 @@ def solve(
     out[vbs, vps] = np.clip(x[n_p + n_x:n_p + n_x + n_v], 0.0, None)
     served = (within + out).sum(axis=1, keepdims=True)
     if not np.all(np.isfinite(x)) or not np.all(served > 0):
-        return None  # numerically broken answer: the caller falls back
+        if unproven is not None:
+            unproven.append("numerically broken answer")
+        return None  # the caller falls back
     within /= served
     out /= served
     gap = getattr(res, "mip_gap", None)
     status = "optimal" if res.status == 0 else "time_limit"
+    if status != "optimal" and unproven is not None:
+        unproven.append("time limit")
     return Solution(tuple(counts), _tuples(within + out),
                     float(np.dot(costs, counts)), status,
                     None if gap is None else max(0.0, float(gap)),
@@ -307,11 +316,14 @@ def best_single_type(rates: Sequence[float], costs: Sequence[float],
     bound, until the next bound is no better than the best fleet found (exact: a type's
     fleet costs at least its bound; with percentile SLOs the bound is that of the relaxation
     serving every request at ``max(cap, cap_any)``, still a lower bound). The greedy fleet
-    (every request within the limits) is the first upper bound."""
+    (every request within the limits) is the first upper bound. When the search ends with
+    every type either bounded out or solved to optimality, the answer is proven optimal among
+    single types: its status is ``optimal`` (gap 0) even where the greedy fleet was it."""
     if max_outside <= 0.0:
         caps_any = None
     wide = widest(caps, caps_any)
     best = greedy_single(rates, costs, caps)
+    unproven: list[str] = []
     if max_count is not None and best is not None and max(best.counts) > max_count:
         best = None
     order = []
@@ -327,9 +339,11 @@ def best_single_type(rates: Sequence[float], costs: Sequence[float],
                     [types[p] for p in idx], max_count=max_count, time_limit_s=time_limit_s,
                     upper_usd_per_hour=None if best is None else best.usd_per_hour,
                     caps_any=None if caps_any is None else _cols(caps_any, idx),
-                    max_outside=max_outside)
+                    max_outside=max_outside, unproven=unproven)
         if sub is not None and (best is None or sub.usd_per_hour < best.usd_per_hour):
             best = _widen(sub, idx, len(costs))
+    if best is not None and not unproven:
+        best = replace(best, status="optimal", mip_gap=0.0)
     return best
 
 
