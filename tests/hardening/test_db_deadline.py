@@ -105,11 +105,14 @@ def test_black_holed_database_with_default_settings_gives_503_within_5_s(
 
         def call(i: int) -> tuple[int, float]:
             start = time.monotonic()
-            path = ("/v1/gpus", "/readyz", "/v1/gpus/nvidia-h100-sxm5-80gb")[i % 3]
-            r = httpx.get(f"{base}{path}", timeout=60)
+            if i % 4 == 3:  # a recommendation reads the catalog snapshot's revision
+                r = httpx.post(f"{base}/v1/recommendations", json=WORKLOAD, timeout=60)
+            else:
+                path = ("/v1/gpus", "/readyz", "/v1/gpus/nvidia-h100-sxm5-80gb")[i % 4]
+                r = httpx.get(f"{base}{path}", timeout=60)
             return r.status_code, time.monotonic() - start
 
-        answers = concurrently(6, call)
+        answers = concurrently(8, call)
     finally:
         stop(proc)
         proxy.stop()

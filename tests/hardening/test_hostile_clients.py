@@ -387,16 +387,26 @@ def test_a_read_flood_is_admitted_and_a_bystander_is_served(default: tuple[str, 
 
 # 5. If-Match: *.
 
+@pytest.mark.parametrize("kind", ["gpu", "quote"])
 def test_if_match_star_gives_the_same_answer_on_every_database(
-        default: tuple[str, Any]) -> None:
+        default: tuple[str, Any], kind: str) -> None:
     base, _ = default
-    before = int(httpx.get(f"{base}/v1/gpus/{SLUG}").headers["etag"].strip('"'))
+    if kind == "gpu":
+        url, change = f"{base}/v1/gpus/{SLUG}", lambda i: {"notes": f"star {i}"}
+    else:
+        quote = next(q for q in httpx.get(f"{base}/v1/quotes", params={"limit": 50}).json()[
+            "data"] if q.get("price_usd_per_hour"))
+        url = f"{base}/v1/quotes/{quote['id']}"
+        price = quote["price_usd_per_hour"]
+
+        def change(i: int) -> dict[str, Any]:
+            return {"price_usd_per_hour": round(price + 0.01 * (i + 1), 4)}
+    before = int(httpx.get(url).headers["etag"].strip('"'))
     answers = concurrently(20, lambda i: httpx.patch(
-        f"{base}/v1/gpus/{SLUG}", json={"notes": f"star {i}"}, timeout=60,
-        headers={**AUTH, "If-Match": "*"}))
+        url, json=change(i), timeout=60, headers={**AUTH, "If-Match": "*"}))
     codes = Counter(a.status_code if isinstance(a, httpx.Response) else repr(a) for a in answers)
     assert codes == {200: 20}, codes  # PostgreSQL gave 18-19 x 412, SQLite 20 x 200
-    after = int(httpx.get(f"{base}/v1/gpus/{SLUG}").headers["etag"].strip('"'))
+    after = int(httpx.get(url).headers["etag"].strip('"'))
     assert after == before + 20
 
 
