@@ -133,6 +133,10 @@ def _inference_errors(workload: Workload) -> list[tuple[str, str]]:
         ))
     if ceiling is not None and ceiling <= 0:
         errors.append(("inference.input_samples_per_s_per_gpu", "must be > 0"))
+    if spec.runtime == "llama.cpp" and not (isinstance(workload.model, TransformerModel)
+                                            and not workload.model.encoder_only):
+        errors.append(("inference.runtime",
+                       "llama.cpp serves generative (decoder) transformers only"))
     if spec.traffic is not None:
         errors.extend(_traffic_errors(workload, spec))
     if not MIN_SLO_PERCENTILE <= spec.slo_percentile <= 100.0:

@@ -90,6 +90,19 @@ def test_llamacpp_decode_on_hbm_streams_at_its_sm_rate() -> None:
     assert "llamacpp_stream_bytes_per_sm_cycle" not in {a.name for a in server.assumptions}
 
 
+def test_llamacpp_serves_decoders_only() -> None:
+    from service.engine.validate import validate_workload
+
+    cnn = Workload(kind="inference", precision="int8", model=PRESETS["resnet-50"].model,
+                   inference=InferenceSpec(batch_size=8, runtime="llama.cpp"))
+    bert = Workload(kind="inference", precision="fp16", model=PRESETS["bert-large"].model,
+                    inference=InferenceSpec(prompt_tokens=384, runtime="llama.cpp"))
+    for w in (cnn, bert):
+        assert ("inference.runtime", "llama.cpp serves generative (decoder) transformers "
+                "only") in validate_workload(w)
+    assert validate_workload(_llamacpp(_decode("llama-2-7b"))) == []
+
+
 def test_llamacpp_decode_on_gddr_reaches_the_same_bandwidth() -> None:
     # the RTX 4090: 128 SMs x 2,520 MHz x 6.8 B = 2.19 TB/s, far above its 0.81 TB/s achieved
     # bandwidth: the cap does not bind, llama.cpp and a batching server read alike
