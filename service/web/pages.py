@@ -18,6 +18,7 @@ from service.engine.types import (
     ComputePrecision,
     Fp64Units,
     Optimizer,
+    ServingRuntime,
     TransformerModel,
     WeightPrecision,
     WorkloadKind,
@@ -171,6 +172,9 @@ def _form() -> str:
         _input("inference.max_tpot_ms", "Max time per output token [ms]"),
         _input("inference.max_latency_ms", "Max latency per request [ms]"),
         _input("inference.target_requests_per_s", "Target load [requests/s]"),
+        _select("inference.runtime", "Serving runtime",
+                _choices(ServingRuntime, {"batching-server": "vLLM / TensorRT-LLM / SGLang",
+                                          "llama.cpp": "llama.cpp (one request at a time)"})),
     ])
     compute = "".join([
         _input("compute.total_tflop", "Work [TFLOP]"),

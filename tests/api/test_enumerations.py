@@ -161,6 +161,7 @@ PAGE_FIELDS: dict[str, Any] = {
     "objective": Objective,
     "training.optimizer": Optimizer,
     "training.sharding": ShardingChoice,
+    "inference.runtime": ServingRuntime,
     "compute.fp64_units": Fp64Units,
     "constraints.deployment": Deployment,
 }

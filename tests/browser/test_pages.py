@@ -199,6 +199,17 @@ def test_bad_input_shows_the_problem_field(browser: Any, live_url: str) -> None:
     assert status.startswith("Error") and "max_ttft_ms" in status
 
 
+def test_the_runtime_select_reaches_the_request(browser: Any, live_url: str) -> None:
+    """llama.cpp on the CNN example: the page sends the runtime, and the 422 names it."""
+    browser.get(f"{live_url}/ui")
+    _wait(browser, "#f-inference-prompt_tokens")
+    Select(browser.find_element(By.ID, "example")).select_by_value("cnn-edge")
+    Select(browser.find_element(By.ID, "f-inference-runtime")).select_by_value("llama.cpp")
+    _submit_example_current(browser)
+    status = browser.find_element(By.ID, "status").text
+    assert status.startswith("Error") and "inference.runtime" in status, status
+
+
 def _submit_example_current(driver: Any) -> None:
     driver.find_element(By.ID, "submit").click()
     WebDriverWait(driver, WAIT_S).until(
