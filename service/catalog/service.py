@@ -118,10 +118,7 @@ def _compare_and_set(session: Session, *, slug: str, if_match: EntityTags | None
     if if_match is None:
         raise PreconditionRequired("Send If-Match with the ETag from GET /v1/gpus/{slug}")
     if if_match.any:
-        locked = lock_row(session, Gpu, gpu.id)
-        if locked is None:
-            raise NotFound(f"No GPU with slug '{slug}'")
-        gpu = locked
+        gpu = lock_row(session, Gpu, gpu.id, missing=f"No GPU with slug '{slug}'")
     expected = check_version(if_match, gpu.version)
     result = session.execute(
         update(Gpu)
@@ -178,9 +175,8 @@ def _check_clocks(session: Session, *, slug: str, changes: dict[str, Any]) -> No
 
 
 def delete_gpu(session: Session, *, slug: str, if_match: EntityTags | None) -> None:
-    gpu = lock_row(session, Gpu, get_gpu(session, slug=slug).id)
-    if gpu is None:
-        raise NotFound(f"No GPU with slug '{slug}'")
+    gpu = lock_row(session, Gpu, get_gpu(session, slug=slug).id,
+                   missing=f"No GPU with slug '{slug}'")
     check_version(if_match, gpu.version)
     referring = _referring_rows(session, gpu)
     if referring:

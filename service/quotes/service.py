@@ -172,10 +172,7 @@ def patch_quote(
     if if_match.any:
         # `*` matches the current version whatever it is: lock the row so that concurrent `*`
         # writes apply in turn (all succeed) on PostgreSQL as on SQLite.
-        locked = lock_row(session, Quote, quote.id)
-        if locked is None:
-            raise NotFound(f"No quote with id {quote_id}")
-        quote = locked
+        quote = lock_row(session, Quote, quote.id, missing=f"No quote with id {quote_id}")
     expected = check_version(if_match, quote.version)
     changes: dict[str, Any] = data.model_dump(exclude_unset=True)
     nulls = sorted(k for k, v in changes.items() if v is None and k in QUOTE_NOT_NULL)
@@ -226,9 +223,8 @@ def patch_quote(
 def delete_quote(session: Session, *, quote_id: int, if_match: EntityTags | None = None,
                  deleted_by: str = "api") -> None:
     """Delete the quote; its price history stays, with a `deleted` entry (its last price)."""
-    quote = lock_row(session, Quote, get_quote(session, quote_id=quote_id).id)
-    if quote is None:
-        raise NotFound(f"No quote with id {quote_id}")
+    quote = lock_row(session, Quote, get_quote(session, quote_id=quote_id).id,
+                     missing=f"No quote with id {quote_id}")
     check_version(if_match, quote.version)
     record_price_change(session, quote=quote, new_hourly=None, new_purchase=None,
                         changed_by=deleted_by, changed_at=utcnow(), event="deleted")

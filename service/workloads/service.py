@@ -140,9 +140,8 @@ def list_workloads(
 
 def delete_workload(session: Session, *, workload_id: str, caller: ApiKey) -> None:
     row = lock_row(session, StoredWorkload,
-                   get_workload(session, workload_id=workload_id, caller=caller).id)
-    if row is None:
-        raise NotFound(f"No workload with id '{workload_id}'")
+                   get_workload(session, workload_id=workload_id, caller=caller).id,
+                   missing=f"No workload with id '{workload_id}'")
     for run in session.exec(
         select(RecommendationRun).where(RecommendationRun.workload_id == workload_id)
     ).all():
@@ -390,8 +389,7 @@ def create_run(
     # Lock the workload until the run is stored and pruned: a racing DELETE waits (or, if it
     # committed first, this is a 404, never a foreign-key 409), and two runs of one workload
     # prune one after the other, so the count never exceeds the cap.
-    if lock_row(session, StoredWorkload, row.id) is None:
-        raise NotFound(f"No workload with id '{workload_id}'")
+    lock_row(session, StoredWorkload, row.id, missing=f"No workload with id '{workload_id}'")
     run = RecommendationRun(
         id=str(uuid.uuid4()), workload_id=row.id, objective=chosen, result_limit=request.limit,
         catalog_revision=answer.catalog_revision, created_at=now,
