@@ -26,6 +26,7 @@ import httpx
 
 from bench import server
 from bench.bench_soak import rss_sample
+from tests.hardening.live import concurrently
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_KEY = "gpa_hostile0001_" + "h" * 43
@@ -165,20 +166,9 @@ def slow_upload(root: Path) -> dict[str, Any]:
 
 
 def _parallel(n: int, fn: Any) -> list[Any]:
-    out: list[Any] = [None] * n
-
-    def run(i: int) -> None:
-        try:
-            out[i] = fn(i)
-        except Exception as exc:
-            out[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=180)
-    return out
+    """``fn(0..n-1)`` in n threads released together (the test suite's helper), each waited
+    for up to 180 s."""
+    return concurrently(n, fn, join_s=180.0)
 
 
 # 2. Validation-error bomb.

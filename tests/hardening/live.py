@@ -114,8 +114,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def concurrently(n: int, fn: Callable[[int], Any]) -> list[Any]:
-    """Run fn(0..n-1) in n threads released together by a barrier."""
+def concurrently(n: int, fn: Callable[[int], Any], *, join_s: float = 120.0) -> list[Any]:
+    """Run fn(0..n-1) in n threads released together by a barrier; each thread is waited for
+    up to ``join_s`` (one still running leaves its result None)."""
     barrier = threading.Barrier(n)
     results: list[Any] = [None] * n
 
@@ -130,5 +131,5 @@ def concurrently(n: int, fn: Callable[[int], Any]) -> list[Any]:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join(timeout=join_s)
     return results
