@@ -319,11 +319,27 @@ def is_llm_serving(workload: Workload) -> bool:
     return spec is not None and spec.output_tokens > 0
 
 
-def power_usd_per_hour(est: Estimate, settings: CostSettings) -> float:
-    """Electricity for one GPU group at the estimate's sustained draw [USD/h]."""
+def power_usd_per_hour_w(power_w: float | None, settings: CostSettings) -> float:
+    """Electricity for a sustained draw of ``power_w`` [W] (None: 0) [USD/h]."""
     return (
-        (est.power_w or 0.0) / 1000.0 * settings.datacenter_pue * (settings.electricity_usd_per_kwh)
+        (power_w or 0.0) / 1000.0 * settings.datacenter_pue * (settings.electricity_usd_per_kwh)
     )
+
+
+def hourly_usd(
+    offer: Offer, instances: int, replicas: int, power_w: float | None, settings: CostSettings
+) -> tuple[float, float | None, float | None, float | None]:
+    """(USD/h, amortized USD/h, power USD/h, purchase total USD) of ``replicas`` x
+    ``instances`` of ``offer`` drawing ``power_w`` [W] per replica: a rental's hourly price;
+    an owned card's purchase amortized over the settings' years plus its electricity (the
+    last three None for rentals)."""
+    if offer.pricing != "purchase":
+        return group_usd_per_hour(offer, instances) * replicas, None, None, None
+    assert offer.purchase_price_usd is not None
+    purchase_total = offer.purchase_price_usd * instances * replicas
+    amortized = purchase_total / (settings.amortization_years * HOURS_PER_YEAR)
+    power = power_usd_per_hour_w(power_w, settings) * replicas
+    return amortized + power, amortized, power, purchase_total
 
 
 def break_even_months(
@@ -421,19 +437,14 @@ def cost_breakdown(
         return CostBreakdown(known=False, replicas=replicas, gpus=gpus,
                              energy_kwh_total=energy_total, energy_kwh_per_hour=energy_hourly)
     owned = offer.pricing == "purchase"
-    amortized = power = months = None
-    if owned:
-        assert offer.purchase_price_usd is not None
-        purchase_total = offer.purchase_price_usd * instances * replicas
-        amortized = purchase_total / (settings.amortization_years * HOURS_PER_YEAR)
-        power = power_usd_per_hour(est, settings) * replicas
-        usd_h = amortized + power
-        if rent_per_gpu_hour is not None:
-            months = break_even_months(
-                purchase_total, rent_per_gpu_hour * gpus, power, settings.hours_per_month
-            )
-    else:
-        usd_h = group_usd_per_hour(offer, instances) * replicas
+    months = None
+    usd_h, amortized, power, purchase_total = hourly_usd(
+        offer, instances, replicas, est.power_w, settings)
+    if owned and rent_per_gpu_hour is not None:
+        assert power is not None and purchase_total is not None
+        months = break_even_months(
+            purchase_total, rent_per_gpu_hour * gpus, power, settings.hours_per_month
+        )
     hours = est.time_to_complete_hours
     total = usd_h * hours if training_like and hours is not None else None
     per_mtok, per_1k, _ = unit_rates(workload, est, replicas, usd_h)

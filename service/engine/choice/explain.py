@@ -4,7 +4,7 @@ the :class:`Option` record a candidate is built from (:func:`candidate`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from service.engine.cache import Memo
@@ -95,6 +95,57 @@ class Option:
     """GPU-hours (to finish, or per unit of work): the cost stand-in when no price is known."""
     first_fit: int
     """Smallest GPU count that fits memory (min_gpus_to_fit)."""
+
+    @property
+    def gpu_count(self) -> int:
+        return self.est.gpu_count
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        return self.cost.usd_per_hour
+
+    def full(self) -> Option:
+        return self
+
+
+class LightOption:
+    """An option known by the figures it is ranked on, before its estimate and cost are built:
+    a ranking compares hundreds of (GPU, count, offer) options to list ten, so the ones never
+    listed never get an :class:`Option`. ``make`` builds the option (the same figures, from
+    the full estimate) the first time :meth:`full`, :attr:`est` or :attr:`cost` is read, and
+    is then dropped."""
+
+    __slots__ = ("gpu", "offer", "instances", "money", "time", "energy", "proxy", "first_fit",
+                 "gpu_count", "usd_per_hour", "_made", "_make")
+
+    def __init__(self, gpu: GpuSpec, offer: Offer | None, instances: int, gpu_count: int,
+                 usd_per_hour: float | None, money: float | None, time: float, energy: float,
+                 proxy: float, first_fit: int, make: Callable[[], Option]) -> None:
+        self.gpu, self.offer, self.instances = gpu, offer, instances
+        self.gpu_count, self.usd_per_hour = gpu_count, usd_per_hour
+        self.money, self.time, self.energy, self.proxy = money, time, energy, proxy
+        self.first_fit = first_fit
+        self._made: Option | None = None
+        self._make: Callable[[], Option] | None = make
+
+    def full(self) -> Option:
+        """The :class:`Option` with its estimate and cost (built once)."""
+        if self._made is None:
+            assert self._make is not None
+            self._made, self._make = self._make(), None
+        return self._made
+
+    @property
+    def est(self) -> Estimate:
+        return self.full().est
+
+    @property
+    def cost(self) -> CostBreakdown:
+        return self.full().cost
+
+
+Ranked = Option | LightOption
+"""What a ranking compares: a built option, or one known by its figures only."""
 
 
 _PARTS = (

@@ -65,10 +65,11 @@ from typing import get_args
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
+from service.engine.choice import compute_jobs
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import search as se
-from service.engine.choice.explain import Failure
+from service.engine.choice.explain import Failure, LightOption, Ranked
 from service.engine.choice.explain import Option as _Option
 from service.engine.physics.estimate import (
     copies_needed,
@@ -120,7 +121,7 @@ COST_GUARD_TIME = 0.10
 under :data:`COST_GUARD_TIME` less time: after the tolerance pick, an answer
 within 10% of its time at a tenth of its cost or less replaces it."""
 INF = math.inf
-_Evaluated = tuple[GpuSpec, list[_Option], list[Notice]]
+_Evaluated = tuple[GpuSpec, list[Ranked], list[Notice]]
 
 
 def _round_rel(x: float) -> float:
@@ -242,13 +243,13 @@ def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, in
 
 def _evaluate_gpu(
     req: Request, p: bd.Pending
-) -> tuple[list[_Option], Failure | None, Notice | None]:
+) -> tuple[list[Ranked], Failure | None, Notice | None]:
     """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
     workload, objective = req.workload, req.objective
     plan, warning = _plan(req, p)
     if not plan:
         return [], _network_failure(p.gpu, p.first), None
-    options: list[_Option] = []
+    options: list[Ranked] = []
     failure: Failure | None = None
     spec = workload.inference
     latency_mode = objective == "time" and spec is not None and spec.batch_size is None
@@ -267,10 +268,11 @@ def _evaluate_gpu(
             # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
             # allow: fall back to the throughput-optimal one, the lowest latency they leave
             opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-        if idle_gpus(workload, opt.est):
+        serving = workload.inference is not None
+        if serving and idle_gpus(workload, opt.est):
             skipped_idle = True
             continue
-        if n > smallest and padded(workload, opt.est):
+        if serving and n > smallest and padded(workload, opt.est):
             continue
         if miss is None:
             options.append(opt)
@@ -318,12 +320,12 @@ def padded(workload: Workload, est: Estimate) -> bool:
 
 def _probe(
     req: Request, p: bd.Pending, c_min: float, t_min: float
-) -> tuple[list[_Option], list[tuple[float, float]]]:
+) -> tuple[list[Ranked], list[tuple[float, float]]]:
     """Balanced (see :class:`search.BalancedSearch`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
     options are found, and the floors of the other counts."""
     plan = co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
-    opts: list[_Option] = []
+    opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
     for n in sorted(plan):
         offer, instances = plan[n]
@@ -333,8 +335,10 @@ def _probe(
             rest.append((lbc, lbt))
             continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-        if miss is None and opt.money is not None and not idle_gpus(req.workload, opt.est) \
-                and not (n > min(plan) and padded(req.workload, opt.est)):
+        serving = req.workload.inference is not None
+        if miss is None and opt.money is not None and not (serving and (
+                idle_gpus(req.workload, opt.est)
+                or (n > min(plan) and padded(req.workload, opt.est)))):
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest
@@ -348,11 +352,26 @@ def _option(
     instances: int,
     *,
     latency_mode: bool,
-) -> tuple[_Option, Failure | None]:
+) -> tuple[Ranked, Failure | None]:
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
-    offer's network when they span nodes), and the first limit it misses. Both are immutable
-    and depend on nothing else, so they are kept in the engine cache (a balanced ranking of a
-    compute job builds ~200 per request; each is an estimate lookup plus its costing)."""
+    offer's network when they span nodes), and the first limit it misses. A compute job's
+    option that misses no limit is a :class:`LightOption` (its figures only,
+    :mod:`compute_jobs`); the estimate and cost are built if it is listed."""
+    if req.workload.kind == "compute":
+        fig = compute_jobs.figures(req.workload, p.gpu, n, offer, instances, req.settings,
+                                   req.constraints, req.memo)
+        if fig is not None:
+            return LightOption(
+                p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,
+                fig.energy, fig.proxy, p.first,
+                lambda: _full_option(req, p, n, offer, instances, latency_mode)[0]), None
+    return _full_option(req, p, n, offer, instances, latency_mode)
+
+
+def _full_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
+                 latency_mode: bool) -> tuple[_Option, Failure | None]:
+    """:func:`_option` built in full: estimate and cost. Both are immutable and depend on
+    nothing else, so they are memoized for the call."""
     key = (req.workload, p.gpu, n, offer, instances, latency_mode, req.settings, p.rent,
            p.first, req.constraints)
     return req.memo.get("option", key,
@@ -415,13 +434,13 @@ class Search:
     """GPU slug -> why it is not a candidate."""
     evaluated: list[_Evaluated] = field(default_factory=list)
     """GPUs evaluated in full: their feasible options and warnings."""
-    probed: list[_Option] = field(default_factory=list)
+    probed: list[Ranked] = field(default_factory=list)
     """Balanced: priced options of probed GPUs (they count in the minima)."""
 
     def reject(self, gpu: GpuSpec, failure: Failure) -> None:
         self.rejected[gpu.slug] = failure.rejection(gpu)
 
-    def evaluate(self, p: bd.Pending) -> list[_Option] | None:
+    def evaluate(self, p: bd.Pending) -> list[Ranked] | None:
         options, failure, warning = _evaluate_gpu(self.req, p)
         if not options:
             assert failure is not None
@@ -430,11 +449,11 @@ class Search:
         self.evaluated.append((p.gpu, options, [warning] if warning else []))
         return options
 
-    def value(self, o: _Option, mins: bd.Minima) -> float:
+    def value(self, o: Ranked, mins: bd.Minima) -> float:
         return _value(o, self.req.objective, mins)
 
     def probe(self, p: bd.Pending, c_min: float, t_min: float) -> tuple[
-            list[_Option], list[tuple[float, float]]]:
+            list[Ranked], list[tuple[float, float]]]:
         opts, rest = _probe(self.req, p, c_min, t_min)
         self.probed.extend(opts)
         return opts, rest
@@ -443,7 +462,7 @@ class Search:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
 
 
-def _value(opt: _Option, objective: Objective, mins: bd.Minima) -> float:
+def _value(opt: Ranked, objective: Objective, mins: bd.Minima) -> float:
     priced = opt.money is not None
     if objective == "time":
         return opt.time
@@ -458,7 +477,7 @@ def _value(opt: _Option, objective: Objective, mins: bd.Minima) -> float:
         1 - BALANCED_COST_WEIGHT) * bd.ratio_to_min(opt.time, least_time)
 
 
-def _minima(options: Iterable[_Option]) -> bd.Minima:
+def _minima(options: Iterable[Ranked]) -> bd.Minima:
     opts = list(options)
     priced = [o for o in opts if o.money is not None]
     unpriced = [o for o in opts if o.money is None]
@@ -470,19 +489,19 @@ def _minima(options: Iterable[_Option]) -> bd.Minima:
     )
 
 
-def _key(opt: _Option, value: float, objective: Objective) -> tuple[object, ...]:
+def _key(opt: Ranked, value: float, objective: Objective) -> tuple[object, ...]:
     tier = 1 if opt.money is None and objective in ("cost", "balanced") else 0
     return (
         tier,
         _round_rel(value),
-        opt.cost.usd_per_hour if opt.cost.usd_per_hour is not None else INF,
-        opt.est.gpu_count,
+        opt.usd_per_hour if opt.usd_per_hour is not None else INF,
+        opt.gpu_count,
         opt.gpu.slug,
         opt.offer.quote_id if opt.offer is not None else -1,
     )
 
 
-def _cheapness(opt: _Option) -> tuple[int, float]:
+def _cheapness(opt: Ranked) -> tuple[int, float]:
     """Priced before unpriced, then money (GPU-hours per unit of work without a price)."""
     return (0, opt.money) if opt.money is not None else (1, opt.proxy)
 
@@ -498,8 +517,8 @@ def ranking_slack(objective: Objective, constraints: Constraints) -> float:
     return 1.0
 
 
-def choose(opts: list[_Option], objective: Objective, mins: bd.Minima,
-           constraints: Constraints) -> _Option:
+def choose(opts: list[Ranked], objective: Objective, mins: bd.Minima,
+           constraints: Constraints) -> Ranked:
     """The option an expert takes from ``opts`` under ``objective``.
 
     * ``time``: the fastest; among the options within ``time_tolerance`` of it, the cheapest
@@ -510,7 +529,7 @@ def choose(opts: list[_Option], objective: Objective, mins: bd.Minima,
       fastest.
     * ``balanced``, ``energy``: the least score.
     Ties end on the same key as the order (:func:`_key`): deterministic."""
-    def key(o: _Option) -> tuple[object, ...]:
+    def key(o: Ranked) -> tuple[object, ...]:
         return _key(o, _value(o, objective, mins), objective)
 
     if objective == "time":
@@ -533,9 +552,9 @@ def choose(opts: list[_Option], objective: Objective, mins: bd.Minima,
     return min(opts, key=key)
 
 
-def order(chosen: list[tuple[_Option, float, list[Notice]]], objective: Objective,
+def order(chosen: list[tuple[Ranked, float, list[Notice]]], objective: Objective,
           mins: bd.Minima, constraints: Constraints
-          ) -> list[tuple[_Option, float, list[Notice]]]:
+          ) -> list[tuple[Ranked, float, list[Notice]]]:
     """Rank the GPUs' chosen options: balanced and energy by score; cost and time by
     :func:`choose` applied again and again to what is left (rank 1 is the option an expert
     takes from all of them, rank 2 from the rest, ...)."""
@@ -550,7 +569,7 @@ def order(chosen: list[tuple[_Option, float, list[Notice]]], objective: Objectiv
     return out
 
 
-def _pareto(chosen: list[_Option], top: int) -> set[int]:
+def _pareto(chosen: list[Ranked], top: int) -> set[int]:
     """Indices, among the first ``top``, of priced options not dominated on (money, time,
     energy) by any priced option of ``chosen`` (O(top x len(chosen)), not quadratic)."""
     pts = [
@@ -571,6 +590,12 @@ def _pareto(chosen: list[_Option], top: int) -> set[int]:
     return front
 
 
+
+
+def _listed(req: Request, o: _Option) -> _Option:
+    """A listed option with its ``parallel_efficiency`` (:func:`with_efficiency`)."""
+    gpu = co.network_gpu(o.gpu, o.offer, o.est.gpu_count, req.memo)
+    return replace(o, est=with_efficiency(req.workload, gpu, o.est, req.memo))
 
 
 def recommend(
@@ -630,25 +655,21 @@ def recommend(
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
                         state.value, state.probe, slack=ranking_slack(objective, c))
     mins = state.minima()
-    chosen: list[tuple[_Option, float, list[Notice]]] = []
+    chosen: list[tuple[Ranked, float, list[Notice]]] = []
     for _, opts, warns in state.evaluated:
         best = choose(opts, objective, mins, c)
         chosen.append((best, _value(best, objective, mins), warns))
     chosen = order(chosen, objective, mins, c)
 
     front = _pareto([o for o, _, _ in chosen], limit)
-    # the listed options get the figure the search never reads (estimate(efficiency=False))
-    chosen[:limit] = [
-        (replace(o, est=with_efficiency(workload, co.network_gpu(o.gpu, o.offer,
-                                                                 o.est.gpu_count, req.memo),
-                                        o.est, req.memo)), score, warns)
-        for o, score, warns in chosen[:limit]
-    ]
+    # the listed options are built in full (a LightOption's estimate and cost), with the
+    # figure the search never reads (estimate(efficiency=False))
+    listed = [(_listed(req, o.full()), score, warns) for o, score, warns in chosen[:limit]]
     candidates = [
         ex.candidate(workload, rank, opt, score, pareto=rank - 1 in front, extra_warnings=warns,
                      objective=objective, mins=mins, settings=req.settings, constraints=c,
                      skypilot_names=skypilot_names, node_labels=node_labels, memo=req.memo)
-        for rank, (opt, score, warns) in enumerate(chosen[:limit], start=1)
+        for rank, (opt, score, warns) in enumerate(listed, start=1)
     ]
     warnings: list[str] = []
     if not candidates:

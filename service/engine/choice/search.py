@@ -17,15 +17,15 @@ from service.engine.choice.bounds import (
     Minima,
     Pending,
 )
-from service.engine.choice.explain import Option
+from service.engine.choice.explain import Ranked
 from service.engine.recommend_types import Rejection
 from service.engine.types import Fix, GpuSpec
 
-Evaluate = Callable[[Pending], list[Option] | None]
+Evaluate = Callable[[Pending], list[Ranked] | None]
 """Evaluates one GPU in full: its feasible options (None: rejected)."""
-Value = Callable[[Option, Minima], float]
+Value = Callable[[Ranked, Minima], float]
 """The objective's score of an option given the balanced minima (unused by other objectives)."""
-Probe = Callable[[Pending, float, float], tuple[list[Option], list[tuple[float, float]]]]
+Probe = Callable[[Pending, float, float], tuple[list[Ranked], list[tuple[float, float]]]]
 """Balanced: evaluates only the counts of a GPU whose (cost, time) floors are below the given
 minima (C, T); returns their feasible priced options and the floors of the counts left out."""
 
@@ -92,7 +92,7 @@ class _Scored:
     score kept while the minima stay the same: a stop test re-scores every evaluated GPU, and
     re-scoring every option each time was a third of a balanced ranking's time."""
 
-    options: list[Option]
+    options: list[Ranked]
     scored_at: Minima | None = None
     """The minima :attr:`score` was taken at (None: not scored yet)."""
     score: float = INF
@@ -182,7 +182,7 @@ class BalancedSearch:
             skipped = self._sweep(queue, False)
         return skipped or []
 
-    def _lower(self, money: list[Option]) -> None:
+    def _lower(self, money: list[Ranked]) -> None:
         """Lower the minima to those of the priced options ``money``."""
         c_min, t_min = self.mins.money, self.mins.time
         c_min = min(c_min, *(o.money for o in money if o.money is not None))

@@ -63,7 +63,8 @@ def workload_rate(workload: Workload, gpu: GpuSpec) -> PeakRate | None:
     return peak_rate(gpu, workload.precision, matmul=matmul)
 
 
-def _power_w(gpu: GpuSpec, gpu_count: int) -> float:
+def power_w(gpu: GpuSpec, gpu_count: int) -> float:
+    """Sustained board power of ``gpu_count`` x ``gpu`` [W]."""
     return gpu_count * gpu.tdp_w * c.POWER_UTILIZATION
 
 
@@ -202,7 +203,8 @@ def _estimate_compute(
     spec = workload.compute
     assert spec is not None
     scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate),
-                                 c.BYTES_PER_ELEMENT[rate.precision_used])
+                                 c.BYTES_PER_ELEMENT[rate.precision_used],
+                                 exchange(gpu, n, memo))
     total_s = scaled.total_s
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
     usable_gb = mem.usable_memory_bytes(gpu.memory_gb) / c.GB
@@ -210,7 +212,7 @@ def _estimate_compute(
     # the fix is a count the search tries (1, 2, 4, 8, whole nodes), not ceil(memory/room)
     needed = min_gpus_to_fit(workload, gpu, memo)
     hours = total_s / 3600.0
-    power = _power_w(gpu, n)
+    power = power_w(gpu, n)
     layout = par.make_layout(gpu, n, 1, 1, "none")
     return Estimate(
         gpu_slug=gpu.slug,
@@ -235,6 +237,14 @@ def _estimate_compute(
         compute_tflops_used=rate.tflops,
         parallel_efficiency=scaled.efficiency,
     )
+
+
+def exchange(gpu: GpuSpec, n: int, memo: Memo | None) -> scaling.Exchange | None:
+    """:func:`scaling.exchange` of ``n`` x ``gpu`` from the shared cache (None on one GPU,
+    where nothing is exchanged)."""
+    if n <= 1:
+        return None
+    return memo_of(memo).get("exchange", (gpu, n), lambda: scaling.exchange(gpu, n))
 
 
 LOW_EFFICIENCY = 0.5
@@ -288,7 +298,7 @@ def _estimate_training(
     warnings += _input_bound(spec.input_samples_per_s_per_gpu, samples_s / n)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
     hours = _training_hours(workload, samples_s, seq)
-    power = _power_w(gpu, n)
+    power = power_w(gpu, n)
     fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan, memo)
     fits = plan.fits
     idle = splits.idle_replicas(workload, plan.layout.parallelism.data_parallel)
@@ -590,7 +600,7 @@ def _estimate_inference(
     dominant = timing.prefill
     if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
         dominant = timing.decode
-    power = _power_w(gpu, n)
+    power = power_w(gpu, n)
     # memory is sized for the capacity batch: the replica must hold the load's peaks
     breakdown = size.breakdown(cap_timing.batch)
     fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown, memo)

@@ -143,15 +143,19 @@ def node_block(grid: tuple[int, int, int], gpus_per_node: int) -> tuple[int, int
 
 
 def halo_bytes(
-    working_set_b: float, gpus: int, gpus_per_node: int, elem_b: float
+    working_set_b: float, gpus: int, gpus_per_node: int, elem_b: float,
+    geometry: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None,
 ) -> tuple[float, float]:
     """(on-node, off-node) halo bytes [B] one GPU sends per step: the GPU on the critical
     path, at a node-block edge, inside the grid (two neighbours per split dimension, one when
-    the dimension is split in two)."""
+    the dimension is split in two). ``geometry``: (:func:`process_grid`, :func:`node_block`)
+    of ``gpus`` and ``gpus_per_node`` when the caller has them."""
     if gpus <= 1 or working_set_b <= 0 or elem_b <= 0:
         return 0.0, 0.0
-    grid = process_grid(gpus)
-    block = node_block(grid, gpus_per_node)
+    if geometry is None:
+        grid = process_grid(gpus)
+        geometry = grid, node_block(grid, gpus_per_node)
+    grid, block = geometry
     side = (working_set_b / elem_b) ** (1.0 / 3.0)  # cells per side of the cubic domain
     extent = [side / g for g in grid]
     on = off = 0.0
@@ -179,30 +183,63 @@ def allreduce_vector_bytes(working_set_b: float, elem_b: float) -> float:
     return elem_b * math.sqrt(working_set_b / elem_b)
 
 
-def step_latency_s(gpu: GpuSpec, gpus: int) -> float:
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """What one step's exchange crosses on ``gpus`` GPUs of a GPU type, whatever the job: a
+    pure function of the GPU's figures and the count (kept across requests by callers that
+    have a shared cache), so a ranking that times hundreds of counts does the link and grid
+    arithmetic once per (GPU, count)."""
+
+    gpus: int
+    per_node: int
+    """GPUs per node used (``node_layout``)."""
+    nodes: int
+    latency_s: float
+    """One exchange's launch plus a global scalar reduction: :func:`step_latency_s`."""
+    ring_gb_s: float
+    """One-way rate of the slowest link an all-reduce ring crosses [GB/s]."""
+    intra_gb_s: float
+    """The node's link, for halo faces whose neighbour is on the same node [GB/s]."""
+    inter_gb_s: float
+    """The link faces cross to another node (the node's link on one node) [GB/s]."""
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+def exchange(gpu: GpuSpec, gpus: int) -> Exchange:
+    """The :class:`Exchange` of ``gpus`` x ``gpu`` (``gpus`` >= 2)."""
+    nodes, per_node = par.node_layout(gpu, gpus)
+    name, ring = par.group_link(gpu, per_node, spans_nodes=nodes > 1)
+    launch = c.PCIE_COLLECTIVE_LATENCY_S if name == "pcie" else c.COLLECTIVE_LATENCY_S
+    latency = launch + math.ceil(math.log2(gpus)) * c.REDUCTION_HOP_LATENCY_S
+    _, intra = par.group_link(gpu, per_node, spans_nodes=False)
+    inter = par.group_link(gpu, per_node, spans_nodes=True)[1] if nodes > 1 else intra
+    grid = process_grid(gpus)
+    return Exchange(gpus, per_node, nodes, latency, ring, intra, inter, grid,
+                    node_block(grid, per_node))
+
+
+def step_latency_s(gpu: GpuSpec, gpus: int, ex: Exchange | None = None) -> float:
     """One exchange's launch plus a global scalar reduction (ceil(log2 p) rounds) [s]."""
     if gpus <= 1:
         return 0.0
-    nodes, per_node = par.node_layout(gpu, gpus)
-    name, _ = par.group_link(gpu, per_node, spans_nodes=nodes > 1)
-    launch = c.PCIE_COLLECTIVE_LATENCY_S if name == "pcie" else c.COLLECTIVE_LATENCY_S
-    return launch + math.ceil(math.log2(gpus)) * c.REDUCTION_HOP_LATENCY_S
+    return (ex or exchange(gpu, gpus)).latency_s
 
 
-def step_transfer_s(spec: ComputeSpec, gpu: GpuSpec, gpus: int, elem_b: float) -> float:
+def step_transfer_s(spec: ComputeSpec, gpu: GpuSpec, gpus: int, elem_b: float,
+                    ex: Exchange | None = None) -> float:
     """Seconds one step's exchange moves bytes for (see the module docstring)."""
     if gpus <= 1 or spec.communication == "none":
         return 0.0
-    nodes, per_node = par.node_layout(gpu, gpus)
+    ex = ex or exchange(gpu, gpus)
     working_set_b = spec.memory_gb * c.GB
     rate = c.GB * c.COLLECTIVE_EFFICIENCY
     if spec.communication == "allreduce":
-        _, link = par.group_link(gpu, per_node, spans_nodes=nodes > 1)
+        link = ex.ring_gb_s
         volume = 2.0 * (gpus - 1) / gpus * allreduce_vector_bytes(working_set_b, elem_b)
         return volume / (link * rate) if link > 0 else 0.0
-    on_b, off_b = halo_bytes(working_set_b, gpus, per_node, elem_b)
-    _, intra = par.group_link(gpu, per_node, spans_nodes=False)
-    inter = par.group_link(gpu, per_node, spans_nodes=True)[1] if nodes > 1 else intra
+    on_b, off_b = halo_bytes(working_set_b, gpus, ex.per_node, elem_b, (ex.grid, ex.block))
+    intra, inter = ex.intra_gb_s, ex.inter_gb_s
     on_s = on_b / (intra * rate) if on_b > 0 and intra > 0 else 0.0
     off_s = off_b / (inter * rate) if off_b > 0 and inter > 0 else 0.0
     return max(on_s, off_s)
@@ -214,17 +251,19 @@ def scaled_time(
     gpus: int,
     one_gpu: tuple[float, float],
     elem_b: float,
+    ex: Exchange | None = None,
 ) -> ScaledTime:
     """The job's time on ``gpus`` GPUs from ``one_gpu`` = (compute_s, memory_s) on one GPU
-    [s]; ``elem_b``: bytes per element of the precision it runs at."""
+    [s]; ``elem_b``: bytes per element of the precision it runs at; ``ex``: the
+    :class:`Exchange` of ``gpus`` x ``gpu`` when the caller has it."""
     compute_s, memory_s = one_gpu
     t1 = max(compute_s, memory_s)
     if gpus <= 1:
         return ScaledTime(1, t1, 0.0, t1, 0.0, 0.0, compute_s >= memory_s)
     f = serial_fraction(spec)
     steps = job_steps(spec)
-    transfer = steps * step_transfer_s(spec, gpu, gpus, elem_b)
-    latency = steps * step_latency_s(gpu, gpus) if spec.communication != "none" else 0.0
+    transfer = steps * step_transfer_s(spec, gpu, gpus, elem_b, ex)
+    latency = steps * step_latency_s(gpu, gpus, ex) if spec.communication != "none" else 0.0
     if spec.memory_gb <= 0:
         # no working set given: a job sized to the machine (HPL, capability runs) scales
         # weakly, and the serial part is a fraction of the parallel run, not of the one-GPU
