@@ -37,8 +37,8 @@ from service.engine.physics import scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
-    _training_hours,
     compute_job_seconds,
+    training_hours,
     workload_rate,
 )
 from service.engine.physics.performance import PeakRate
@@ -200,7 +200,7 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     if not 0 < one_gpu_step_s < math.inf:
         return NO_FLOORS  # no finite floor: never prune on it
-    hours = _training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
+    hours = training_hours(workload, spec.batch_size / one_gpu_step_s, seq)
     if hours is None:
         # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
         return Floors(float(first))

@@ -65,9 +65,9 @@ from typing import get_args
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
-from service.engine.choice import compute_jobs
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
+from service.engine.choice import figures as fg
 from service.engine.choice import search as se
 from service.engine.choice.explain import Failure, LightOption, Ranked
 from service.engine.choice.explain import Option as _Option
@@ -354,12 +354,12 @@ def _option(
     latency_mode: bool,
 ) -> tuple[Ranked, Failure | None]:
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
-    offer's network when they span nodes), and the first limit it misses. A compute job's
-    option that misses no limit is a :class:`LightOption` (its figures only,
-    :mod:`compute_jobs`); the estimate and cost are built if it is listed."""
-    if req.workload.kind == "compute":
-        fig = compute_jobs.figures(req.workload, p.gpu, n, offer, instances, req.settings,
-                                   req.constraints, req.memo)
+    offer's network when they span nodes), and the first limit it misses. A compute or
+    training job's option that misses no limit is a :class:`LightOption` (its figures only,
+    :mod:`figures`); the estimate and cost are built if it is listed."""
+    if req.workload.kind != "inference":
+        fig = fg.figures(req.workload, p.gpu, n, offer, instances, req.settings,
+                         req.constraints, req.memo)
         if fig is not None:
             return LightOption(
                 p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,

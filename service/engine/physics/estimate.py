@@ -294,10 +294,10 @@ def _estimate_training(
         )
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     step_s = step.total_s
-    samples_s = _sustained_samples_s(workload, n, spec.batch_size / step_s, seq)
+    samples_s = sustained_samples_s(workload, n, spec.batch_size / step_s, seq)
     warnings += _input_bound(spec.input_samples_per_s_per_gpu, samples_s / n)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
-    hours = _training_hours(workload, samples_s, seq)
+    hours = training_hours(workload, samples_s, seq)
     power = power_w(gpu, n)
     fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan, memo)
     fits = plan.fits
@@ -343,12 +343,12 @@ def _estimate_training(
     )
 
 
-def _sustained_samples_s(workload: Workload, n: int, healthy_samples_s: float, seq: int
+def sustained_samples_s(workload: Workload, n: int, healthy_samples_s: float, seq: int
                          ) -> float:
     """Samples/s over the whole job: the healthy step rate times the goodput of ``n`` GPUs
     over the job's length (:func:`training.goodput`)."""
     return healthy_samples_s * tr.goodput(
-        n, _training_hours(workload, healthy_samples_s, seq))
+        n, training_hours(workload, healthy_samples_s, seq))
 
 
 def _runs(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> bool:
@@ -390,13 +390,13 @@ def _training_efficiency(
         plan = tr.plan_training(workload, gpu, m, rate, memo=memo)
         if plan.fits and plan.step is not None and not splits.idle_replicas(
                 workload, plan.layout.parallelism.data_parallel):
-            sustained = _sustained_samples_s(workload, m, spec.batch_size / plan.step.total_s,
+            sustained = sustained_samples_s(workload, m, spec.batch_size / plan.step.total_s,
                                              seq)
             best = max(best, sustained / m)
     return (samples_s / n) / best
 
 
-def _training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
+def training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
     spec = workload.training
     assert spec is not None
     if spec.tokens is not None:
