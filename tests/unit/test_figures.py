@@ -1,0 +1,135 @@
+"""The ranking's light figures (service/engine/choice/figures.py) against the reference: for
+compute and training jobs, every (GPU, count, offer) of the seeded catalog gets the same
+figures from :func:`figures.figures` as from the option built in full (estimate, cost,
+``ranking._metrics``, ``explain.limit_failure``), float for float, and no figures exactly
+where the full option misses a limit. A ranking ranks on the light figures and builds only
+the listed options, so any drift here would reorder answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.engine.cache import EngineCache, Memo
+from service.engine.choice import bounds as bd
+from service.engine.choice import cost as co
+from service.engine.choice import figures as figures_module
+from service.engine.choice import ranking
+from service.engine.choice.figures import figures
+from service.engine.physics.estimate import gpu_count_candidates
+from service.engine.recommend_types import Constraints, CostSettings, Offer
+from service.engine.types import ComputeSpec, Precision, TrainingSpec, Workload
+from service.presets.catalog import PRESETS
+from tests.unit.catalog_data import load_gpus, load_offers
+
+GPUS = load_gpus()
+OFFERS = load_offers()
+TRAINING_PRESETS = ("llama-3.1-8b", "mistral-7b", "llama-2-13b", "gpt-j-6b", "resnet-50")
+
+
+def _compute(r: random.Random) -> Workload:
+    precision: Precision = r.choice(("fp64", "fp32"))
+    spec = ComputeSpec(
+        total_tflop=10 ** r.uniform(2, 8),
+        total_gb_moved=r.choice((0.0, 10 ** r.uniform(1, 7))),
+        memory_gb=r.choice((0.0, 10 ** r.uniform(0, 3.5))),
+        fp64_units=r.choice(("vector", "matrix")),
+        communication=r.choice(("stencil", "allreduce", "none")),
+        steps=r.choice((None, 10 ** r.uniform(0, 5))),
+        serial_fraction=r.choice((None, r.uniform(0.0, 0.05))),
+    )
+    return Workload(kind="compute", precision=precision, compute=spec)
+
+
+def _training(r: random.Random) -> Workload:
+    preset = r.choice(TRAINING_PRESETS)
+    model = PRESETS[preset].model
+    length = r.choice(("tokens", "samples", "none"))
+    spec = TrainingSpec(
+        batch_size=int(10 ** r.uniform(1, 3.3)),
+        seq_len=r.choice((1024, 2048, 4096)) if preset != "resnet-50" else None,
+        tokens=10 ** r.uniform(8, 12) if length == "tokens" and preset != "resnet-50" else None,
+        samples=10 ** r.uniform(5, 9) if length == "samples" else None,
+        activation_checkpointing=r.random() < 0.3,
+    )
+    return Workload(kind="training", precision=r.choice(("bf16", "fp16")), model=model,
+                    training=spec)
+
+
+def _constraints(r: random.Random) -> Constraints:
+    if r.random() < 0.4:
+        return Constraints()
+    return Constraints(
+        max_gpus=r.choice((None, 1, 8, 64)),
+        deadline_hours=r.choice((None, 10 ** r.uniform(-1, 3))),
+        budget_usd=r.choice((None, 10 ** r.uniform(1, 6))),
+        max_usd_per_hour=r.choice((None, 10 ** r.uniform(0, 3))),
+        deployment=r.choice(("cloud", "cloud", "on_prem")),
+    )
+
+
+def _cases(seed: int, n: int) -> list[tuple[Workload, Constraints]]:
+    r = random.Random(seed)
+    return [((_compute if r.random() < 0.6 else _training)(r), _constraints(r))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize(("workload", "constraints"), _cases(25, 24))
+def test_light_figures_are_the_full_options(workload: Workload,
+                                            constraints: Constraints) -> None:
+    cache = EngineCache()
+    memo = Memo(cache)
+    settings = CostSettings()
+    index = co.offer_index(OFFERS, memo)
+    req = ranking.Request(workload, constraints, settings, "cost", memo, False)
+    compared = light = 0
+    for gpu in GPUS:
+        usable = index.usable(gpu.slug, constraints)
+        cap = constraints.max_gpus or ranking.CAP_TRAINING_GPUS
+        counts = gpu_count_candidates(gpu, cap, memo) or (1,)
+        plan: dict[int, tuple[Offer | None, int]] = dict(
+            co.cheapest_offers(gpu, usable, counts, cap))
+        plan.update({n: (None, 1) for n in counts[:3] if n not in plan})
+        pending = bd.Pending(gpu, usable, None, counts[0], counts, cap, 0, 0.0, 0.0, 0.0)
+        for n, (offer, instances) in plan.items():
+            got = figures(workload, gpu, n, offer, instances, settings, constraints, memo)
+            full, miss = ranking._full_option(req, pending, n, offer, instances, False)
+            compared += 1
+            assert (got is None) == (miss is not None) or (
+                got is None and miss is None and not full.est.fits), (gpu.slug, n, miss)
+            if got is None:
+                continue
+            light += 1
+            assert (got.gpu_count, got.usd_per_hour, got.money, got.time, got.energy,
+                    got.proxy) == (full.est.gpu_count, full.cost.usd_per_hour, full.money,
+                                   full.time, full.energy, full.proxy), (gpu.slug, n)
+    assert compared >= len(GPUS)
+    assert light > 0 or constraints != Constraints()
+
+
+@pytest.mark.parametrize("objective", ["cost", "time", "energy", "balanced"])
+def test_a_ranking_builds_only_the_options_it_lists(
+        objective: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of ~200 options of a compute job, only the listed ones get an estimate, and the answer
+    is the one a ranking that builds every option in full gives."""
+    workload = Workload(kind="compute", precision="fp64", compute=ComputeSpec(
+        total_tflop=1e6, total_gb_moved=1e5, memory_gb=200.0))
+    built: list[int] = []
+    original = ranking._full_option
+
+    def counting(*args: object) -> object:
+        built.append(1)
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranking, "_full_option", counting)
+    light = ranking.recommend(workload, GPUS, OFFERS, objective=objective,  # type: ignore[arg-type]
+                              limit=5)
+    assert len(light.recommendations) == 5
+    assert len(built) == 5
+    monkeypatch.setattr(figures_module, "figures", lambda *args: None)
+    built.clear()
+    full = ranking.recommend(workload, GPUS, OFFERS, objective=objective,  # type: ignore[arg-type]
+                             limit=5)
+    assert len(built) > 20
+    assert full == light
