@@ -484,4 +484,7 @@ def main() -> dict[str, Any]:
 if __name__ == "__main__":
     root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else WORKERS
-    print(json.dumps(run(root, workers), indent=2))
+    if root == ROOT and workers == WORKERS:
+        main()  # this tree: recorded in bench/results/soak.json
+    else:  # another tree or worker count (an A/B run): printed only
+        print(json.dumps(run(root, workers), indent=2))
