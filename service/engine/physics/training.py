@@ -152,7 +152,7 @@ class MicroStep:
         tokens = float(micro * seq)
         ops = self._ops.get(tp)
         if ops is None:
-            ops = self._ops[tp] = LayerOps(model, dev, tp, act_b, act_b)
+            ops = self._ops[tp] = tops.layer_ops(model, dev, tp, act_b, act_b, self.memo)
         pairs = mem.causal_attention_pairs(model, float(seq)) * micro
         attn = tops.attention_flops(model, pairs, tp)
         attn_bytes = 4.0 * tokens * model.hidden_size * act_b / tp
@@ -166,7 +166,7 @@ class MicroStep:
         total = (passes * ft + bt) * model.layers
         vocab = model.vocab_size / tp
         h = model.hidden_size
-        head = [ops.lm_head(tokens), ops.gemm(tokens, h, vocab), ops.gemm(h, vocab, tokens)]
+        head = [ops.lm_head(tokens), ops.head_grad.time(tokens), ops.gemm(h, vocab, tokens)]
         for k0, k1 in head:
             compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
         loss = 3.0 * tokens * vocab * c.LOGIT_BYTES / dev.bytes_s

@@ -74,8 +74,17 @@ class LayerOps:
         self.up = self.shape(self.up_n, h)
         self.down = self.shape(h, self.down_k)
         self.head = self.shape(self.vocab_n, h)
+        # backward data gradients (tokens x k from tokens x n): N and K fixed per layer GEMM,
+        # built once with the rest; the weight gradients reduce over the tokens (K varies)
+        self.grads = tuple(self.shape(k, n) for n, k in self._weights())
+        self.head_grad = self.shape(h, self.vocab_n)
         self.stacked: object | None = None
         """The five GEMM shapes as arrays, built by :mod:`batched` on first use."""
+
+    def _weights(self) -> tuple[tuple[float, float], ...]:
+        """(n, k) of the layer's four weight GEMMs: QKV, attention output, MLP up, MLP down."""
+        h = self.h
+        return ((self.qkv_n, h), (h, self.o_k), (self.up_n, h), (h, self.down_k))
 
     def shape(self, n: float, k: float) -> GemmShape:
         return GemmShape(self.dev, n, k, in_bytes=self.act_b, weight_bytes=self.w_b,
@@ -140,10 +149,9 @@ class LayerOps:
         (tokens x k from tokens x n) and weight gradient (k x n reduced over tokens), attention
         backward (2.5x its forward FLOPs: FlashAttention recomputes the scores), and
         :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the forward non-GEMM traffic."""
-        h = self.h
         kernels = []
-        for n, k in ((self.qkv_n, h), (h, self.o_k), (self.up_n, h), (h, self.down_k)):
-            kernels.append(self.gemm(tokens, k, n))
+        for (n, k), grad in zip(self._weights(), self.grads, strict=True):
+            kernels.append(grad.time(tokens))
             kernels.append(self.gemm(k, n, tokens))
         dev = self.dev
         kernels.append((2.5 * attn_flops / dev.attention_flops_s, 2.0 * attn_bytes / dev.bytes_s))
