@@ -211,9 +211,10 @@ def skypilot_task(
     task: dict[str, Any] = {"name": _name(gpu), "resources": resources}
     if instances > 1:
         task["num_nodes"] = instances
+    service: dict[str, Any] = {}
     if workload.kind == "inference":
         resources["ports"] = SERVE_PORT
-        task["service"] = {
+        service["service"] = {
             "readiness_probe": {
                 "path": READINESS_PATH,
                 "initial_delay_seconds": READINESS_INITIAL_DELAY_S,
@@ -222,9 +223,16 @@ def skypilot_task(
         }
     head = ("# SkyPilot task from gpu-advisor: add `run:` (and `setup:`) with your command"
             + ("; launch with `sky serve up`" if workload.kind == "inference" else "") + "\n")
-    # PyYAML's representer is Python (~0.1 ms a task): the text is kept per task content
-    text = memo_of(memo).get("skypilot_yaml", _frozen(task),
-                             lambda: yaml.dump(task, Dumper=_DUMPER, sort_keys=False))
+    # PyYAML's representer is Python (~0.1 ms a task): the text is kept per task content.
+    # The service block (its replicas follow the load) is the last top-level key, dumped and
+    # kept apart: block-style top-level keys dumped one after the other are the text of the
+    # whole mapping, and the task's other keys then stay one entry across loads.
+    memo = memo_of(memo)
+    text = memo.get("skypilot_yaml", _frozen(task),
+                    lambda: yaml.dump(task, Dumper=_DUMPER, sort_keys=False))
+    if service:
+        text += memo.get("skypilot_yaml", _frozen(service),
+                         lambda: yaml.dump(service, Dumper=_DUMPER, sort_keys=False))
     return head + text, None
 
 
