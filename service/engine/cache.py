@@ -44,12 +44,13 @@ A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
-    "skypilot_yaml", "training_micro_step", "exchange",
+    "skypilot_yaml", "training_micro_step", "exchange", "peak_share",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
 shape, device, micro-batch, TP), :func:`physics.training.step_shape`; ``exchange``: the links and
-process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.Exchange`);
+process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.Exchange`;
+``peak_share``: a float per (GPU, peak rate), the power model's sustained share of the peak);
 every other table is
 one call's
 (:meth:`Memo.get`)."""

@@ -159,7 +159,7 @@ def _floors(
     if rate is None:
         return NO_FLOORS
     if workload.kind == "compute":
-        out = _compute(workload, gpu, rate, cap)
+        out = _compute(workload, gpu, rate, cap, memo)
     elif workload.kind == "training":
         out = _training(workload, gpu, rate, first, cap)
     else:
@@ -169,7 +169,7 @@ def _floors(
                   out.serial_fraction, out.weak_scaling)
 
 
-def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floors:
+def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo) -> Floors:
     """``estimate._estimate_compute``: :func:`scaling.scaled_time` is the one-GPU time
     ``T1 = max(compute, memory)`` on one GPU and ``f T1 + (1 - f) T1 / n + exchanges`` on n
     (``T1 / (n - f (n - 1)) + exchanges`` without a working set), both >= T1 / n, so
@@ -179,7 +179,7 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int) -> Floo
     large counts, and this bound sits ~85x below its best time (see docs/performance.md)."""
     spec = workload.compute
     assert spec is not None
-    one_gpu_s = max(compute_job_seconds(workload, gpu, rate))
+    one_gpu_s = max(compute_job_seconds(workload, gpu, rate, memo))
     hours = one_gpu_s / SECONDS_PER_HOUR
     f = scaling.serial_fraction(spec)
     weak = spec.memory_gb <= 0

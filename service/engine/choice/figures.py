@@ -128,7 +128,7 @@ def _compute_job_hours(
     if not per_gpu_gb <= usable_memory_bytes(gpu.memory_gb) / c.GB:
         return False, 0.0
     one = memo.scratch("compute_one_gpu", (workload, gpu),
-                       lambda: compute_job_seconds(workload, gpu, rate))
+                       lambda: compute_job_seconds(workload, gpu, rate, memo))
     scaled = scaling.scaled_time(spec, gpu, n, one, c.BYTES_PER_ELEMENT[rate.precision_used],
                                  exchange(gpu, n, memo))
     return True, scaled.total_s / 3600.0

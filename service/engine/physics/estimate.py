@@ -186,14 +186,18 @@ def compute_job_efficiency(workload: Workload, rate: PeakRate) -> float:
     return c.EFF_COMPUTE_JOB if rate.tensor else c.EFF_NON_TENSOR
 
 
-def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate) -> tuple[float, float]:
+def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate,
+                        memo: Memo | None = None) -> tuple[float, float]:
     """(compute_s, memory_s) of a compute job on one GPU: its FLOPs at the sustained clock
-    (:func:`kernels.peak_share`) x efficiency x vendor factor, its bytes at
-    achieved bandwidth."""
+    (:func:`kernels.peak_share`, a pure function of the GPU and the rate: kept in the shared
+    cache when a ``memo`` is given) x efficiency x vendor factor, its bytes at achieved
+    bandwidth."""
     spec = workload.compute
     assert spec is not None
     eff = compute_job_efficiency(workload, rate)
-    sustained = rate.tflops * kernels.peak_share(gpu, rate) * kernels.vendor_factor(gpu)
+    share = kernels.peak_share(gpu, rate) if memo is None else memo.get(
+        "peak_share", (gpu, rate), lambda: kernels.peak_share(gpu, rate))
+    sustained = rate.tflops * share * kernels.vendor_factor(gpu)
     return spec.total_tflop / (sustained * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
 
 
@@ -202,7 +206,7 @@ def _estimate_compute(
 ) -> Estimate:
     spec = workload.compute
     assert spec is not None
-    scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate),
+    scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate, memo),
                                  c.BYTES_PER_ELEMENT[rate.precision_used],
                                  exchange(gpu, n, memo))
     total_s = scaled.total_s
