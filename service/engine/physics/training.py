@@ -264,6 +264,21 @@ def training_floor_flops(workload: Workload) -> float:
 def _job(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool, memo: Memo | None = None
 ) -> _Job:
+    """The figures every layout of (workload, GPU, rate, recomputation) shares, once per call
+    (the plan of every GPU count asks for it twice, and its :class:`MicroStep` then keeps the
+    micro-step times of every count in one table)."""
+    if memo is None:
+        return _new_job(workload, gpu, rate, recompute, None)
+    # the job's MicroStep gets its own memo over the shared cache, not ``memo``: ``memo``
+    # keeps the job, and a job keeping ``memo`` back would make every request's memo a
+    # reference cycle, freed only by the collector
+    return memo.scratch("training_job", (workload, gpu, rate, recompute),
+                        lambda: _new_job(workload, gpu, rate, recompute, Memo(memo.shared)))
+
+
+def _new_job(
+    workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool, memo: Memo | None
+) -> _Job:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(rate.precision_used, spec.optimizer)
