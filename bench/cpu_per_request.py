@@ -19,17 +19,15 @@ time (``time.process_time``), which a busy shared machine disturbs far less than
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from bench import varied
-from bench.profile_request import RESULTS, request_by_stage, seeded_catalog
+from bench.profile_request import request_by_stage, seeded_catalog
+from bench.record import stamped, varied_args, write_result
 
 TRAINING_PRESETS = ("llama-3.1-8b", "mistral-7b", "llama-2-13b", "llama-2-70b",
                     "llama-3.1-70b", "gpt-j-6b")
@@ -83,15 +81,9 @@ def measure(n: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("-n", type=int, default=60, help="bodies per kind (default 60)")
-    p.add_argument("--seed", type=int, default=varied.SEED)
-    args = p.parse_args(argv)
-    result = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-              "clock": "process CPU time", "seed": args.seed,
-              "kinds": measure(args.n, args.seed)}
-    RESULTS.mkdir(exist_ok=True)
-    Path(RESULTS / "cpu_per_request.json").write_text(json.dumps(result, indent=2) + "\n")
+    args = varied_args(__doc__.split("\n\n")[0], argv, 60)
+    result = stamped(clock="process CPU time", seed=args.seed, kinds=measure(args.n, args.seed))
+    write_result("cpu_per_request.json", result)
     for kind, row in result["kinds"].items():
         print(f"{kind:12s} CPU p50 {row['cpu_ms_p50']:8.2f} ms  p90 {row['cpu_ms_p90']:8.2f}"
               f"  max {row['cpu_ms_max']:8.2f}  ({row['bodies']} bodies)")

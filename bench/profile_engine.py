@@ -17,18 +17,15 @@ Wrapping a function costs ~1 us a call, which the figures include.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from bench import cpu_per_request, varied
-from bench.profile_request import RESULTS, request_by_stage, seeded_catalog
+from bench import cpu_per_request
+from bench.profile_request import request_by_stage, seeded_catalog
+from bench.record import stamped, varied_args, write_result
 
 STAGES: tuple[tuple[str, str, str], ...] = (
     ("service.engine.choice.ranking", "_screen", "screen"),
@@ -130,15 +127,10 @@ def profile(n: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("-n", type=int, default=40, help="bodies per kind (default 40)")
-    p.add_argument("--seed", type=int, default=varied.SEED)
-    args = p.parse_args(argv)
-    result = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-              "clock": "wall (perf_counter), exclusive per stage", "seed": args.seed,
-              "kinds": profile(args.n, args.seed)}
-    RESULTS.mkdir(exist_ok=True)
-    Path(RESULTS / "profile_engine.json").write_text(json.dumps(result, indent=2) + "\n")
+    args = varied_args(__doc__.split("\n\n")[0], argv, 40)
+    result = stamped(clock="wall (perf_counter), exclusive per stage", seed=args.seed,
+                     kinds=profile(args.n, args.seed))
+    write_result("profile_engine.json", result)
     for kind, row in result["kinds"].items():
         print(f"{kind}: {row['ms_per_request']:.2f} ms per request")
         for label, st in row["stages"].items():
