@@ -3,7 +3,9 @@
 For every GPU type the constraints allow, GPU counts 1, 2, 4, 8, then whole nodes (up to
 ``max_gpus``, else :data:`CAP_TRAINING_GPUS` / :data:`CAP_INFERENCE_GPUS`) are tried from the
 smallest count that fits memory; each count is rounded up to whole instances of the cheapest
-usable offer (see :mod:`service.engine.choice.cost`) and estimated once. Options failing a limit
+usable offer (see :mod:`service.engine.choice.cost`) and estimated once (compute and training
+jobs: ranked on their figures alone, :mod:`service.engine.choice.figures`, and estimated in
+full only when listed or when they fail a limit). Options failing a limit
 (latency, max_gpus, deadline, budget, max_usd_per_hour) are dropped; the best remaining option
 per GPU becomes its candidate, else the GPU is rejected with the limit it came closest to.
 
