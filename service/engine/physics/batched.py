@@ -68,6 +68,8 @@ class GemmStack:
         self.weight_s = column([sh.weight_s for sh in shapes])
         self.row_s = column([sh.row_s for sh in shapes])
         self.live = ~np.array([sh.empty for sh in shapes])[:, None]
+        self.all_live = bool(self.live.all())
+        self.row_index = np.arange(self.rows)[:, None]
         self.tile_m, self.n_tiles = table(0), table(1)
         self.split_cap, self.tile_flops = table(2), table(3)
 
@@ -87,12 +89,15 @@ def gemm_times(st: GemmStack, m: Array, groups: Array | float) -> tuple[Array, A
     the kernel memory-bound (a running minimum, then the first index at or below the memory
     time's work equivalent)."""
     sms = st.sms
-    memory = (st.weight_s + m * st.row_s) * groups
-    enough = memory / st.per_flop
+    memory = st.weight_s + m * st.row_s
     m3 = m[:, None, :]
-    g3 = groups[:, None, :] if isinstance(groups, np.ndarray) else groups
     # >= 1 wherever the answer is kept (m > 0); 1 elsewhere keeps the divisions finite
-    tiles = np.maximum(np.ceil(m3 / st.tile_m) * st.n_tiles * g3, 1.0)
+    tiles = np.ceil(m3 / st.tile_m) * st.n_tiles
+    if isinstance(groups, np.ndarray):  # else 1.0 (dense layers), and x * 1.0 is x
+        memory = memory * groups
+        tiles = tiles * groups[:, None, :]
+    enough = memory / st.per_flop
+    tiles = np.maximum(tiles, 1.0)
     # >= 1 (only where tiles < sms is it used, and there it is >= 1 already)
     split = np.maximum(np.minimum(np.floor_divide(sms, tiles), st.split_cap), 1.0)
     splitting = (tiles < sms) & (split > 1)
@@ -102,7 +107,9 @@ def gemm_times(st: GemmStack, m: Array, groups: Array | float) -> tuple[Array, A
     least = np.minimum.accumulate(work, axis=1)
     bound = least <= enough[:, None, :]
     first = np.where(bound.any(axis=1), bound.argmax(axis=1), st.tiles - 1)
-    best = np.take_along_axis(least, first[:, None, :], axis=1)[:, 0, :]
+    best = least[st.row_index, first, np.arange(m.shape[1])]
+    if st.all_live and m.min() > 0:  # nothing to zero
+        return best * st.per_flop, memory
     keep = st.live & (m > 0)
     return np.where(keep, best * st.per_flop, 0.0), np.where(keep, memory, 0.0)
 
