@@ -474,7 +474,10 @@ def limit_failure(
     if est.latency_ok is False:
         reason, over, fix = latency_miss(workload, est)
         return Failure(1, "latency", reason, fix, over)
-    if c.max_gpus is not None and cost.gpus > c.max_gpus:
+    missed = first_cost_limit(c, cost.gpus, est.time_to_complete_hours, cost.total_usd,
+                              cost.usd_per_hour)
+    if missed == 2:
+        assert c.max_gpus is not None
         over = cost.gpus / c.max_gpus - 1
         return Failure(
             2,
@@ -485,8 +488,9 @@ def limit_failure(
                 "constraints.max_gpus"),
             over,
         )
-    hours = est.time_to_complete_hours
-    if c.deadline_hours is not None and hours is not None and hours > c.deadline_hours:
+    if missed == 3:
+        hours = est.time_to_complete_hours
+        assert hours is not None and c.deadline_hours is not None
         over = hours / c.deadline_hours - 1
         return Failure(
             3,
@@ -497,7 +501,8 @@ def limit_failure(
                 "more time", "constraints.deadline_hours"),
             over,
         )
-    if c.budget_usd is not None and cost.total_usd is not None and cost.total_usd > c.budget_usd:
+    if missed == 4:
+        assert cost.total_usd is not None and c.budget_usd is not None
         over = cost.total_usd / c.budget_usd - 1
         return Failure(
             4,
@@ -508,8 +513,9 @@ def limit_failure(
                 "constraints.budget_usd"),
             over,
         )
-    usd_h = cost.usd_per_hour
-    if c.max_usd_per_hour is not None and usd_h is not None and usd_h > c.max_usd_per_hour:
+    if missed == 5:
+        usd_h = cost.usd_per_hour
+        assert usd_h is not None and c.max_usd_per_hour is not None
         over = usd_h / c.max_usd_per_hour - 1
         return Failure(
             5,
@@ -519,6 +525,25 @@ def limit_failure(
                 f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
             over,
         )
+    return None
+
+
+def first_cost_limit(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,
+                     usd_per_hour: float | None) -> int | None:
+    """The first limit after memory and latency that an option of ``gpus`` GPUs in all,
+    ``hours`` to finish, ``total_usd`` to finish and ``usd_per_hour`` misses, as its
+    :class:`Failure` rank: 2 max_gpus, 3 deadline, 4 budget, 5 max_usd_per_hour (None: it
+    misses none; an unknown figure misses nothing). :func:`limit_failure` explains it; the
+    ranking's light figures (:mod:`figures`) only ask whether there is one."""
+    if c.max_gpus is not None and gpus > c.max_gpus:
+        return 2
+    if c.deadline_hours is not None and hours is not None and hours > c.deadline_hours:
+        return 3
+    if c.budget_usd is not None and total_usd is not None and total_usd > c.budget_usd:
+        return 4
+    if c.max_usd_per_hour is not None and usd_per_hour is not None and \
+            usd_per_hour > c.max_usd_per_hour:
+        return 5
     return None
 
 

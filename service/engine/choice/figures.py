@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from service.engine import constants as c
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
+from service.engine.choice.explain import first_cost_limit
 from service.engine.physics import parallelism as par
 from service.engine.physics import scaling
 from service.engine.physics import training as tr
@@ -100,22 +101,24 @@ def figures(
     if offer is not None:
         usd_h = co.hourly_usd(offer, instances, replicas, power, settings)[0]
         total = usd_h * hours if hours is not None else None
-    # explain.limit_failure's checks after memory (these jobs have no latency)
-    if constraints.max_gpus is not None and gpus > constraints.max_gpus:
+    # explain.limit_failure's limits after memory (these jobs have no latency)
+    if first_cost_limit(constraints, gpus, hours, total, usd_h) is not None:
         return None
-    if constraints.deadline_hours is not None and hours is not None and \
-            hours > constraints.deadline_hours:
-        return None
-    if constraints.budget_usd is not None and total is not None and \
-            total > constraints.budget_usd:
-        return None
-    if constraints.max_usd_per_hour is not None and usd_h is not None and \
-            usd_h > constraints.max_usd_per_hour:
-        return None
-    # ranking._metrics of the option
-    if hours is None:
-        return Figures(n, usd_h, usd_h, math.inf, math.inf, gpus * 1.0)
-    return Figures(n, usd_h, total, hours, power * hours / 1000.0, gpus * hours)
+    energy = None if hours is None else power * hours / 1000.0  # the estimate's kWh
+    return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
+
+
+def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: float | None,
+                gpus: int, energy_kwh: float | None) -> tuple[float | None, float, float, float]:
+    """(money, time, energy, proxy) a compute or training option is ranked on, from its hours
+    to finish (None: the job states no length), its price (USD/h, USD to finish; None without
+    an offer), its GPUs in all and its kWh to finish: USD to finish (USD/h for a job of no
+    length), hours, kWh (inf where unknown; 0.0 kWh, a vanishing job's energy, is the best
+    value, not an unknown one) and GPU-hours (GPUs for a job of no length)."""
+    money = total_usd if hours is not None else usd_per_hour
+    proxy = gpus * (hours if hours is not None else 1.0)
+    kwh = math.inf if energy_kwh is None else energy_kwh
+    return money, math.inf if hours is None else hours, kwh, proxy
 
 
 def _compute_job_hours(

@@ -139,12 +139,8 @@ def _metrics(
 ) -> tuple[float | None, float, float, float]:
     """(money, time, energy, proxy) for an option, as the module docstring defines them."""
     if workload.kind != "inference":
-        hours = est.time_to_complete_hours
-        money = cost.total_usd if hours is not None else cost.usd_per_hour
-        proxy = cost.gpus * (hours if hours is not None else 1.0)
-        # 0.0 kWh (a vanishing job's energy underflowed) is the best value, not an unknown one
-        kwh = INF if est.energy_kwh_total is None else est.energy_kwh_total
-        return money, INF if hours is None else hours, kwh, proxy
+        return fg.job_metrics(est.time_to_complete_hours, cost.usd_per_hour, cost.total_usd,
+                              cost.gpus, est.energy_kwh_total)
     per_mtok, per_1k, energy = co.unit_rates(workload, est, cost.replicas, cost.usd_per_hour)
     # the same rate with "GPUs" in place of USD/h: GPU-hours per unit of work
     g_mtok, g_1k, _ = co.unit_rates(workload, est, cost.replicas, float(cost.gpus))

@@ -190,10 +190,8 @@ class Exchange:
     have a shared cache), so a ranking that times hundreds of counts does the link and grid
     arithmetic once per (GPU, count)."""
 
-    gpus: int
     per_node: int
     """GPUs per node used (``node_layout``)."""
-    nodes: int
     latency_s: float
     """One exchange's launch plus a global scalar reduction: :func:`step_latency_s`."""
     ring_gb_s: float
@@ -215,8 +213,7 @@ def exchange(gpu: GpuSpec, gpus: int) -> Exchange:
     _, intra = par.group_link(gpu, per_node, spans_nodes=False)
     inter = par.group_link(gpu, per_node, spans_nodes=True)[1] if nodes > 1 else intra
     grid = process_grid(gpus)
-    return Exchange(gpus, per_node, nodes, latency, ring, intra, inter, grid,
-                    node_block(grid, per_node))
+    return Exchange(per_node, latency, ring, intra, inter, grid, node_block(grid, per_node))
 
 
 def step_latency_s(gpu: GpuSpec, gpus: int, ex: Exchange | None = None) -> float:
