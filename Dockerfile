@@ -12,8 +12,10 @@ COPY service ./service
 RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . && /opt/venv/bin/pip check
 
 FROM python:3.11-slim
+# NUMBA_CACHE_DIR: the engine's compiled loops (service/engine/physics/compiled.py) are cached
+# there, outside the read-only code, so a restarted worker loads them instead of compiling.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH \
-    DATABASE_URL=sqlite:////data/gpu_advisor.db
+    DATABASE_URL=sqlite:////data/gpu_advisor.db NUMBA_CACHE_DIR=/tmp/gpu-advisor-numba
 RUN groupadd --system --gid 10001 app \
  && useradd --system --uid 10001 --gid app --home-dir /app --no-create-home \
       --shell /usr/sbin/nologin app \

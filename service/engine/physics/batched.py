@@ -72,6 +72,8 @@ class GemmStack:
         self.row_index = np.arange(self.rows)[:, None]
         self.tile_m, self.n_tiles = table(0), table(1)
         self.split_cap, self.tile_flops = table(2), table(3)
+        self.table: Array | None = None
+        """These figures as one 2-D table for the compiled form (:mod:`compiled`)."""
 
 
 def stack(ops: LayerOps) -> GemmStack:

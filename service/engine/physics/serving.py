@@ -10,7 +10,7 @@ import numpy as np
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import batched, cnn, kernels
+from service.engine.physics import batched, cnn, compiled, kernels
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
@@ -248,6 +248,8 @@ class ServingModel:
         assert model is not None and spec is not None
         self.spec, self.model, self.tp, self.pp = spec, model, tp, pp
         self._timings: dict[int, Timing] = {}
+        self.packed: object | None = None
+        """Its figures as the compiled array model reads them (:mod:`compiled`), on first use."""
         runtime = spec.runtime
         self.dev = dev = memo_of(memo).get("device", (gpu, rate, runtime),
                                            lambda: kernels.runtime_device(gpu, rate, runtime))
@@ -394,11 +396,20 @@ class ServingModel:
         type ask for the same few batches)."""
         found = self._timings.get(batch)
         if found is None:
-            pre, dec = self.phases(batch)
-            found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch,
-                           self._stage_s(batch, pre if dec is None else dec))
+            if batched.supported(self):  # compiled: the same floats as timing_scalar's
+                pre, dec, stage = compiled.timing(self, batch)
+                found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec),
+                               batch, stage)
+            else:
+                found = self.timing_scalar(batch)
             self._timings[batch] = found
         return found
+
+    def timing_scalar(self, batch: int) -> Timing:
+        """:meth:`timing` in Python floats, operator by operator (the reference)."""
+        pre, dec = self.phases(batch)
+        return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch,
+                      self._stage_s(batch, pre if dec is None else dec))
 
     def _stage_s(self, batch: int, phase: _Phase) -> float:
         """PP: the last stage's share of one iteration -- ceil(L / pp) layers and the LM head,
@@ -430,7 +441,16 @@ class ServingModel:
         batch fails whatever its TTFT, so the prefill is not timed, and the ratio returned is
         TPOT's (at most the largest; only the probe positions depend on it, never the
         boundary, since the predicate is monotone) and the latency is inf (a failing batch's
-        latency is never used)."""
+        latency is never used).
+
+        Transformers run it compiled (:func:`compiled.check`, the same floats as
+        :meth:`check_scalar`, the reference)."""
+        if batched.supported(self):
+            return compiled.check(self, batch)
+        return self.check_scalar(batch)
+
+    def check_scalar(self, batch: int) -> tuple[bool, float, float]:
+        """:meth:`check` in Python floats, operator by operator (the reference)."""
         spec = self.spec
         limit = spec.max_tpot_ms
         if self.decoder and limit is not None:
@@ -512,6 +532,13 @@ def largest_meeting(roof: ServingModel, hi: int | None = None) -> int:
     that never fall as the batch grows: tile waves, bytes; MoE weight reads rise with it), so
     the predicate is monotone and a bisection finds the boundary: O(log batch) evaluations."""
     hi = int(c.MAX_AUTO_BATCH) if hi is None else max(1, hi)
+    if batched.supported(roof):  # compiled, probe for probe
+        return compiled.largest_meeting(roof, hi, NEAR_LIMIT)
+    return largest_meeting_scalar(roof, hi)
+
+
+def largest_meeting_scalar(roof: ServingModel, hi: int) -> int:
+    """:func:`largest_meeting` through :meth:`ServingModel.check` (the reference; CNNs)."""
     ok_hi, g_hi, _ = roof.check(hi)
     if ok_hi:
         return hi
@@ -744,8 +771,9 @@ class Context:
         """Requests/s of one replica of split (tp, pp) at each of ``batches``, memoized per
         batch on this context (the capacity grid and every count's operating-batch search
         share most of their batches): the ones not yet known all at once through the array
-        form of the serving model (:mod:`batched`), or batch by batch through the scalar one
-        for models without it (CNNs) and for one or two batches."""
+        form of the serving model (:mod:`batched`'s formulas, compiled: :mod:`compiled`), or
+        batch by batch through the scalar one for models without it (CNNs) and for one or two
+        batches."""
         known = self._rates.get((tp, pp))
         if known is None:
             known = self._rates[tp, pp] = {}
@@ -753,7 +781,7 @@ class Context:
         if missing:
             roof = self.model(tp, pp)
             if len(missing) > 2 and batched.supported(roof):
-                rates: list[float] = batched.requests_per_s(
+                rates: list[float] = compiled.requests_per_s(
                     roof, np.array(missing, dtype=np.float64)).tolist()
             else:
                 spec = self.workload.inference
