@@ -30,7 +30,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
@@ -132,11 +132,12 @@ def _cache_dir() -> None:
     writable, else ``NUMBA_CACHE_DIR`` when set, else a directory under the system's temporary
     directory (an installed, read-only image whose user has no home: numba would otherwise
     refuse to import this module)."""
+    config: Any = numba.config  # its settings are module attributes set at import
     here = Path(__file__).parent
     cache = here / "__pycache__"
-    if numba.config.CACHE_DIR or os.access(cache if cache.is_dir() else here, os.W_OK):
+    if config.CACHE_DIR or os.access(cache if cache.is_dir() else here, os.W_OK):
         return
-    numba.config.CACHE_DIR = str(Path(tempfile.gettempdir()) / "gpu-advisor-numba")
+    config.CACHE_DIR = str(Path(tempfile.gettempdir()) / "gpu-advisor-numba")
 
 
 _cache_dir()
