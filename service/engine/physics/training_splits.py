@@ -136,12 +136,16 @@ def splits(
     wanted: Sharding,
     memo: Memo | None = None,
 ) -> tuple[Split, ...]:
-    """Every (TP, sharding) split, smallest TP first, then least sharding (memoized in the
-    shared cache: a tuple of immutable records)."""
-    key = (workload, gpu, gpu_count, prec, checkpointing, wanted)
-    return memo_of(memo).get(
+    """Every (TP, sharding) split, smallest TP first, then least sharding (memoized: a tuple
+    of immutable records). The GPU matters only through its TP degrees, so GPU types of one
+    node class share the tuple."""
+    memo = memo_of(memo)
+    tps = memo.get("training_tp_degrees", (workload, gpu, gpu_count),
+                   lambda: tuple(tp_degrees(workload, gpu, gpu_count)))
+    key = (workload, tps, gpu_count, prec, checkpointing, wanted)
+    return memo.get(
         "training_splits", key,
-        lambda: _splits(workload, gpu, gpu_count, prec, checkpointing, wanted))
+        lambda: _splits(workload, tps, gpu_count, prec, checkpointing, wanted))
 
 
 def _states(
@@ -178,7 +182,7 @@ def _states(
 
 def _splits(
     workload: Workload,
-    gpu: GpuSpec,
+    tps: tuple[int, ...],
     gpu_count: int,
     prec: Precision,
     checkpointing: bool,
@@ -189,8 +193,7 @@ def _splits(
     return tuple(
         Split(tp, dp, eff, max(1, math.ceil(spec.batch_size / dp)), weights, grads, optim, act)
         for tp, dp, eff, weights, grads, optim, act in _states(
-            workload, tp_degrees(workload, gpu, gpu_count), gpu_count, prec, checkpointing,
-            wanted))
+            workload, tps, gpu_count, prec, checkpointing, wanted))
 
 
 def least_gb(
