@@ -1,21 +1,26 @@
-"""The array serving model's requests/s (:func:`batched.requests_per_s`) compiled (numba).
+"""The serving model's hot searches compiled (numba): requests/s over a vector of batches,
+the latency check, the limit-batch search and a batch's timing.
 
-:mod:`batched` evaluates the serving model over a vector of batches with numpy: ~80 array
-operations a call on arrays of a few hundred elements, so numpy's per-operation cost (~1 us),
-not the arithmetic, sets its time (~60-100 us a call; a recommendation makes ~110 such
-calls). Here the same formulas run as one compiled loop over the batches: per batch, the
-GEMMs of a layer through the tile loop of :meth:`kernels.GemmShape.time` (the array form's
-running minimum and first memory-bound tile), attention, elementwise traffic, the LM head, the
-TP all-reduces and pipeline hops, then the decode iteration (or an encoder's forward pass),
-the busiest pipeline stage and the replica's requests/s.
+The serving searches (the throughput-best batch of a split, the largest batch meeting the
+latency limits, the least batch carrying an offered load) time the serving model at tens to
+hundreds of batches per split; in Python (:class:`serving.ServingModel`, scalar) or numpy
+(:mod:`batched`, ~80 array operations a call on a few hundred elements, so numpy's
+per-operation cost sets it) they were most of a recommendation's time. Here the same formulas
+run as compiled loops: per batch, the GEMMs of a layer through the tile loop of
+:meth:`kernels.GemmShape.time`, attention, elementwise traffic, the LM head, the TP
+all-reduces and pipeline hops, the decode iteration and prefill chunks (or an encoder's
+forward pass), the busiest pipeline stage and the replica's requests/s.
 
-Every operation is the numpy form's, elementwise, in the same order, in IEEE double
-arithmetic without fast-math (no reassociation, no fused multiply-add) and numpy's error
-model (a division by zero gives inf, as numpy's does, not an exception), so the results are
-the numpy form's bit for bit (``tests/unit/test_compiled.py`` checks that on random LLM,
-MoE, encoder and pipeline-parallel workloads over every catalog GPU and split). The one
-transcendental the model takes, the MoE expert-coverage power, is evaluated by numpy before
-the loop, so no libm difference can enter.
+Every operation is the reference's, in the same order, in IEEE double arithmetic without
+fast-math (no reassociation, no fused multiply-add) and numpy's error model (a division by zero
+gives inf, not an exception), so the results are the references' bit for bit:
+:func:`requests_per_s` is :func:`batched.requests_per_s` (its MoE expert-coverage power taken
+from numpy before the loop, as numpy computes it); :func:`check`, :func:`timing` and
+:func:`largest_meeting` are :meth:`ServingModel.check_scalar`, :meth:`ServingModel.timing_scalar`
+and :func:`serving.largest_meeting_scalar` (their power is libm's, as Python's float power is).
+``tests/unit/test_compiled.py`` checks all four on random LLM, MoE and encoder workloads over
+every catalog GPU and split, pipeline splits included; the differential test checks the
+answers. CNNs and detectors have no compiled form (:func:`batched.supported`).
 
 Compilation: ~7 s of CPU the first time (on this 2-core machine), then loaded from numba's
 on-disk cache in well under a second (:func:`_cache_dir` says where); the app's start-up
