@@ -175,8 +175,9 @@ class Memo:
     def scratch(self, table: str, key: Hashable, compute: Callable[[], V]) -> V:
         """Memoized for this call only (for mutable values such as inference contexts)."""
         full = (table, key)
-        if full in self._local:
-            value: V = self._local[full]
+        found = self._local.get(full, _MISSING)  # one hash of the key, not two
+        if found is not _MISSING:
+            value: V = found
             return value
         value = compute()
         self._local[full] = value

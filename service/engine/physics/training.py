@@ -369,22 +369,27 @@ def _walk(
     stop_at: float,
     prune: bool = True,
     memo: Memo | None = None,
+    known: tuple[_Job, tuple[splits.Split, ...]] | None = None,
 ) -> list[_Found]:
     """(split, micro-batch, step time) of the fitting layouts in preference order, stopping
     after the first whose step time is at most ``stop_at`` [s].
 
     ``prune``: once a TP degree runs its whole per-GPU batch in one micro-step and is not
     memory-bound, more sharding at that degree cannot be faster (same compute and TP traffic,
-    no less data-parallel traffic), so those layouts are skipped."""
+    no less data-parallel traffic), so those layouts are skipped. ``known``: the job and the
+    splits, when the caller has them."""
     usable = splits.usable_gb(gpu)
     nodes, per_node = par.node_layout(gpu, gpu_count)
     dp_link = par.group_link(gpu, per_node, spans_nodes=nodes > 1)[1]
-    job = _job(workload, gpu, rate, checkpointing, memo)
+    if known is None:
+        job = _job(workload, gpu, rate, checkpointing, memo)
+        options = splits.splits(
+            workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
+        )
+    else:
+        job, options = known
     tp_links: dict[int, float] = {}
     out: list[_Found] = []
-    options = splits.splits(
-        workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
-    )
     settled: set[int] = set()
     for option in options:
         if option.tp in settled:
@@ -428,9 +433,12 @@ def _fastest(
         workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
     )
     least = min(o.per_gpu_batch / o.tp for o in options)
-    ideal = training_floor_flops(workload) * least / spec.batch_size / job.floor_rate
+    floor_flops = memo.get("training_floor_flops", workload,
+                           lambda: training_floor_flops(workload))
+    ideal = floor_flops * least / spec.batch_size / job.floor_rate
     found = _walk(
-        workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE, True, memo
+        workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE, True, memo,
+        (job, options),
     )
     if not found:
         return None
@@ -454,8 +462,21 @@ def plan_training(
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
     memo = memo_of(memo)
     key = (workload, gpu, gpu_count, rate, ckpt, wanted)
-    best = memo.get("training_fastest", key,
-                    lambda: _fastest(workload, gpu, gpu_count, rate, ckpt, wanted, memo))
+    # one (frozen) plan per key and call: the light figures and the estimate ask again
+    return memo.get("training_plan", key,
+                    lambda: _new_plan(workload, gpu, gpu_count, rate, ckpt, wanted, memo))
+
+
+def _new_plan(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    rate: PeakRate,
+    ckpt: bool,
+    wanted: Sharding,
+    memo: Memo,
+) -> TrainPlan:
+    best = _fastest(workload, gpu, gpu_count, rate, ckpt, wanted, memo)
     if best is None:
         plan = min_memory_plan(
             workload, gpu, gpu_count, rate.precision_used, checkpointing=ckpt, sharding=wanted,
