@@ -10,6 +10,7 @@ so a compiled form that rounded differently would change them.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -18,61 +19,58 @@ from service.engine.cache import EngineCache, Memo
 from service.engine.physics import batched, compiled
 from service.engine.physics import serving as inf
 from service.engine.physics.performance import peak_rate
-from service.engine.types import GenericModel, TransformerModel
+from service.engine.types import GenericModel
 from tests.unit.catalog_data import load_gpus
 from tests.unit.test_batched import CASES, _workloads
 
 
-def _checked(index: int) -> tuple[int, int]:
-    """(models compared, of which MoE) for workload ``index``; asserts bit-identity."""
+def _models(index: int, seed: int, gpus: int | None = None
+            ) -> Iterator[tuple[random.Random, inf.ServingModel]]:
+    """(the draw's generator, a serving model) for every split of workload ``index`` on
+    ``gpus`` GPUs drawn from the catalog (all of them when None); a GPU count of 1, 2, 8 or 16
+    drawn per GPU, so TP and PP splits both come up."""
     workload = _workloads(CASES)[index]
     if isinstance(workload.model, GenericModel):
         pytest.skip("CNNs have no array form")
-    r = random.Random(index)
+    r = random.Random(seed)
     cache = EngineCache()
-    checked = moe = 0
-    for gpu in load_gpus():
+    catalog = load_gpus()
+    for gpu in catalog if gpus is None else r.sample(catalog, gpus):
         rate = peak_rate(gpu, workload.precision)
         if rate is None:
             continue
         ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
         for tp, pp in ctx.splits(r.choice((1, 2, 8, 16))):
-            roof = ctx.model(tp, pp)
-            batches = np.array(sorted({1, 2, *(r.randint(1, 4096) for _ in range(20))}),
-                               dtype=np.float64)
-            want = batched.requests_per_s(roof, batches)
-            got = compiled.requests_per_s(roof, batches)
-            assert got.tobytes() == want.tobytes(), (gpu.slug, tp, pp, got - want)
-            checked += 1
-            moe += roof.ops.moe
-    return checked, moe
+            yield r, ctx.model(tp, pp)
+
+
+def _batches(r: random.Random, n: int) -> list[int]:
+    return sorted({1, 2, *(r.randint(1, 4096) for _ in range(n))})
 
 
 @pytest.mark.parametrize("index", range(CASES))
 def test_compiled_model_is_the_numpy_model_bit_for_bit(index: int) -> None:
-    checked, _ = _checked(index)
+    checked = 0
+    for r, roof in _models(index, index):
+        batches = np.array(_batches(r, 20), dtype=np.float64)
+        want = batched.requests_per_s(roof, batches)
+        got = compiled.requests_per_s(roof, batches)
+        assert got.tobytes() == want.tobytes(), (roof.tp, roof.pp, got - want)
+        checked += 1
     assert checked > 0
 
 
 def test_the_comparison_covers_moe_and_pipelines() -> None:
-    """The draws above include MoE models and pipeline splits (else the bit-for-bit test
+    """The draws above include MoE models and pipeline splits (else the bit-for-bit tests
     would say nothing about their branches)."""
-    seen_moe = seen_pp = 0
-    for workload in _workloads(CASES):
-        model = workload.model
-        if isinstance(model, TransformerModel) and model.experts > 1:
-            seen_moe += 1
-    cache = EngineCache()
-    for workload in _workloads(CASES)[:20]:
-        if isinstance(workload.model, GenericModel):
+    moe = pipelines = 0
+    for index in range(CASES):
+        if isinstance(_workloads(CASES)[index].model, GenericModel):
             continue
-        for gpu in load_gpus():
-            rate = peak_rate(gpu, workload.precision)
-            if rate is None:
-                continue
-            ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
-            seen_pp += sum(pp > 1 for _, pp in ctx.splits(16))
-    assert seen_moe > 0 and seen_pp > 0, (seen_moe, seen_pp)
+        for _, roof in _models(index, index):
+            moe += roof.ops.moe
+            pipelines += roof.pp > 1
+    assert moe > 0 and pipelines > 0, (moe, pipelines)
 
 
 @pytest.mark.parametrize("index", range(0, CASES, 2))
@@ -80,24 +78,13 @@ def test_compiled_check_is_the_scalar_check(index: int) -> None:
     """The latency check the limit-batch search probes (TTFT, TPOT, latency against the
     workload's limits): the compiled one returns the scalar reference's triple, bit for bit,
     at random batches of every split, including the early TPOT rejection."""
-    workload = _workloads(CASES)[index]
-    if isinstance(workload.model, GenericModel):
-        pytest.skip("CNNs have no array form")
-    r = random.Random(1000 + index)
-    cache = EngineCache()
     checked = 0
-    for gpu in r.sample(load_gpus(), 12):
-        rate = peak_rate(gpu, workload.precision)
-        if rate is None:
-            continue
-        ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
-        for tp, pp in ctx.splits(r.choice((1, 2, 8, 16))):
-            roof = ctx.model(tp, pp)
-            for b in {1, 2, *(r.randint(1, 4096) for _ in range(10))}:
-                want = roof.check_scalar(b)
-                got = compiled.check(roof, b)
-                assert repr(got) == repr(want), (gpu.slug, tp, pp, b, got, want)
-                checked += 1
+    for r, roof in _models(index, 1000 + index, 12):
+        for b in _batches(r, 10):
+            want = roof.check_scalar(b)
+            got = compiled.check(roof, b)
+            assert repr(got) == repr(want), (roof.tp, roof.pp, b, got, want)
+            checked += 1
     assert checked > 0
 
 
@@ -105,26 +92,15 @@ def test_compiled_check_is_the_scalar_check(index: int) -> None:
 def test_compiled_timing_is_the_scalar_timing(index: int) -> None:
     """The timing an estimate reports (prefill and decode phases, the busiest pipeline
     stage): the compiled one is the scalar reference's, bit for bit."""
-    workload = _workloads(CASES)[index]
-    if isinstance(workload.model, GenericModel):
-        pytest.skip("CNNs have no array form")
-    r = random.Random(2000 + index)
-    cache = EngineCache()
     checked = 0
-    for gpu in r.sample(load_gpus(), 12):
-        rate = peak_rate(gpu, workload.precision)
-        if rate is None:
-            continue
-        ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
-        for tp, pp in ctx.splits(r.choice((1, 2, 8, 16))):
-            roof = ctx.model(tp, pp)
-            for b in {1, 2, *(r.randint(1, 4096) for _ in range(6))}:
-                want = roof.timing_scalar(b)
-                pre, dec, stage = compiled.timing(roof, b)
-                got = inf.Timing(inf.PhaseTime(*pre),
-                                 None if dec is None else inf.PhaseTime(*dec), b, stage)
-                assert repr(got) == repr(want), (gpu.slug, tp, pp, b)
-                checked += 1
+    for r, roof in _models(index, 2000 + index, 12):
+        for b in _batches(r, 6):
+            want = roof.timing_scalar(b)
+            pre, dec, stage = compiled.timing(roof, b)
+            got = inf.Timing(inf.PhaseTime(*pre),
+                             None if dec is None else inf.PhaseTime(*dec), b, stage)
+            assert repr(got) == repr(want), (roof.tp, roof.pp, b)
+            checked += 1
     assert checked > 0
 
 
@@ -132,24 +108,12 @@ def test_compiled_timing_is_the_scalar_timing(index: int) -> None:
 def test_compiled_limit_search_is_the_reference_search(index: int) -> None:
     """The largest batch meeting the latency limits: the compiled search finds the batch the
     Python search finds over the scalar checks, for every split and several caps."""
-    workload = _workloads(CASES)[index]
-    if isinstance(workload.model, GenericModel):
-        pytest.skip("CNNs have no array form")
-    r = random.Random(3000 + index)
-    cache = EngineCache()
     checked = 0
-    for gpu in r.sample(load_gpus(), 10):
-        rate = peak_rate(gpu, workload.precision)
-        if rate is None:
-            continue
-        ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
-        for tp, pp in ctx.splits(r.choice((1, 2, 8))):
-            roof = ctx.model(tp, pp)
-            for hi in (1, 2, r.randint(3, 300), 4096):
-                scalar = _ScalarChecks(roof)
-                want = inf.largest_meeting_scalar(scalar, hi)  # type: ignore[arg-type]
-                assert compiled.largest_meeting(roof, hi, inf.NEAR_LIMIT) == want
-                checked += 1
+    for r, roof in _models(index, 3000 + index, 10):
+        for hi in (1, 2, r.randint(3, 300), 4096):
+            want = inf.largest_meeting_scalar(_ScalarChecks(roof), hi)  # type: ignore[arg-type]
+            assert compiled.largest_meeting(roof, hi, inf.NEAR_LIMIT) == want
+            checked += 1
     assert checked > 0
 
 
