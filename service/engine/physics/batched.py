@@ -19,7 +19,6 @@ Units: seconds [s], requests/s.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -141,7 +140,7 @@ def forward_and_head(
         m[5] = m[6] = np.where(apart, busiest, 0.0)
         groups = np.ones_like(m)
         groups[2] = groups[3] = np.where(apart, g - 1.0, g)
-        elementwise = ops.elementwise * tokens * (1.0 + (ops.top_k - 1) * 0.5)
+        elementwise = ops.elementwise * tokens * ops.moe_elementwise
     else:
         m[2] = m[3] = tokens
         elementwise = ops.elementwise * tokens
@@ -168,7 +167,7 @@ def _iteration(
     model = sm.model
     touched: Array | float = 1.0
     if sm.ops.moe and isinstance(model, TransformerModel) and model.experts > 1:
-        touched = 1.0 - (1.0 - model.experts_per_token / model.experts) ** np.maximum(rows, 1.0)
+        touched = experts_touched(model, rows)
     lc, lm, lt, hc, hm = forward_and_head(sm.ops, rows, attn_flops, attn_bytes, head_rows,
                                           touched)
     layers = sm.layers
@@ -180,11 +179,18 @@ def _iteration(
     return compute, memory, comm, np.maximum(0.0, total - np.maximum(compute, memory))
 
 
+def experts_touched(model: TransformerModel, rows: Array) -> Array:
+    """:func:`serving._experts_touched` for every element (numpy's power)."""
+    touched: Array = 1.0 - (1.0 - model.experts_per_token / model.experts) ** np.maximum(
+        rows, 1.0)
+    return touched
+
+
 def _comm(sm: ServingModel, tokens: Array) -> Array | float:
     """:meth:`ServingModel._comm` for every element."""
     if sm.tp <= 1:
         return 0.0
-    nbytes = tokens * sm.h * max(sm.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+    nbytes = tokens * sm.h * sm.coll_b
     out = 2.0 * sm.layers * (sm.comm_vol * nbytes / sm.link_s + sm.coll_latency)
     return np.where(tokens <= 0, 0.0, out)
 
@@ -193,7 +199,7 @@ def _pipeline(sm: ServingModel, tokens: Array) -> Array | float:
     """:meth:`ServingModel._pipeline` for every element."""
     if sm.pp <= 1:
         return 0.0
-    nbytes = tokens * sm.h * max(sm.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+    nbytes = tokens * sm.h * sm.coll_b
     return (sm.pp - 1) * (nbytes / sm.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
 
 
@@ -245,10 +251,7 @@ def stage_s(sm: ServingModel, batches: Array, phase: Phase) -> Array:
     head_rows = batches if sm.decoder else np.zeros_like(batches)
     hops = _pipeline(sm, rows)
     work = total(phase) - sm.fixed_s - sm.per_seq_s * head_rows - hops
-    head = float(model.vocab_size * model.hidden_size)
-    layer = max(0.0, model.params - head) / sm.layers
-    share = (math.ceil(sm.layers / sm.pp) * layer + head) / (sm.layers * layer + head)
-    stage: Array = share * np.maximum(0.0, work) + hops / (sm.pp - 1)
+    stage: Array = sm.stage_share * np.maximum(0.0, work) + hops / (sm.pp - 1)
     return stage
 
 

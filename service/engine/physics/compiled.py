@@ -41,6 +41,7 @@ import numba
 import numpy as np
 
 from service.engine import constants as c
+from service.engine.physics import batched
 from service.engine.physics.batched import Array, GemmStack, stack
 from service.engine.types import TransformerModel
 
@@ -54,9 +55,9 @@ _ELEMENTWISE, _MOE_ELEMENTWISE, _ATTN_FLOPS_S, _BYTES_S, _KERNELS_S = 10, 11, 12
 _FIXED_S, _PER_SEQ_S, _H, _ACT_B, _COMM_VOL, _LINK_S, _COLL_LATENCY = 15, 16, 17, 18, 19, 20, 21
 _PP_LINK_S, _PIPE_LATENCY, _DEV_SMS, _KV_BLOCKS, _CTX, _KV_LAYER = 22, 23, 24, 25, 26, 27
 _OUT, _S, _DECODE_ATTN, _PROMPT_ATTN, _PROMPT_ATTN_BYTES, _TOKENS = 28, 29, 30, 31, 32, 33
-_OUTPUT_TOKENS, _STAGE_SHARE, _GEMMS, _TILES, _CHUNKS, _UNTOUCHED = 34, 35, 36, 37, 38, 39
-_MAX_TTFT, _MAX_TPOT, _MAX_LATENCY = 40, 41, 42  # NaN: no such limit
-_PARAMS = 43
+_OUTPUT_TOKENS, _STAGE_SHARE, _TILES, _CHUNKS, _UNTOUCHED = 34, 35, 36, 37, 38
+_MAX_TTFT, _MAX_TPOT, _MAX_LATENCY = 39, 40, 41  # NaN: no such limit
+_PARAMS = 42
 # columns of the GEMM table, one row per GEMM (then 4 x tiles: tile rows, tile columns across
 # N, split-K cap, one tile's FLOPs per unit of depth)
 _K, _WEIGHT_S, _ROW_S, _LIVE, _TILE_TABLES = 0, 1, 2, 3, 4
@@ -79,13 +80,13 @@ class Packed:
         p[_SMS], p[_PER_FLOP] = st.sms, st.per_flop
         p[_EXPERTS], p[_TOP_K], p[_MAX_Z] = ops.experts, ops.top_k, ops.max_z
         p[_ELEMENTWISE] = ops.elementwise
-        p[_MOE_ELEMENTWISE] = 1.0 + (ops.top_k - 1) * 0.5
+        p[_MOE_ELEMENTWISE] = ops.moe_elementwise
         p[_UNTOUCHED] = (1.0 - model.experts_per_token / model.experts) if ops.moe else 1.0
         p[_ATTN_FLOPS_S], p[_BYTES_S] = ops.dev.attention_flops_s, ops.dev.bytes_s
         p[_KERNELS_S] = ops.kernels_s
         p[_FIXED_S], p[_PER_SEQ_S] = sm.fixed_s, sm.per_seq_s
         p[_H] = sm.h
-        p[_ACT_B] = max(sm.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+        p[_ACT_B] = sm.coll_b
         p[_COMM_VOL], p[_LINK_S], p[_COLL_LATENCY] = sm.comm_vol, sm.link_s, sm.coll_latency
         p[_PP_LINK_S], p[_PIPE_LATENCY] = sm.pp_link_s, c.PIPELINE_STAGE_LATENCY_S
         p[_DEV_SMS] = sm.dev.sms
@@ -97,12 +98,8 @@ class Packed:
             p[_OUTPUT_TOKENS] = spec.output_tokens
         else:
             p[_TOKENS] = sm.tokens
-        if sm.pp > 1:
-            head = float(model.vocab_size * model.hidden_size)
-            layer = max(0.0, model.params - head) / sm.layers
-            p[_STAGE_SHARE] = (math.ceil(sm.layers / sm.pp) * layer + head) / (
-                sm.layers * layer + head)
-        p[_GEMMS], p[_TILES] = st.rows, st.tiles
+        p[_STAGE_SHARE] = sm.stage_share
+        p[_TILES] = st.tiles
         for index, limit in ((_MAX_TTFT, spec.max_ttft_ms), (_MAX_TPOT, spec.max_tpot_ms),
                              (_MAX_LATENCY, spec.max_latency_ms)):
             p[index] = math.nan if limit is None else limit
@@ -437,7 +434,7 @@ def requests_per_s(sm: ServingModel, batches: Array) -> Array:
         model = sm.model
         assert isinstance(model, TransformerModel)
         rows = batches + batches / sm.out * sm.s if sm.decoder else batches * sm.tokens
-        touched = 1.0 - (1.0 - model.experts_per_token / model.experts) ** np.maximum(rows, 1.0)
+        touched = batched.experts_touched(model, rows)
     out = np.empty_like(batches)
     _rates(pk.params, pk.gemms, batches, touched, out)
     return out

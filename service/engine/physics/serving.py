@@ -257,6 +257,9 @@ class ServingModel:
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
         if rate.precision_used in ("fp8", "int8"):
             self.act_b = 1.0  # 8-bit engines keep activations in 8 bits between GEMMs
+        # bytes per element of a TP all-reduce or a pipeline send: the runtimes' 16-bit dtype
+        # even when the GEMMs run in 8 bits (constants.COLLECTIVE_ACTIVATION_BYTES)
+        self.coll_b = max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         self.decoder = False
         self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY
         fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
@@ -270,6 +273,14 @@ class ServingModel:
             return
         self.h, self.layers = model.hidden_size, model.layers
         self.ops = tops.layer_ops(model, dev, tp, self.act_b, self.wbpp, memo)
+        self.stage_share = 0.0
+        """PP: the last stage's share of an iteration's device and TP time -- ceil(L / pp)
+        layers and the LM head, by weights (:meth:`_stage_s`)."""
+        if pp > 1:
+            head = float(model.vocab_size * model.hidden_size)
+            layer = max(0.0, model.params - head) / self.layers
+            self.stage_share = (math.ceil(self.layers / pp) * layer + head) / (
+                self.layers * layer + head)
         self.s = max(1, spec.prompt_tokens)
         if spec.output_tokens <= 0 or model.encoder_only:
             self.tokens = float(max(1, spec.effective_prompt_tokens or self.s))
@@ -309,14 +320,14 @@ class ServingModel:
         16-bit dtype 8-bit engines all-reduce in (:data:`constants.COLLECTIVE_ACTIVATION_BYTES`)."""
         if self.tp <= 1 or tokens <= 0:
             return 0.0
-        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+        nbytes = tokens * self.h * self.coll_b
         return 2.0 * self.layers * (self.comm_vol * nbytes / self.link_s + self.coll_latency)
 
     def _pipeline(self, tokens: float) -> float:
         """PP: one send/recv of ``tokens`` x h 16-bit activations per stage boundary."""
         if self.pp <= 1:
             return 0.0
-        nbytes = tokens * self.h * max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+        nbytes = tokens * self.h * self.coll_b
         return (self.pp - 1) * (nbytes / self.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
 
     def _iteration(
@@ -423,10 +434,7 @@ class ServingModel:
         head_rows = b if self.decoder else 0.0
         hops = self._pipeline(rows)
         work = _total(phase) - self.fixed_s - self.per_seq_s * head_rows - hops
-        head = float(model.vocab_size * model.hidden_size)
-        layer = max(0.0, model.params - head) / self.layers
-        share = (math.ceil(self.layers / self.pp) * layer + head) / (self.layers * layer + head)
-        return share * max(0.0, work) + hops / (self.pp - 1)
+        return self.stage_share * max(0.0, work) + hops / (self.pp - 1)
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
         """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""

@@ -62,6 +62,8 @@ class LayerOps:
         self.experts = model.experts
         self.top_k = model.experts_per_token
         self.elementwise = (c.TRANSFORMER_ELEMENTWISE_PASSES * h + mats * f / tp) * act_bytes
+        # MoE: each token's extra experts add half a dense layer's elementwise traffic each
+        self.moe_elementwise = 1.0 + (self.top_k - 1) * 0.5
         self.kernels_s = c.TRANSFORMER_KERNELS_PER_LAYER * dev.kernel_s
         self.vocab_n = model.vocab_size / tp
         self.layers = model.layers
@@ -113,7 +115,7 @@ class LayerOps:
             else:
                 kernels.append(self.up.time(rows, groups))
                 kernels.append(self.down.time(rows, groups))
-            elementwise = self.elementwise * tokens * (1.0 + (self.top_k - 1) * 0.5)
+            elementwise = self.elementwise * tokens * self.moe_elementwise
         else:
             kernels.append(self.up.time(tokens))
             kernels.append(self.down.time(tokens))
