@@ -144,10 +144,9 @@ def _training_job_hours(
     ``estimate._estimate_training``'s hours to finish; None: the job states no length)."""
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    plan = tr.plan_training(workload, gpu, n, rate, memo=memo)
-    if not plan.fits or plan.step is None or splits.idle_replicas(
-            workload, plan.layout.parallelism.data_parallel):
+    fitted = tr.fitted_step(workload, gpu, n, rate, memo)
+    if fitted is None or splits.idle_replicas(workload, fitted[0]):
         return False, None
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
-    samples_s = sustained_samples_s(workload, n, spec.batch_size / plan.step.total_s, seq)
+    samples_s = sustained_samples_s(workload, n, spec.batch_size / fitted[1], seq)
     return True, training_hours(workload, samples_s, seq)

@@ -170,11 +170,19 @@ def _hops(p: Array, rows: float) -> float:
 @_jit
 def _gemm(p: Array, g: Array, gi: int, mg: float, groups: float, moe: bool) -> tuple[float, float]:
     """:meth:`kernels.GemmShape.time` of GEMM ``gi`` at ``mg`` rows (``groups`` problems when
-    ``moe``): the tile loop's running minimum, stopped at the first memory-bound tile."""
+    ``moe``), on the serving model's device."""
+    return gemm_row(p[_SMS], p[_PER_FLOP], int(p[_TILES]), g, gi, mg, groups, moe)
+
+
+@_jit
+def gemm_row(sms: float, per_flop: float, n_tiles: int, g: Array, gi: int, mg: float,
+             groups: float, moe: bool) -> tuple[float, float]:
+    """:meth:`kernels.GemmShape.time` of the GEMM in row ``gi`` of table ``g`` (columns
+    :data:`_K` ...) at ``mg`` rows (``groups`` problems when ``moe``) on a device of ``sms``
+    tile slots and ``per_flop`` seconds per FLOP of one slot: the tile loop's running minimum,
+    stopped at the first memory-bound tile."""
     if not (g[gi, _LIVE] > 0.0 and mg > 0.0):
         return 0.0, 0.0
-    sms, per_flop = p[_SMS], p[_PER_FLOP]
-    n_tiles = int(p[_TILES])
     tm, nt, sc, tf = _TILE_TABLES, _TILE_TABLES + n_tiles, _TILE_TABLES + 2 * n_tiles, \
         _TILE_TABLES + 3 * n_tiles
     memory = g[gi, _WEIGHT_S] + mg * g[gi, _ROW_S]

@@ -14,6 +14,7 @@ from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
+from service.engine.physics.parallelism import gpu_count_candidates
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.types import (
     Assumption,
@@ -27,8 +28,6 @@ from service.engine.types import (
     Workload,
 )
 
-NODE_SEARCH_LIMIT = 4096
-"""Largest GPU count :func:`min_gpus_to_fit` searches."""
 SPLIT_TIE = 1.001
 """A larger model split must beat a smaller one by more than 0.1% (requests/s, or latency in
 latency mode) to be chosen: near-ties go to the split with fewer GPUs per replica."""
@@ -690,33 +689,6 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo)
     return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
         mem.usable_memory_bytes(gpu.memory_gb) / c.GB
     )
-
-
-def gpu_count_candidates(
-    gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT, memo: Memo | None = None
-) -> tuple[int, ...]:
-    """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs (memoized per node
-    size and limit when a memo is given: asked twice per GPU type of every ranking). A
-    single-module device (:func:`parallelism.single_module`) has the one count 1."""
-    if par.single_module(gpu):
-        return (1,)
-    per_node = max(1, gpu.max_gpus_per_node)
-    if memo is not None:
-        return memo.get("count_candidates", (per_node, limit),
-                        lambda: _count_candidates(per_node, limit))
-    return _count_candidates(per_node, limit)
-
-
-def _count_candidates(per_node: int, limit: int) -> tuple[int, ...]:
-    # never above the limit (max_gpus): a count the search tries is one the request allows
-    counts = [n for n in (1, 2, 4, 8) if n <= min(per_node, max(1, limit))]
-    if per_node not in counts and per_node <= limit:
-        counts.append(per_node)
-    nodes = 2
-    while nodes * per_node <= limit:
-        counts.append(nodes * per_node)
-        nodes = nodes + 1 if nodes < 16 else nodes * 2
-    return tuple(counts)
 
 
 def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.engine import constants as c
+from service.engine.cache import Memo
 from service.engine.types import GpuSpec, Parallelism, Sharding
 
 FAST_LINKS = ("nvlink", "infinity_fabric")
@@ -97,6 +98,37 @@ def tp_candidates(gpu: GpuSpec, gpu_count: int) -> list[int]:
     while degrees[-1] * 2 <= limit:
         degrees.append(degrees[-1] * 2)
     return degrees
+
+
+NODE_SEARCH_LIMIT = 4096
+"""Largest GPU count :func:`min_gpus_to_fit` searches."""
+
+
+def gpu_count_candidates(
+    gpu: GpuSpec, limit: int = NODE_SEARCH_LIMIT, memo: Memo | None = None
+) -> tuple[int, ...]:
+    """1, 2, 4, 8 (within a node), then whole nodes, up to ``limit`` GPUs (memoized per node
+    size and limit when a memo is given: asked twice per GPU type of every ranking). A
+    single-module device (:func:`single_module`) has the one count 1."""
+    if single_module(gpu):
+        return (1,)
+    per_node = max(1, gpu.max_gpus_per_node)
+    if memo is not None:
+        return memo.get("count_candidates", (per_node, limit),
+                        lambda: _count_candidates(per_node, limit))
+    return _count_candidates(per_node, limit)
+
+
+def _count_candidates(per_node: int, limit: int) -> tuple[int, ...]:
+    # never above the limit (max_gpus): a count the search tries is one the request allows
+    counts = [n for n in (1, 2, 4, 8) if n <= min(per_node, max(1, limit))]
+    if per_node not in counts and per_node <= limit:
+        counts.append(per_node)
+    nodes = 2
+    while nodes * per_node <= limit:
+        counts.append(nodes * per_node)
+        nodes = nodes + 1 if nodes < 16 else nodes * 2
+    return tuple(counts)
 
 
 def powers_of_two_upto(n: int) -> list[int]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.physics import cnn, kernels
+from service.engine.physics import compiled_training as ct
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import training_splits as splits
@@ -308,10 +309,11 @@ def _resolve(
     return ckpt, spec.sharding if sharding is None else sharding
 
 
-def _plan(gpu: GpuSpec, gpu_count: int, option: splits.Split, micro: int, fits: bool) -> TrainPlan:
+def _plan(gpu: GpuSpec, gpu_count: int, option: splits.Split, micro: int, fits: bool,
+          step: StepTime | None = None) -> TrainPlan:
     layout = par.make_layout(gpu, gpu_count, option.tp, 1, option.sharding)
     accumulation = math.ceil(option.per_gpu_batch / micro)
-    return TrainPlan(layout, micro, accumulation, option.memory(micro), fits)
+    return TrainPlan(layout, micro, accumulation, option.memory(micro), fits, step)
 
 
 def min_memory_plan(
@@ -421,7 +423,65 @@ def _fastest(
     wanted: Sharding,
     memo: Memo,
 ) -> _Found | None:
-    """The first layout in preference order within :data:`LAYOUT_TIE` of the fastest.
+    """The first layout in preference order within :data:`LAYOUT_TIE` of the fastest:
+    transformers through the compiled walk (:mod:`compiled_training`), the same floats as
+    :func:`fastest_scalar`, which CNNs use.
+
+    The compiled walk plans :data:`PLAN_CHUNK` counts a call: on a miss, ``gpu_count`` and
+    the next searched counts of its node class (within a node, or whole nodes: a GPU spanning
+    nodes is another object, carrying its offer's network), which a ranking asks next."""
+    if not ct.supported(workload):
+        return fastest_scalar(workload, gpu, gpu_count, rate, checkpointing, wanted, memo)
+    key = (workload, gpu, rate, checkpointing, wanted)
+    rows: dict[int, _Found | None] = memo.scratch("training_plan_rows", key, dict)
+    found: _Found | None = rows.get(gpu_count, _UNPLANNED)
+    if found is not _UNPLANNED:
+        return found
+    job = _job(workload, gpu, rate, checkpointing, memo)
+    packed = memo.scratch("training_packed_job", (workload, gpu, rate, checkpointing),
+                          lambda: ct.pack_job(workload, gpu, rate.precision_used, job, memo,
+                                              LAYOUT_TIE, _floor_flops(workload, memo)))
+    counts = _chunk(gpu, gpu_count, rows, memo)
+    for n, row in zip(counts, ct.plans(packed, counts, wanted), strict=True):
+        rows[n] = ct.chosen(row)
+    return rows[gpu_count]
+
+
+PLAN_CHUNK = 8
+"""Counts the compiled walk plans per call (see :func:`_fastest`)."""
+_UNPLANNED: Any = object()
+
+
+def _chunk(gpu: GpuSpec, gpu_count: int, planned: dict[int, _Found | None], memo: Memo
+           ) -> list[int]:
+    """``gpu_count`` and up to :data:`PLAN_CHUNK` - 1 searched counts above it of the same
+    node class, not planned yet."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    spans = gpu_count > per_node
+    out = [gpu_count]
+    for n in par.gpu_count_candidates(gpu, par.NODE_SEARCH_LIMIT, memo):
+        if len(out) >= PLAN_CHUNK:
+            break
+        if n > gpu_count and (n > per_node) == spans and n not in planned:
+            out.append(n)
+    return out
+
+
+def _floor_flops(workload: Workload, memo: Memo) -> float:
+    return memo.get("training_floor_flops", workload, lambda: training_floor_flops(workload))
+
+
+def fastest_scalar(
+    workload: Workload,
+    gpu: GpuSpec,
+    gpu_count: int,
+    rate: PeakRate,
+    checkpointing: bool,
+    wanted: Sharding,
+    memo: Memo,
+) -> _Found | None:
+    """The first layout in preference order within :data:`LAYOUT_TIE` of the fastest, in
+    Python (the compiled walk's reference).
 
     No layout beats its own compute time, so none beats the least compute time of any split
     (the busiest GPU's share of the FLOPs, nothing exposed): the walk stops at the first
@@ -433,9 +493,7 @@ def _fastest(
         workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
     )
     least = min(o.per_gpu_batch / o.tp for o in options)
-    floor_flops = memo.get("training_floor_flops", workload,
-                           lambda: training_floor_flops(workload))
-    ideal = floor_flops * least / spec.batch_size / job.floor_rate
+    ideal = _floor_flops(workload, memo) * least / spec.batch_size / job.floor_rate
     found = _walk(
         workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE, True, memo,
         (job, options),
@@ -467,6 +525,26 @@ def plan_training(
                     lambda: _new_plan(workload, gpu, gpu_count, rate, ckpt, wanted, memo))
 
 
+def fitted_step(
+    workload: Workload, gpu: GpuSpec, gpu_count: int, rate: PeakRate, memo: Memo
+) -> tuple[int, float] | None:
+    """(data-parallel degree, step time [s]) of :func:`plan_training`'s plan (the workload's
+    checkpointing and sharding) when it fits; None when no layout fits. Transformers read it
+    from the compiled walk's plans without building the plan's records (a ranking asks this
+    of every count it ranks, and builds the plan only for the options it lists)."""
+    if not ct.supported(workload):
+        plan = plan_training(workload, gpu, gpu_count, rate, memo=memo)
+        if not plan.fits or plan.step is None:
+            return None
+        return plan.layout.parallelism.data_parallel, plan.step.total_s
+    ckpt, wanted = _resolve(workload, None, None)
+    found = _fastest(workload, gpu, gpu_count, rate, ckpt, wanted, memo)
+    if found is None:
+        return None
+    split, _, step = found
+    return split.dp, _total(step)
+
+
 def _new_plan(
     workload: Workload,
     gpu: GpuSpec,
@@ -484,7 +562,7 @@ def _new_plan(
         )
         return replace(plan, step=step_time(workload, gpu, plan, rate, ckpt, memo))
     option, micro, step = best
-    return replace(_plan(gpu, gpu_count, option, micro, True), step=StepTime(*step))
+    return _plan(gpu, gpu_count, option, micro, True, StepTime(*step))
 
 
 def training_flops_per_step(workload: Workload, recompute: bool) -> float:

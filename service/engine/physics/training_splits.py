@@ -140,12 +140,19 @@ def splits(
     of immutable records). The GPU matters only through its TP degrees, so GPU types of one
     node class share the tuple."""
     memo = memo_of(memo)
+    key = _key(workload, gpu, gpu_count, prec, checkpointing, wanted, memo)
+    return memo.get("training_splits", key, lambda: _splits(*key))
+
+
+_Key = tuple[Workload, tuple[int, ...], int, Precision, bool, Sharding]
+
+
+def _key(workload: Workload, gpu: GpuSpec, gpu_count: int, prec: Precision,
+         checkpointing: bool, wanted: Sharding, memo: Memo) -> _Key:
+    """The memo key of a count's splits: the GPU only through its TP degrees."""
     tps = memo.get("training_tp_degrees", (workload, gpu, gpu_count),
                    lambda: tuple(tp_degrees(workload, gpu, gpu_count)))
-    key = (workload, tps, gpu_count, prec, checkpointing, wanted)
-    return memo.get(
-        "training_splits", key,
-        lambda: _splits(workload, tps, gpu_count, prec, checkpointing, wanted))
+    return workload, tps, gpu_count, prec, checkpointing, wanted
 
 
 def _states(

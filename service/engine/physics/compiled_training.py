@@ -1,0 +1,541 @@
+"""Training's layout walk compiled (numba): a transformer job's micro-steps, step times and
+the walk over its (TP, sharding) splits for one GPU count, in one call.
+
+A training ranking plans every GPU count of every GPU type it evaluates (~190 plans a varied
+request); each plan walks its splits in preference order, times the fitting ones' micro-steps
+operator by operator (:class:`training.MicroStep`) and their steps (:func:`training._step`),
+and keeps the first within :data:`training.LAYOUT_TIE` of the fastest
+(:func:`training._fastest`). In Python that was ~50 us a plan, most of a training request.
+Here the same walk runs as one compiled loop: per split the largest micro-batch that fits
+(:meth:`training_splits.Split.largest_micro`), the micro-step's GEMMs through the tile loop
+of :meth:`kernels.GemmShape.time` (data gradients from the layer's shapes, weight gradients
+built at the micro-step's token count as :func:`kernels.gemm` builds them), attention,
+elementwise traffic, the LM head and the loss, then the step's collectives, exposure and
+input stall.
+
+Every operation is the reference's, in the same order, in IEEE doubles without fast-math and
+with numpy's error model (compiled with :mod:`compiled`'s settings), so the plan is the
+reference's bit for bit: ``tests/unit/test_compiled.py`` compares the walk with the Python one
+(kept as the reference, and still what CNN jobs and layouts that fit nowhere use) on random
+dense and MoE jobs over every catalog GPU and count.
+
+Units: seconds [s], bytes [B], GB where named.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from service.engine import constants as c
+from service.engine.cache import Memo
+from service.engine.physics import memory as mem
+from service.engine.physics import parallelism as par
+from service.engine.physics import training_splits as splits
+from service.engine.physics import transformer_ops as tops
+from service.engine.physics.batched import Array
+from service.engine.physics.compiled import (
+    _K,
+    _LIVE,
+    _ROW_S,
+    _TILE_TABLES,
+    _WEIGHT_S,
+    _jit,
+    gemm_row,
+)
+from service.engine.physics.kernels import GemmShape
+from service.engine.types import TransformerModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from service.engine.physics.kernels import Device
+    from service.engine.physics.training import _Job
+    from service.engine.types import GpuSpec, Precision, Sharding, Workload
+
+# a job's scalars (:func:`pack_job`)
+_SMS, _PER_FLOP, _TILES, _BYTES_S, _ATTN_FLOPS_S, _KERNELS_S = 0, 1, 2, 3, 4, 5
+_ACT_B, _H, _HEADS, _SEQ, _FLASH, _PAIRS, _LAYERS, _PASSES = 6, 7, 8, 9, 10, 11, 12, 13
+_MOE, _EXPERTS, _TOP_K, _MAX_Z, _MOE_ELEMENTWISE, _LOGIT_BYTES = 14, 15, 16, 17, 18, 19
+_BWD_ELEMENTWISE, _USABLE_GB, _OVERHEAD_GB, _BANDWIDTH, _GRAD_BYTES = 20, 21, 22, 23, 24
+_WEIGHT_BYTES, _TP_BYTES, _TP_PER_LAYER, _OVERLAP, _COLL_EFF, _GB = 25, 26, 27, 28, 29, 30
+_COLL_LATENCY, _INPUT_SPS, _SPLIT_K_MIN, _TIE, _FLOOR_FLOPS, _BATCH = 31, 32, 33, 34, 35, 36
+_FLOOR_RATE, _STATE_W, _STATE_G, _STATE_O, _DOMAIN, _PER_NODE = 37, 38, 39, 40, 41, 42
+_FAST_LINK, _PCIE_LINK, _NETWORK_LINK = 43, 44, 45
+_PARAMS = 46
+# a TP degree's scalars: TP, elementwise bytes per token, TP link [GB/s], vocabulary / TP,
+# activations per sample [GB], parameters per GPU [G]
+_TP, _ELEMENTWISE, _TP_LINK, _VOCAB, _ACT_GB, _PARAMS_GB = 0, 1, 2, 3, 4, 5
+# rows of a TP degree's GEMM table: the layer's forward GEMMs and the LM head, the data
+# gradients of the four layer GEMMs and of the head, then the weight gradients (column _K:
+# their rows m, column _WEIGHT_S: their n; the rest is built at the micro-step's tokens)
+_FORWARD, _HEAD, _DATA_GRADS, _HEAD_GRAD, _WEIGHT_GRADS, _HEAD_WEIGHT_GRAD = 0, 4, 5, 9, 10, 14
+_ROWS = 15
+# columns of a packed split
+_S_TI, _S_TP, _S_DP, _S_SHARDING, _S_BATCH, _S_WEIGHTS, _S_GRADS, _S_OPTIM, _S_ACT = range(9)
+_SPLIT_COLUMNS = 9
+SHARDING_CODES = {s: float(i) for i, s in enumerate(splits.SHARDING_ORDER)}
+# columns of the walk's record of each split (``out``): micro-batch, then the step's six
+# figures (:data:`training._Step`); NaN: not walked
+_O_MICRO, _O_STEP = 0, 1
+_OUT_COLUMNS = 7
+# columns of a count's plan (:func:`plans`): the chosen split's row, its micro-batch and its
+# step's six figures (micro-batch NaN: no split fits)
+_P_MICRO, _P_STEP = _SPLIT_COLUMNS, _SPLIT_COLUMNS + 1
+_PLAN_COLUMNS = _SPLIT_COLUMNS + 7
+_AUTO = -1.0
+
+
+def supported(workload: Workload) -> bool:
+    """Transformer jobs have a compiled walk; CNNs keep the Python one (their layer tables)."""
+    return isinstance(workload.model, TransformerModel)
+
+
+def _shape_row(shape: GemmShape, n_tiles: int) -> list[float]:
+    row = [shape.k, shape.weight_s, shape.row_s, 0.0 if shape.empty else 1.0]
+    for i in range(4):
+        row += [float(t[i]) for t in shape.shapes]
+    assert len(shape.shapes) == n_tiles
+    return row
+
+
+def _weight_grad_row(m: float, n: float, n_tiles: int) -> list[float]:
+    """A weight gradient (m x tokens) @ (tokens x n): what does not depend on the tokens."""
+    row = [m, n, 0.0, 1.0 if n > 0 else 0.0]
+    row += [float(tm) for tm, _ in c.GEMM_TILES]
+    row += [float(math.ceil(n / tn)) for _, tn in c.GEMM_TILES]
+    row += [0.0] * n_tiles
+    row += [2.0 * tm * tn for tm, tn in c.GEMM_TILES]
+    return row
+
+
+def _tp_table(ops: tops.LayerOps) -> Array:
+    """The GEMM rows (:data:`_ROWS`) of one TP degree, built once per :class:`LayerOps`."""
+    found = ops.train_table
+    if not isinstance(found, np.ndarray):
+        n_tiles = len(c.GEMM_TILES)
+        rows = [_shape_row(s, n_tiles) for s in (ops.qkv, ops.out, ops.up, ops.down, ops.head)]
+        rows += [_shape_row(s, n_tiles) for s in ops.grads]
+        rows.append(_shape_row(ops.head_grad, n_tiles))
+        rows += [_weight_grad_row(k, n, n_tiles) for n, k in ops._weights()]
+        rows.append(_weight_grad_row(ops.h, ops.vocab_n, n_tiles))
+        found = ops.train_table = np.array(rows, dtype=np.float64)
+    return found
+
+
+class PackedJob:
+    """A job's figures as the compiled walk reads them (one per job and call): its scalars,
+    and per TP degree (index log2 TP) its scalars and GEMM table."""
+
+    __slots__ = ("params", "tps", "tables")
+
+    def __init__(self, params: Array, tps: Array, tables: Array) -> None:
+        self.params, self.tps, self.tables = params, tps, tables
+
+
+def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _Job, memo: Memo,
+             tie: float, floor_flops: float) -> PackedJob:
+    """The :class:`PackedJob` of ``job`` (a transformer's, at ``rate_precision``): ``tie`` is
+    :data:`training.LAYOUT_TIE`, ``floor_flops`` :func:`training.training_floor_flops`."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and isinstance(model, TransformerModel)
+    micro = job.micro
+    dev: Device = micro.dev
+    act_b = micro.act_b
+    seq = splits.seq_len(spec, model)
+    degrees = par.powers_of_two_upto(par.fast_domain_size(gpu))
+    ops_by_tp = [tops.layer_ops(model, dev, tp, act_b, act_b, memo) for tp in degrees]
+    first = ops_by_tp[0]
+    p = [0.0] * _PARAMS
+    p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
+    p[_BYTES_S], p[_ATTN_FLOPS_S], p[_KERNELS_S] = dev.bytes_s, dev.attention_flops_s, \
+        first.kernels_s
+    p[_ACT_B], p[_H], p[_HEADS], p[_SEQ] = act_b, model.hidden_size, model.attention_heads, seq
+    p[_FLASH] = 1.0 if spec.flash_attention else 0.0
+    p[_PAIRS] = mem.causal_attention_pairs(model, float(seq))
+    p[_LAYERS], p[_PASSES] = model.layers, 2.0 if micro.recompute else 1.0
+    p[_MOE] = 1.0 if first.moe else 0.0
+    p[_EXPERTS], p[_TOP_K], p[_MAX_Z] = first.experts, first.top_k, first.max_z
+    p[_MOE_ELEMENTWISE] = first.moe_elementwise
+    p[_LOGIT_BYTES], p[_BWD_ELEMENTWISE] = c.LOGIT_BYTES, c.BACKWARD_ELEMENTWISE_FACTOR
+    p[_USABLE_GB], p[_OVERHEAD_GB] = splits.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
+    p[_BANDWIDTH], p[_GRAD_BYTES], p[_WEIGHT_BYTES] = job.bandwidth, job.grad_bytes, \
+        job.weight_bytes
+    p[_TP_BYTES], p[_TP_PER_LAYER] = job.tp_bytes, job.tp_per_layer
+    p[_OVERLAP], p[_COLL_EFF], p[_GB] = c.BACKWARD_OVERLAP_FRACTION, c.COLLECTIVE_EFFICIENCY, c.GB
+    p[_COLL_LATENCY], p[_SPLIT_K_MIN] = c.COLLECTIVE_LATENCY_S, c.SPLIT_K_MIN
+    p[_INPUT_SPS] = spec.input_samples_per_s_per_gpu or 0.0
+    p[_TIE], p[_BATCH], p[_FLOOR_RATE] = tie, spec.batch_size, job.floor_rate
+    p[_FLOOR_FLOPS] = floor_flops
+    states = mem.training_state_bytes(rate_precision, spec.optimizer)
+    p[_STATE_W], p[_STATE_G], p[_STATE_O] = states.weights, states.gradients, states.optimizer
+    p[_DOMAIN], p[_PER_NODE] = par.fast_domain_size(gpu), max(1, gpu.max_gpus_per_node)
+    p[_FAST_LINK], p[_PCIE_LINK] = par.fast_link_gb_s(gpu), par.pcie_gb_s(gpu)
+    p[_NETWORK_LINK] = par.network_gb_s(gpu)
+    tps = np.array([[tp, ops.elementwise, par.group_link(gpu, tp, spans_nodes=False)[1],
+                     model.vocab_size / tp,
+                     splits.activation_bytes(workload, tp, rate_precision, micro.recompute) / c.GB,
+                     model.params / tp / c.GB]
+                    for tp, ops in zip(degrees, ops_by_tp, strict=True)], dtype=np.float64)
+    tables = np.ascontiguousarray(np.stack([_tp_table(ops) for ops in ops_by_tp]))
+    return PackedJob(np.array(p, dtype=np.float64), tps, tables)
+
+
+@_jit
+def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array) -> tuple[float, float]:
+    """:func:`kernels.gemm` of weight gradient ``wi`` (m x ``k``) @ (``k`` x n): its shape
+    built as :class:`kernels.GemmShape` builds it, into the scratch ``row``."""
+    m, n = g[wi, _K], g[wi, _WEIGHT_S]
+    if m <= 0.0 or n <= 0.0 or k <= 0.0:
+        return 0.0, 0.0
+    n_tiles = int(p[_TILES])
+    act_b = p[_ACT_B]
+    row[0, _K] = k
+    row[0, _WEIGHT_S] = k * n * act_b / p[_BYTES_S]
+    row[0, _ROW_S] = (k * act_b + n * act_b) / p[_BYTES_S]
+    row[0, _LIVE] = 1.0 if g[wi, _TILE_TABLES + n_tiles] != 0.0 else 0.0
+    cap = max(1.0, float(int(k // p[_SPLIT_K_MIN])))
+    for t in range(n_tiles):
+        row[0, _TILE_TABLES + t] = g[wi, _TILE_TABLES + t]
+        row[0, _TILE_TABLES + n_tiles + t] = g[wi, _TILE_TABLES + n_tiles + t]
+        row[0, _TILE_TABLES + 2 * n_tiles + t] = cap
+        row[0, _TILE_TABLES + 3 * n_tiles + t] = g[wi, _TILE_TABLES + 3 * n_tiles + t]
+    return gemm_row(p[_SMS], p[_PER_FLOP], n_tiles, row, 0, m, 1.0, False)
+
+
+@_jit
+def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
+             attn_bytes: float) -> tuple[float, float, float]:
+    """:meth:`LayerOps.forward` (every expert touched)."""
+    sms, per_flop, n_tiles = p[_SMS], p[_PER_FLOP], int(p[_TILES])
+    c0, m0 = gemm_row(sms, per_flop, n_tiles, g, 0, tokens, 1.0, False)
+    c1, m1 = gemm_row(sms, per_flop, n_tiles, g, 1, tokens, 1.0, False)
+    if p[_MOE] > 0.0:
+        groups = max(1.0, p[_EXPERTS] * 1.0)
+        rows = tokens * p[_TOP_K] / groups
+        pr = p[_TOP_K] / p[_EXPERTS]
+        mean = tokens * pr
+        busiest = max(rows, min(tokens, mean + p[_MAX_Z] * math.sqrt(tokens * pr * (1.0 - pr))))
+        if groups > 1.0 and busiest > rows:
+            a0, a1 = gemm_row(sms, per_flop, n_tiles, g, 2, rows, groups - 1.0, True)
+            b0, b1 = gemm_row(sms, per_flop, n_tiles, g, 2, busiest, 1.0, False)
+            c2, m2 = a0 + b0, a1 + b1
+            a0, a1 = gemm_row(sms, per_flop, n_tiles, g, 3, rows, groups - 1.0, True)
+            b0, b1 = gemm_row(sms, per_flop, n_tiles, g, 3, busiest, 1.0, False)
+            c3, m3 = a0 + b0, a1 + b1
+        else:
+            c2, m2 = gemm_row(sms, per_flop, n_tiles, g, 2, rows, groups, True)
+            c3, m3 = gemm_row(sms, per_flop, n_tiles, g, 3, rows, groups, True)
+        mem_bytes = elementwise * tokens * p[_MOE_ELEMENTWISE]
+    else:
+        c2, m2 = gemm_row(sms, per_flop, n_tiles, g, 2, tokens, 1.0, False)
+        c3, m3 = gemm_row(sms, per_flop, n_tiles, g, 3, tokens, 1.0, False)
+        mem_bytes = elementwise * tokens
+    ac, am = attn / p[_ATTN_FLOPS_S], attn_bytes / p[_BYTES_S]
+    compute = c0 + c1 + c2 + c3 + ac
+    memory = m0 + m1 + m2 + m3 + am
+    total = max(c0, m0) + max(c1, m1) + max(c2, m2) + max(c3, m3) + max(ac, am)
+    mem_s = mem_bytes / p[_BYTES_S]
+    return compute, memory + mem_s, total + mem_s + p[_KERNELS_S]
+
+
+@_jit
+def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
+              attn_bytes: float, row: Array) -> tuple[float, float, float]:
+    """:meth:`LayerOps.backward`: each GEMM's data gradient, then its weight gradient."""
+    sms, per_flop, n_tiles = p[_SMS], p[_PER_FLOP], int(p[_TILES])
+    compute = memory = total = 0.0
+    for w in range(4):
+        k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, tokens, 1.0, False)
+        compute += k0
+        memory += k1
+        total += k0 if k0 > k1 else k1
+        k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, tokens, row)
+        compute += k0
+        memory += k1
+        total += k0 if k0 > k1 else k1
+    k0, k1 = 2.5 * attn / p[_ATTN_FLOPS_S], 2.0 * attn_bytes / p[_BYTES_S]
+    compute += k0
+    memory += k1
+    total += k0 if k0 > k1 else k1
+    mem_s = p[_BWD_ELEMENTWISE] * elementwise * tokens / p[_BYTES_S]
+    return compute, memory + mem_s, total + mem_s + 2.0 * p[_KERNELS_S]
+
+
+@_jit
+def _micro_step(p: Array, tps: Array, tables: Array, ti: int, micro: float,
+                row: Array) -> tuple[float, float, float]:
+    """:meth:`training.MicroStep._transformer`: (compute_s, memory_s, total_s) of one
+    micro-step of ``micro`` samples on one GPU of TP degree ``tps[ti]``."""
+    g = tables[ti]
+    tp = tps[ti, _TP]
+    seq, h, act_b = p[_SEQ], p[_H], p[_ACT_B]
+    tokens = micro * seq
+    pairs = p[_PAIRS] * micro
+    attn = 4.0 * pairs * h / tp
+    attn_bytes = 4.0 * tokens * h * act_b / tp
+    if p[_FLASH] == 0.0:
+        attn_bytes += 4.0 * p[_HEADS] / tp * seq * seq * micro * act_b
+    elementwise = tps[ti, _ELEMENTWISE]
+    fc, fm, ft = _forward(p, g, elementwise, tokens, attn, attn_bytes)
+    bc, bm, bt = _backward(p, g, elementwise, tokens, attn, attn_bytes, row)
+    passes, layers = p[_PASSES], p[_LAYERS]
+    compute = (passes * fc + bc) * layers
+    memory = (passes * fm + bm) * layers
+    total = (passes * ft + bt) * layers
+    vocab = tps[ti, _VOCAB]
+    sms, per_flop, n_tiles = p[_SMS], p[_PER_FLOP], int(p[_TILES])
+    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD, tokens, 1.0, False)
+    compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
+    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD_GRAD, tokens, 1.0, False)
+    compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
+    k0, k1 = _wgrad(p, g, _HEAD_WEIGHT_GRAD, tokens, row)
+    compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
+    loss = 3.0 * tokens * vocab * p[_LOGIT_BYTES] / p[_BYTES_S]
+    return compute, memory + loss, total + loss
+
+
+@_jit
+def _all_reduce(p: Array, nbytes: float, ranks: float, link: float) -> float:
+    """:func:`performance.all_reduce_s`."""
+    if ranks <= 1.0 or nbytes <= 0.0:
+        return 0.0
+    volume = 2.0 * (ranks - 1.0) / ranks * nbytes
+    s: float = volume / (link * p[_GB] * p[_COLL_EFF]) + p[_COLL_LATENCY]
+    return s
+
+
+@_jit
+def _all_gather(p: Array, nbytes: float, ranks: float, link: float) -> float:
+    """:func:`performance.all_gather_s`."""
+    if ranks <= 1.0 or nbytes <= 0.0:
+        return 0.0
+    volume = (ranks - 1.0) / ranks * nbytes
+    s: float = volume / (link * p[_GB] * p[_COLL_EFF]) + p[_COLL_LATENCY]
+    return s
+
+
+@_jit
+def _dp_comm(p: Array, dp: float, sharding: float, grad_bytes: float, weight_bytes: float,
+             accumulation: float, link: float) -> float:
+    """:func:`training._dp_comm_s` (``sharding``: its index in SHARDING_ORDER)."""
+    if sharding == 3.0:
+        gather = _all_gather(p, weight_bytes, dp, link)
+        z3: float = accumulation * (2.0 * gather + _all_gather(p, grad_bytes, dp, link))
+        return z3
+    if sharding == 2.0:
+        z2: float = accumulation * _all_gather(p, grad_bytes, dp, link) + _all_gather(
+            p, weight_bytes, dp, link)
+        return z2
+    if sharding == 1.0:
+        z1: float = _all_gather(p, grad_bytes, dp, link) + _all_gather(p, weight_bytes, dp, link)
+        return z1
+    return _all_reduce(p, grad_bytes, dp, link)
+
+
+@_jit
+def _largest_micro(p: Array, s: Array, i: int) -> float:
+    """:meth:`Split.largest_micro` (0: none fits)."""
+    fixed = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB]
+    room = p[_USABLE_GB] - fixed
+    act = s[i, _S_ACT]
+    if room < act:
+        return 0.0
+    limit = room / act if act > 0.0 else math.inf
+    batch: float = s[i, _S_BATCH]
+    if batch <= limit:
+        return batch
+    micro = 1.0
+    while micro * 2.0 <= limit:
+        micro *= 2.0
+    return micro
+
+
+@_jit
+def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float, out: Array,
+          row: Array) -> int:
+    """:func:`training.fastest_scalar` over the first ``n`` packed splits ``s``: each walked
+    split's micro-batch and step into ``out`` (NaN: not walked); returns the chosen split's
+    index (-1: none fits)."""
+    least = math.inf
+    for i in range(n):
+        ratio = s[i, _S_BATCH] / s[i, _S_TP]
+        if ratio < least:
+            least = ratio
+    stop_at = p[_FLOOR_FLOPS] * least / p[_BATCH] / p[_FLOOR_RATE] * p[_TIE]
+    settled = 0  # bit ti: TP degree tps[ti] settled
+    best = math.inf
+    for i in range(n):
+        out[i, _O_MICRO] = math.nan
+    for i in range(n):
+        ti = int(s[i, _S_TI])
+        if settled & (1 << ti):
+            continue
+        micro = _largest_micro(p, s, i)
+        if micro == 0.0:
+            continue
+        tp, dp, batch = s[i, _S_TP], s[i, _S_DP], s[i, _S_BATCH]
+        accumulation = np.ceil(batch / micro)
+        state_gb = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM]
+        kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
+        compute_s = accumulation * kc
+        optimizer_s = 2.0 * state_gb / p[_BANDWIDTH]
+        memory_s = accumulation * km + optimizer_s
+        total = accumulation * kt + optimizer_s
+        dp_comm = _dp_comm(p, dp, s[i, _S_SHARDING], p[_GRAD_BYTES] / tp,
+                           p[_WEIGHT_BYTES] / tp, accumulation, dp_link)
+        tp_comm = 0.0
+        if tp > 1.0 and p[_LAYERS] != 0.0:
+            per_layer = p[_TP_PER_LAYER] * _all_reduce(p, p[_TP_BYTES] * micro, tp,
+                                                       tps[ti, _TP_LINK])
+            tp_comm = per_layer * p[_LAYERS] * accumulation
+        exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * compute_s)
+        busy = max(compute_s, memory_s)
+        stall = max(0.0, total - busy)
+        fed = micro * accumulation / tp / p[_INPUT_SPS] if p[_INPUT_SPS] != 0.0 else 0.0
+        stall += max(0.0, fed - (busy + stall + exposed))
+        out[i, _O_MICRO] = micro
+        out[i, _O_STEP] = compute_s
+        out[i, _O_STEP + 1] = memory_s
+        out[i, _O_STEP + 2] = tp_comm
+        out[i, _O_STEP + 3] = dp_comm
+        out[i, _O_STEP + 4] = exposed
+        out[i, _O_STEP + 5] = stall
+        step_total = busy + stall + exposed
+        if step_total < best:
+            best = step_total
+        if step_total <= stop_at:
+            break
+        if micro == batch and memory_s <= compute_s:
+            settled |= 1 << ti
+    limit = best * p[_TIE]
+    for i in range(n):
+        if not math.isnan(out[i, _O_MICRO]):
+            total_i = max(out[i, _O_STEP], out[i, _O_STEP + 1]) + out[i, _O_STEP + 5] \
+                + out[i, _O_STEP + 4]
+            if total_i <= limit:
+                return i
+    return -1
+
+
+@_jit
+def _dp_link(p: Array, count: int) -> float:
+    """The data-parallel link of ``count`` GPUs [GB/s]: :func:`parallelism.group_link` of the
+    GPUs of one node (:func:`parallelism.node_layout`), across nodes when they span several."""
+    per_node = int(p[_PER_NODE])
+    nodes, in_node = 1, count
+    if count > per_node:
+        nodes, in_node = -(-count // per_node), per_node
+    spans = nodes > 1
+    if in_node <= 1 and not spans:
+        return 0.0
+    domain = int(p[_DOMAIN])
+    intra: float = p[_FAST_LINK] if domain > 1 and in_node <= domain else p[_PCIE_LINK]
+    if spans:
+        network: float = p[_NETWORK_LINK]
+        return min(network, intra)
+    return intra
+
+
+@_jit
+def _splits(p: Array, tps: Array, count: int, wanted: float, s: Array) -> int:
+    """:func:`training_splits.splits` of ``count`` GPUs into the rows of ``s`` (``wanted``:
+    the sharding's index in SHARDING_ORDER, :data:`_AUTO` for all); returns how many."""
+    limit = min(int(p[_DOMAIN]), count)
+    heads, batch = int(p[_HEADS]), int(p[_BATCH])
+    bounded = False  # some degree leaves every data-parallel rank a sample
+    for ti in range(tps.shape[0]):
+        tp = int(tps[ti, _TP])
+        if tp > limit:
+            break
+        if heads % tp == 0 and count // tp <= batch:
+            bounded = True
+    layers = p[_LAYERS]
+    n = 0
+    for ti in range(tps.shape[0]):
+        tp = int(tps[ti, _TP])
+        if tp > limit:
+            break
+        if heads % tp != 0 or (bounded and count // tp > batch):
+            continue
+        dp = max(1, count // tp)
+        params = tps[ti, _PARAMS_GB]
+        first, last = (0, 3) if wanted == _AUTO else (int(wanted), int(wanted))
+        if dp <= 1:
+            first, last = 0, 0  # a single data-parallel rank has nothing to shard over
+        for eff in range(first, last + 1):
+            w_div = g_div = o_div = 1
+            if dp > 1 and eff >= 1:
+                o_div = dp
+                if eff >= 2:
+                    g_div = dp
+                if eff >= 3:
+                    w_div = dp
+            weights = params * p[_STATE_W] / w_div
+            if w_div > 1 and layers != 0.0:
+                weights += 2.0 * params / layers * p[_STATE_W]
+            s[n, _S_TI] = ti
+            s[n, _S_TP] = tp
+            s[n, _S_DP] = dp
+            s[n, _S_SHARDING] = eff
+            s[n, _S_BATCH] = max(1.0, np.ceil(batch / dp))
+            s[n, _S_WEIGHTS] = weights
+            s[n, _S_GRADS] = params * p[_STATE_G] / g_div
+            s[n, _S_OPTIM] = params * p[_STATE_O] / o_div
+            s[n, _S_ACT] = tps[ti, _ACT_GB]
+            n += 1
+    return n
+
+
+@_jit
+def _plans(p: Array, tps: Array, tables: Array, counts: Array, wanted: float,
+           res: Array) -> None:
+    """The plan of each of ``counts`` into the rows of ``res`` (columns :data:`_P_MICRO` ...):
+    its splits, then the walk over them."""
+    s = np.empty((4 * tps.shape[0], _SPLIT_COLUMNS))
+    out = np.empty((s.shape[0], _OUT_COLUMNS))
+    row = np.empty((1, tables.shape[2]))
+    for k in range(counts.shape[0]):
+        count = int(counts[k])
+        n = _splits(p, tps, count, wanted, s)
+        i = _walk(p, tps, tables, s, n, _dp_link(p, count), out, row)
+        res[k, _P_MICRO] = math.nan
+        if i >= 0:
+            for j in range(_SPLIT_COLUMNS):
+                res[k, j] = s[i, j]
+            for j in range(_OUT_COLUMNS):
+                res[k, _P_MICRO + j] = out[i, j]
+
+
+def plans(job: PackedJob, counts: list[int], wanted: Sharding) -> Array:
+    """The chosen split, micro-batch and step of each of ``counts``, compiled (rows: columns
+    :data:`_S_TI` ... of the split, then :data:`_P_MICRO` and the step's six figures; a NaN
+    micro-batch: no split fits)."""
+    res = np.empty((len(counts), _PLAN_COLUMNS))
+    code = _AUTO if wanted == "auto" else SHARDING_CODES[wanted]
+    _plans(job.params, job.tps, job.tables, np.array(counts, dtype=np.float64), code, res)
+    return res
+
+
+def chosen(row: Array) -> tuple[splits.Split, int, tuple[float, float, float, float, float,
+                                                            float]] | None:
+    """A row of :func:`plans` as (split, micro-batch, step figures); None: no split fits."""
+    micro = float(row[_P_MICRO])
+    if math.isnan(micro):
+        return None
+    split = splits.Split(int(row[_S_TP]), int(row[_S_DP]),
+                         splits.SHARDING_ORDER[int(row[_S_SHARDING])], int(row[_S_BATCH]),
+                         float(row[_S_WEIGHTS]), float(row[_S_GRADS]), float(row[_S_OPTIM]),
+                         float(row[_S_ACT]))
+    step = tuple(float(x) for x in row[_P_STEP:_P_STEP + 6])
+    return split, int(micro), (step[0], step[1], step[2], step[3], step[4], step[5])
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the walk; MoE, so every branch is compiled."""
+    p = np.ones(_PARAMS)
+    p[_TILES], p[_BATCH], p[_DOMAIN], p[_PER_NODE] = 1.0, 4.0, 2.0, 2.0
+    tps = np.ones((2, 6))
+    tps[1, _TP] = 2.0
+    tables = np.ones((2, _ROWS, _TILE_TABLES + 4))
+    _plans(p, tps, tables, np.array([1.0, 2.0, 4.0]), _AUTO, np.empty((3, _PLAN_COLUMNS)))

@@ -1,0 +1,92 @@
+"""The compiled training walk (service/engine/physics/compiled_training.py) against the Python
+one it replaces for transformers (:func:`training.fastest_scalar`): random pre-training and
+fine-tuning jobs of the differential generator (dense and MoE, every sharding and
+checkpointing choice, flash attention or not, some with an input ceiling), every catalog GPU,
+every searched count up to 256. The chosen split, its micro-batch and its step's six figures
+must be the reference's, bit for bit (``repr``): the engine's answers are checked to the last
+digit (tests/differential.py).
+
+``GPU_ADVISOR_TRAINING_WALK_CASES`` sets how many jobs (default 24; CI's longer run: more)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from service.engine.cache import EngineCache, Memo
+from service.engine.physics import compiled_training as ct
+from service.engine.physics import training as tr
+from service.engine.physics.estimate import gpu_count_candidates
+from service.engine.physics.performance import peak_rate
+from service.engine.types import TransformerModel, Workload
+from service.workloads.schemas import WorkloadSpec
+from tests import differential_bodies as bodies
+from tests.unit.catalog_data import load_gpus
+
+CASES = int(os.environ.get("GPU_ADVISOR_TRAINING_WALK_CASES", "24"))
+LARGEST_COUNT = 256
+
+
+def _jobs(n: int, seed: int = 31) -> list[Workload]:
+    """``n`` transformer training jobs; every third a Mixtral (MoE) one, every fifth with an
+    input ceiling per GPU, every seventh without flash attention."""
+    r = random.Random(seed)
+    out: list[Workload] = []
+    while len(out) < n:
+        body = bodies._pretraining(r) if r.random() < 0.6 else bodies._fine_tuning(r)
+        if len(out) % 3 == 2:
+            body["model"] = {"preset": "mixtral-8x7b"}
+        if len(out) % 5 == 4:
+            body["training"]["input_samples_per_s_per_gpu"] = bodies._log(r, 1, 1e4)
+        if len(out) % 7 == 6:
+            body["training"]["flash_attention"] = False
+        try:
+            workload = WorkloadSpec.model_validate(body).to_engine(require_amount=False)
+        except Exception:  # noqa: BLE001 - an inconsistent draw: the generator's, not ours
+            continue
+        if isinstance(workload.model, TransformerModel):
+            out.append(workload)
+    return out
+
+
+@pytest.mark.parametrize("index", range(CASES))
+def test_compiled_walk_is_the_python_walk_bit_for_bit(index: int) -> None:
+    workload = _jobs(CASES)[index]
+    spec = workload.training
+    assert spec is not None
+    cache = EngineCache()
+    checked = fitted = 0
+    for gpu in load_gpus():
+        rate = peak_rate(gpu, workload.precision)
+        if rate is None:
+            continue
+        memo = Memo(cache)
+        for n in gpu_count_candidates(gpu, LARGEST_COUNT, memo):
+            for ckpt in (spec.activation_checkpointing, not spec.activation_checkpointing):
+                args = (workload, gpu, n, rate, ckpt, spec.sharding, memo)
+                want = tr.fastest_scalar(*args)
+                got = tr._fastest(*args)
+                assert repr(got) == repr(want), (gpu.slug, n, ckpt)
+                checked += 1
+                fitted += want is not None
+    assert checked > 50 and fitted > 0, (checked, fitted)
+
+
+def test_the_jobs_cover_moe_input_ceilings_and_every_sharding() -> None:
+    """The draws above include MoE models, input ceilings and each sharding choice (else the
+    bit-for-bit test would say nothing about those branches)."""
+    jobs = _jobs(CASES)
+    assert any(isinstance(j.model, TransformerModel) and j.model.experts > 1 for j in jobs)
+    assert any(j.training and j.training.input_samples_per_s_per_gpu for j in jobs)
+    assert any(j.training and not j.training.flash_attention for j in jobs)
+    shardings = {j.training.sharding for j in jobs if j.training}
+    assert "auto" in shardings and len(shardings) >= 3, shardings
+
+
+def test_cnn_jobs_keep_the_python_walk() -> None:
+    cnn = WorkloadSpec.model_validate({
+        "kind": "training", "model": {"preset": "resnet-50"}, "precision": "bf16",
+        "training": {"batch_size": 256, "samples": 1e6}}).to_engine()
+    assert not ct.supported(cnn)
