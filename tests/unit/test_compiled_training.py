@@ -3,8 +3,9 @@ one it replaces for transformers (:func:`training.fastest_scalar`): random pre-t
 fine-tuning jobs of the differential generator (dense and MoE, every sharding and
 checkpointing choice, flash attention or not, some with an input ceiling), every catalog GPU,
 every searched count up to 256. The chosen split, its micro-batch and its step's six figures
-must be the reference's, bit for bit (``repr``): the engine's answers are checked to the last
-digit (tests/differential.py).
+must be the reference's, bit for bit (``repr``), and so must the (data-parallel degree, step
+time) a ranking reads without building the plan (:func:`training.fitted_step`): the engine's
+answers are checked to the last digit (tests/differential.py).
 
 ``GPU_ADVISOR_TRAINING_WALK_CASES`` sets how many jobs (default 24; CI's longer run: more)."""
 
@@ -69,6 +70,11 @@ def test_compiled_walk_is_the_python_walk_bit_for_bit(index: int) -> None:
                 want = tr.fastest_scalar(*args)
                 got = tr._fastest(*args)
                 assert repr(got) == repr(want), (gpu.slug, n, ckpt)
+                if ckpt == spec.activation_checkpointing:
+                    # what a ranking reads of the plan, without building it
+                    light = tr.fitted_step(workload, gpu, n, rate, memo)
+                    assert repr(light) == repr(
+                        None if want is None else (want[0].dp, tr._total(want[2]))), (gpu.slug, n)
                 checked += 1
                 fitted += want is not None
     assert checked > 50 and fitted > 0, (checked, fitted)

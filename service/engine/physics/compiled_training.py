@@ -79,10 +79,11 @@ SHARDING_CODES = {s: float(i) for i, s in enumerate(splits.SHARDING_ORDER)}
 # figures (:data:`training._Step`); NaN: not walked
 _O_MICRO, _O_STEP = 0, 1
 _OUT_COLUMNS = 7
-# columns of a count's plan (:func:`plans`): the chosen split's row, its micro-batch and its
-# step's six figures (micro-batch NaN: no split fits)
-_P_MICRO, _P_STEP = _SPLIT_COLUMNS, _SPLIT_COLUMNS + 1
-_PLAN_COLUMNS = _SPLIT_COLUMNS + 7
+# columns of a count's plan (:func:`plans`): the chosen split's row, its micro-batch, its
+# step's six figures and the step time (micro-batch NaN: no split fits)
+P_DP, P_MICRO, _P_STEP = _S_DP, _SPLIT_COLUMNS, _SPLIT_COLUMNS + 1
+P_TOTAL = _SPLIT_COLUMNS + 7
+_PLAN_COLUMNS = _SPLIT_COLUMNS + 8
 _AUTO = -1.0
 
 
@@ -490,7 +491,7 @@ def _splits(p: Array, tps: Array, count: int, wanted: float, s: Array) -> int:
 @_jit
 def _plans(p: Array, tps: Array, tables: Array, counts: Array, wanted: float,
            res: Array) -> None:
-    """The plan of each of ``counts`` into the rows of ``res`` (columns :data:`_P_MICRO` ...):
+    """The plan of each of ``counts`` into the rows of ``res`` (columns :data:`P_MICRO` ...):
     its splits, then the walk over them."""
     s = np.empty((4 * tps.shape[0], _SPLIT_COLUMNS))
     out = np.empty((s.shape[0], _OUT_COLUMNS))
@@ -499,36 +500,40 @@ def _plans(p: Array, tps: Array, tables: Array, counts: Array, wanted: float,
         count = int(counts[k])
         n = _splits(p, tps, count, wanted, s)
         i = _walk(p, tps, tables, s, n, _dp_link(p, count), out, row)
-        res[k, _P_MICRO] = math.nan
+        res[k, P_MICRO] = math.nan
         if i >= 0:
             for j in range(_SPLIT_COLUMNS):
                 res[k, j] = s[i, j]
             for j in range(_OUT_COLUMNS):
-                res[k, _P_MICRO + j] = out[i, j]
+                res[k, P_MICRO + j] = out[i, j]
+            # training._total, in its order
+            res[k, P_TOTAL] = max(out[i, _O_STEP], out[i, _O_STEP + 1]) + out[i, _O_STEP + 5] \
+                + out[i, _O_STEP + 4]
 
 
-def plans(job: PackedJob, counts: list[int], wanted: Sharding) -> Array:
-    """The chosen split, micro-batch and step of each of ``counts``, compiled (rows: columns
-    :data:`_S_TI` ... of the split, then :data:`_P_MICRO` and the step's six figures; a NaN
-    micro-batch: no split fits)."""
+def plans(job: PackedJob, counts: list[int], wanted: Sharding) -> list[list[float]]:
+    """The chosen split, micro-batch, step and step time of each of ``counts``, compiled: a
+    row each (columns :data:`_S_TI` ... of the split, :data:`P_MICRO`, the step's six figures,
+    :data:`P_TOTAL`; a NaN micro-batch: no split fits)."""
     res = np.empty((len(counts), _PLAN_COLUMNS))
     code = _AUTO if wanted == "auto" else SHARDING_CODES[wanted]
     _plans(job.params, job.tps, job.tables, np.array(counts, dtype=np.float64), code, res)
-    return res
+    rows: list[list[float]] = res.tolist()
+    return rows
 
 
-def chosen(row: Array) -> tuple[splits.Split, int, tuple[float, float, float, float, float,
-                                                            float]] | None:
+def chosen(row: list[float]) -> tuple[splits.Split, int, tuple[
+        float, float, float, float, float, float]] | None:
     """A row of :func:`plans` as (split, micro-batch, step figures); None: no split fits."""
-    micro = float(row[_P_MICRO])
+    micro = row[P_MICRO]
     if math.isnan(micro):
         return None
     split = splits.Split(int(row[_S_TP]), int(row[_S_DP]),
                          splits.SHARDING_ORDER[int(row[_S_SHARDING])], int(row[_S_BATCH]),
-                         float(row[_S_WEIGHTS]), float(row[_S_GRADS]), float(row[_S_OPTIM]),
-                         float(row[_S_ACT]))
-    step = tuple(float(x) for x in row[_P_STEP:_P_STEP + 6])
-    return split, int(micro), (step[0], step[1], step[2], step[3], step[4], step[5])
+                         row[_S_WEIGHTS], row[_S_GRADS], row[_S_OPTIM], row[_S_ACT])
+    s = _P_STEP
+    return split, int(micro), (row[s], row[s + 1], row[s + 2], row[s + 3], row[s + 4],
+                               row[s + 5])
 
 
 def warm_up() -> None:

@@ -390,11 +390,9 @@ def _training_efficiency(
     for m in gpu_count_candidates(gpu, n, memo):
         if m < needed or m >= n:
             continue
-        plan = tr.plan_training(workload, gpu, m, rate, memo=memo)
-        if plan.fits and plan.step is not None and not splits.idle_replicas(
-                workload, plan.layout.parallelism.data_parallel):
-            sustained = sustained_samples_s(workload, m, spec.batch_size / plan.step.total_s,
-                                             seq)
+        fitted = tr.fitted_step(workload, gpu, m, rate, memo)
+        if fitted is not None and not splits.idle_replicas(workload, fitted[0]):
+            sustained = sustained_samples_s(workload, m, spec.batch_size / fitted[1], seq)
             best = max(best, sustained / m)
     return (samples_s / n) / best
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
@@ -432,27 +432,32 @@ def _fastest(
     nodes is another object, carrying its offer's network), which a ranking asks next."""
     if not ct.supported(workload):
         return fastest_scalar(workload, gpu, gpu_count, rate, checkpointing, wanted, memo)
+    return ct.chosen(_planned(workload, gpu, gpu_count, rate, checkpointing, wanted, memo))
+
+
+def _planned(workload: Workload, gpu: GpuSpec, gpu_count: int, rate: PeakRate,
+             checkpointing: bool, wanted: Sharding, memo: Memo) -> list[float]:
+    """The compiled walk's row (:func:`compiled_training.plans`) of a transformer job's count,
+    planned with the chunk it falls in (see :func:`_fastest`)."""
     key = (workload, gpu, rate, checkpointing, wanted)
-    rows: dict[int, _Found | None] = memo.scratch("training_plan_rows", key, dict)
-    found: _Found | None = rows.get(gpu_count, _UNPLANNED)
-    if found is not _UNPLANNED:
+    rows: dict[int, list[float]] = memo.scratch("training_plan_rows", key, dict)
+    found = rows.get(gpu_count)
+    if found is not None:
         return found
     job = _job(workload, gpu, rate, checkpointing, memo)
     packed = memo.scratch("training_packed_job", (workload, gpu, rate, checkpointing),
                           lambda: ct.pack_job(workload, gpu, rate.precision_used, job, memo,
                                               LAYOUT_TIE, _floor_flops(workload, memo)))
     counts = _chunk(gpu, gpu_count, rows, memo)
-    for n, row in zip(counts, ct.plans(packed, counts, wanted), strict=True):
-        rows[n] = ct.chosen(row)
+    rows.update(zip(counts, ct.plans(packed, counts, wanted), strict=True))
     return rows[gpu_count]
 
 
 PLAN_CHUNK = 8
 """Counts the compiled walk plans per call (see :func:`_fastest`)."""
-_UNPLANNED: Any = object()
 
 
-def _chunk(gpu: GpuSpec, gpu_count: int, planned: dict[int, _Found | None], memo: Memo
+def _chunk(gpu: GpuSpec, gpu_count: int, planned: dict[int, list[float]], memo: Memo
            ) -> list[int]:
     """``gpu_count`` and up to :data:`PLAN_CHUNK` - 1 searched counts above it of the same
     node class, not planned yet."""
@@ -538,11 +543,10 @@ def fitted_step(
             return None
         return plan.layout.parallelism.data_parallel, plan.step.total_s
     ckpt, wanted = _resolve(workload, None, None)
-    found = _fastest(workload, gpu, gpu_count, rate, ckpt, wanted, memo)
-    if found is None:
+    row = _planned(workload, gpu, gpu_count, rate, ckpt, wanted, memo)
+    if math.isnan(row[ct.P_MICRO]):
         return None
-    split, _, step = found
-    return split.dp, _total(step)
+    return int(row[ct.P_DP]), row[ct.P_TOTAL]
 
 
 def _new_plan(
