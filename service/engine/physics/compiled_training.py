@@ -25,7 +25,7 @@ Units: seconds [s], bytes [B], GB where named.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -110,18 +110,34 @@ def _weight_grad_row(m: float, n: float, n_tiles: int) -> list[float]:
     return row
 
 
-def _tp_table(ops: tops.LayerOps) -> Array:
-    """The GEMM rows (:data:`_ROWS`) of one TP degree, built once per :class:`LayerOps`."""
-    found = ops.train_table
-    if not isinstance(found, np.ndarray):
-        n_tiles = len(c.GEMM_TILES)
-        rows = [_shape_row(s, n_tiles) for s in (ops.qkv, ops.out, ops.up, ops.down, ops.head)]
-        rows += [_shape_row(s, n_tiles) for s in ops.grads]
-        rows.append(_shape_row(ops.head_grad, n_tiles))
-        rows += [_weight_grad_row(k, n, n_tiles) for n, k in ops._weights()]
-        rows.append(_weight_grad_row(ops.h, ops.vocab_n, n_tiles))
-        found = ops.train_table = np.array(rows, dtype=np.float64)
-    return found
+def _tp_rows(ops: tops.LayerOps) -> list[list[float]]:
+    """The GEMM rows (:data:`_ROWS`) of one TP degree."""
+    n_tiles = len(c.GEMM_TILES)
+    rows = [_shape_row(s, n_tiles) for s in (ops.qkv, ops.out, ops.up, ops.down, ops.head)]
+    rows += [_shape_row(s, n_tiles) for s in ops.grads]
+    rows.append(_shape_row(ops.head_grad, n_tiles))
+    rows += [_weight_grad_row(k, n, n_tiles) for n, k in ops._weights()]
+    rows.append(_weight_grad_row(ops.h, ops.vocab_n, n_tiles))
+    return rows
+
+
+class _Tables(NamedTuple):
+    """A model's layers on one device, per TP degree: the :class:`LayerOps` and their GEMM
+    rows as one array [degree, row, column]."""
+
+    ops: tuple[tops.LayerOps, ...]
+    rows: Array
+
+
+def _tables(model: TransformerModel, dev: Device, act_b: float, degrees: tuple[int, ...],
+            memo: Memo) -> _Tables:
+    """:class:`_Tables` of (model, device, element size, TP degrees), kept in the shared cache
+    (``training_tables``): every job training the model on the device asks again."""
+    def build() -> _Tables:
+        ops = tuple(tops.layer_ops(model, dev, tp, act_b, act_b, memo) for tp in degrees)
+        return _Tables(ops, np.array([_tp_rows(o) for o in ops], dtype=np.float64))
+
+    return memo.get("training_tables", (model, dev, act_b, degrees), build)
 
 
 class PackedJob:
@@ -144,8 +160,9 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     dev: Device = micro.dev
     act_b = micro.act_b
     seq = splits.seq_len(spec, model)
-    degrees = par.powers_of_two_upto(par.fast_domain_size(gpu))
-    ops_by_tp = [tops.layer_ops(model, dev, tp, act_b, act_b, memo) for tp in degrees]
+    degrees = tuple(par.powers_of_two_upto(par.fast_domain_size(gpu)))
+    tables = _tables(model, dev, act_b, degrees, memo)
+    ops_by_tp = tables.ops
     first = ops_by_tp[0]
     p = [0.0] * _PARAMS
     p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
@@ -178,8 +195,7 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
                      splits.activation_bytes(workload, tp, rate_precision, micro.recompute) / c.GB,
                      model.params / tp / c.GB]
                     for tp, ops in zip(degrees, ops_by_tp, strict=True)], dtype=np.float64)
-    tables = np.ascontiguousarray(np.stack([_tp_table(ops) for ops in ops_by_tp]))
-    return PackedJob(np.array(p, dtype=np.float64), tps, tables)
+    return PackedJob(np.array(p, dtype=np.float64), tps, tables.rows)
 
 
 @_jit

@@ -82,8 +82,6 @@ class LayerOps:
         self.head_grad = self.shape(h, self.vocab_n)
         self.stacked: object | None = None
         """The five GEMM shapes as arrays, built by :mod:`batched` on first use."""
-        self.train_table: object | None = None
-        """The training GEMMs as one table, built by :mod:`compiled_training` on first use."""
 
     def _weights(self) -> tuple[tuple[float, float], ...]:
         """(n, k) of the layer's four weight GEMMs: QKV, attention output, MLP up, MLP down."""
