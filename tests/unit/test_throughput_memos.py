@@ -119,11 +119,12 @@ def test_full_tables_evict_the_oldest_insertions() -> None:
     assert cache.sizes() == {"t": 100}
 
 
-def test_training_micro_steps_shared_by_shape_not_workload() -> None:
-    """Two training jobs of one model, sequence length and precision but another batch,
-    token count and objective reuse every micro-step time of the first (keys hold the step's
-    shape, never a workload), and their rankings are the ones a fresh cache gives; another
-    sequence length adds its own entries."""
+def test_training_tables_shared_by_model_not_workload() -> None:
+    """Two transformer training jobs of one model and precision but another batch, token
+    count reuse every training GEMM table of the first (keys
+    hold the model and device, never a workload), and their rankings are the ones a fresh
+    cache gives. Exhaustive rankings, so both
+    evaluate every GPU type (branch and bound may evaluate other ones for another job)."""
     from service.engine.choice.ranking import recommend
     from service.engine.types import Workload
     from service.workloads.schemas import WorkloadSpec
@@ -136,14 +137,42 @@ def test_training_micro_steps_shared_by_shape_not_workload() -> None:
         }).to_engine()
 
     gpus, offers, cache = load_gpus(), load_offers(), EngineCache()
-    recommend(job(256, 1e10, 4096), gpus, offers, cache=cache)
-    entries = cache.sizes()["training_micro_step"]
-    assert entries > 50
+    recommend(job(256, 1e10, 4096), gpus, offers, cache=cache, exhaustive=True)
+    entries = cache.sizes()["training_tables"]
+    assert entries > 5
     second = job(512, 3e11, 4096)
-    got = recommend(second, gpus, offers, objective="cost", cache=cache)
-    assert cache.sizes()["training_micro_step"] - entries < entries // 4  # keyed by workload: ~2x
-    assert got == recommend(second, gpus, offers, objective="cost", cache=EngineCache())
+    got = recommend(second, gpus, offers, cache=cache, exhaustive=True)
+    assert cache.sizes()["training_tables"] == entries
+    assert got == recommend(second, gpus, offers, cache=EngineCache(), exhaustive=True)
+    keys = list(cache._tables["training_tables"])
+    assert not any(isinstance(part, Workload) for key in keys for part in key)
+
+
+def test_cnn_micro_steps_shared_by_shape_not_workload() -> None:
+    """CNN jobs keep the Python walk: two of one model, batch and precision but another
+    sample count reuse every micro-step time of the first (keys hold the step's
+    shape, never a workload), and their rankings are the ones a fresh cache gives; another
+    precision adds its own entries. Exhaustive rankings, as above."""
+    from service.engine.choice.ranking import recommend
+    from service.engine.types import Workload
+    from service.workloads.schemas import WorkloadSpec
+    from tests.unit.catalog_data import load_offers
+
+    def job(batch: int, samples: float, precision: str) -> Workload:
+        return WorkloadSpec.model_validate({
+            "kind": "training", "model": {"preset": "resnet-50"}, "precision": precision,
+            "training": {"batch_size": batch, "samples": samples},
+        }).to_engine()
+
+    gpus, offers, cache = load_gpus(), load_offers(), EngineCache()
+    recommend(job(256, 1e8, "bf16"), gpus, offers, cache=cache, exhaustive=True)
+    entries = cache.sizes()["training_micro_step"]
+    assert entries > 20
+    second = job(256, 3e9, "bf16")
+    got = recommend(second, gpus, offers, cache=cache, exhaustive=True)
+    assert cache.sizes()["training_micro_step"] == entries
+    assert got == recommend(second, gpus, offers, cache=EngineCache(), exhaustive=True)
     keys = list(cache._tables["training_micro_step"])
     assert not any(isinstance(part, Workload) for key in keys for part in key[0])
-    recommend(job(256, 1e10, 2048), gpus, offers, cache=cache)
+    recommend(job(256, 1e8, "fp32"), gpus, offers, cache=cache)
     assert cache.sizes()["training_micro_step"] > entries * 1.5
