@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from service.engine import constants as c
 from service.engine.physics import power
 from service.engine.physics.performance import PeakRate, peak_rate
-from service.engine.types import GpuSpec, ServingRuntime, _cached_hash
+from service.engine.types import GpuSpec, ServingRuntime
 
 _ceil = math.ceil
 _INF = math.inf
@@ -73,8 +73,6 @@ def vendor_factor(gpu: GpuSpec) -> float:
 @dataclass(frozen=True)
 class Device:
     """One GPU at one compute precision, as the operator model sees it."""
-
-    __hash__ = _cached_hash  # a key of the engine's memo tables: hashed once
 
     matrix_flops_s: float
     """Sustained FLOP/s a large, well-shaped GEMM reaches at the precision [FLOP/s]."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine.types import Bound, GpuSpec, Precision, _cached_hash
+from service.engine.types import Bound, GpuSpec, Precision
 
 FALLBACK_ORDER: dict[Precision, tuple[Precision, ...]] = {
     "fp64": ("fp64",),
@@ -29,8 +29,6 @@ TENSOR_PRECISIONS: frozenset[Precision] = frozenset({"tf32", "bf16", "fp16", "fp
 @dataclass(frozen=True)
 class PeakRate:
     """The compute rate a precision runs at on one GPU."""
-
-    __hash__ = _cached_hash  # a key of the engine's memo tables: hashed once
 
     tflops: float
     precision_used: Precision
