@@ -4,8 +4,9 @@ fine-tuning jobs of the differential generator (dense and MoE, every sharding an
 checkpointing choice, flash attention or not, some with an input ceiling), every catalog GPU,
 every searched count up to 256. The chosen split, its micro-batch and its step's six figures
 must be the reference's, bit for bit (``repr``), and so must the (data-parallel degree, step
-time) a ranking reads without building the plan (:func:`training.fitted_step`): the engine's
-answers are checked to the last digit (tests/differential.py).
+time) a ranking reads without building the plan (:func:`training.fitted_step`), and the least
+count that fits memory (:func:`training.least_fitting_count`, every searched count to 4,096):
+the engine's answers are checked to the last digit (tests/differential.py).
 
 ``GPU_ADVISOR_TRAINING_WALK_CASES`` sets how many jobs (default 24; CI's longer run: more)."""
 
@@ -18,6 +19,7 @@ import pytest
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.physics import compiled_training as ct
+from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import gpu_count_candidates
 from service.engine.physics.performance import peak_rate
@@ -64,6 +66,12 @@ def test_compiled_walk_is_the_python_walk_bit_for_bit(index: int) -> None:
         if rate is None:
             continue
         memo = Memo(cache)
+        # the least count that fits memory, as min_gpus_to_fit searches it
+        counts = gpu_count_candidates(gpu, memo=memo)
+        prec = rate.precision_used
+        want_least = par.least_count(
+            counts, lambda n: tr.fits(workload, gpu, n, prec, memo=memo))  # noqa: B023
+        assert tr.least_fitting_count(workload, gpu, counts, prec, memo) == want_least, gpu.slug
         for n in gpu_count_candidates(gpu, LARGEST_COUNT, memo):
             for ckpt in (spec.activation_checkpointing, not spec.activation_checkpointing):
                 args = (workload, gpu, n, rate, ckpt, spec.sharding, memo)

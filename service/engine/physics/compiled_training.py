@@ -66,6 +66,7 @@ _PARAMS = 46
 # a TP degree's scalars: TP, elementwise bytes per token, TP link [GB/s], vocabulary / TP,
 # activations per sample [GB], parameters per GPU [G]
 _TP, _ELEMENTWISE, _TP_LINK, _VOCAB, _ACT_GB, _PARAMS_GB = 0, 1, 2, 3, 4, 5
+_TP_COLUMNS = 6
 # rows of a TP degree's GEMM table: the layer's forward GEMMs and the LM head, the data
 # gradients of the four layer GEMMs and of the head, then the weight gradients (column _K:
 # their rows m, column _WEIGHT_S: their n; the rest is built at the micro-step's tokens)
@@ -150,6 +151,29 @@ class PackedJob:
         self.params, self.tps, self.tables = params, tps, tables
 
 
+def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
+                recompute: bool) -> tuple[Array, Array]:
+    """What a transformer job's splits and their memory need (:func:`_splits`): the job's
+    scalars (those fields of :data:`_PARAMS`; the rest zero) and per TP degree its
+    activations per sample and parameters per GPU (columns :data:`_ACT_GB`, :data:`_PARAMS_GB`;
+    the others zero)."""
+    spec, model = workload.training, workload.model
+    assert spec is not None and isinstance(model, TransformerModel)
+    p = np.zeros(_PARAMS)
+    p[_HEADS], p[_LAYERS], p[_BATCH] = model.attention_heads, model.layers, spec.batch_size
+    states = mem.training_state_bytes(rate_precision, spec.optimizer)
+    p[_STATE_W], p[_STATE_G], p[_STATE_O] = states.weights, states.gradients, states.optimizer
+    p[_USABLE_GB], p[_OVERHEAD_GB] = splits.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
+    p[_DOMAIN], p[_PER_NODE] = par.fast_domain_size(gpu), max(1, gpu.max_gpus_per_node)
+    degrees = par.powers_of_two_upto(par.fast_domain_size(gpu))
+    tps = np.zeros((len(degrees), _TP_COLUMNS))
+    for i, tp in enumerate(degrees):
+        tps[i, _TP] = tp
+        tps[i, _ACT_GB] = splits.activation_bytes(workload, tp, rate_precision, recompute) / c.GB
+        tps[i, _PARAMS_GB] = model.params / tp / c.GB
+    return p, tps
+
+
 def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _Job, memo: Memo,
              tie: float, floor_flops: float) -> PackedJob:
     """The :class:`PackedJob` of ``job`` (a transformer's, at ``rate_precision``): ``tie`` is
@@ -162,40 +186,33 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     seq = splits.seq_len(spec, model)
     degrees = tuple(par.powers_of_two_upto(par.fast_domain_size(gpu)))
     tables = _tables(model, dev, act_b, degrees, memo)
-    ops_by_tp = tables.ops
-    first = ops_by_tp[0]
-    p = [0.0] * _PARAMS
+    first = tables.ops[0]
+    p, tps = pack_memory(workload, gpu, rate_precision, micro.recompute)
     p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
     p[_BYTES_S], p[_ATTN_FLOPS_S], p[_KERNELS_S] = dev.bytes_s, dev.attention_flops_s, \
         first.kernels_s
-    p[_ACT_B], p[_H], p[_HEADS], p[_SEQ] = act_b, model.hidden_size, model.attention_heads, seq
+    p[_ACT_B], p[_H], p[_SEQ] = act_b, model.hidden_size, seq
     p[_FLASH] = 1.0 if spec.flash_attention else 0.0
     p[_PAIRS] = mem.causal_attention_pairs(model, float(seq))
-    p[_LAYERS], p[_PASSES] = model.layers, 2.0 if micro.recompute else 1.0
+    p[_PASSES] = 2.0 if micro.recompute else 1.0
     p[_MOE] = 1.0 if first.moe else 0.0
     p[_EXPERTS], p[_TOP_K], p[_MAX_Z] = first.experts, first.top_k, first.max_z
     p[_MOE_ELEMENTWISE] = first.moe_elementwise
     p[_LOGIT_BYTES], p[_BWD_ELEMENTWISE] = c.LOGIT_BYTES, c.BACKWARD_ELEMENTWISE_FACTOR
-    p[_USABLE_GB], p[_OVERHEAD_GB] = splits.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
     p[_BANDWIDTH], p[_GRAD_BYTES], p[_WEIGHT_BYTES] = job.bandwidth, job.grad_bytes, \
         job.weight_bytes
     p[_TP_BYTES], p[_TP_PER_LAYER] = job.tp_bytes, job.tp_per_layer
     p[_OVERLAP], p[_COLL_EFF], p[_GB] = c.BACKWARD_OVERLAP_FRACTION, c.COLLECTIVE_EFFICIENCY, c.GB
     p[_COLL_LATENCY], p[_SPLIT_K_MIN] = c.COLLECTIVE_LATENCY_S, c.SPLIT_K_MIN
     p[_INPUT_SPS] = spec.input_samples_per_s_per_gpu or 0.0
-    p[_TIE], p[_BATCH], p[_FLOOR_RATE] = tie, spec.batch_size, job.floor_rate
-    p[_FLOOR_FLOPS] = floor_flops
-    states = mem.training_state_bytes(rate_precision, spec.optimizer)
-    p[_STATE_W], p[_STATE_G], p[_STATE_O] = states.weights, states.gradients, states.optimizer
-    p[_DOMAIN], p[_PER_NODE] = par.fast_domain_size(gpu), max(1, gpu.max_gpus_per_node)
+    p[_TIE], p[_FLOOR_RATE], p[_FLOOR_FLOPS] = tie, job.floor_rate, floor_flops
     p[_FAST_LINK], p[_PCIE_LINK] = par.fast_link_gb_s(gpu), par.pcie_gb_s(gpu)
     p[_NETWORK_LINK] = par.network_gb_s(gpu)
-    tps = np.array([[tp, ops.elementwise, par.group_link(gpu, tp, spans_nodes=False)[1],
-                     model.vocab_size / tp,
-                     splits.activation_bytes(workload, tp, rate_precision, micro.recompute) / c.GB,
-                     model.params / tp / c.GB]
-                    for tp, ops in zip(degrees, ops_by_tp, strict=True)], dtype=np.float64)
-    return PackedJob(np.array(p, dtype=np.float64), tps, tables.rows)
+    for i, (tp, ops) in enumerate(zip(degrees, tables.ops, strict=True)):
+        tps[i, _ELEMENTWISE] = ops.elementwise
+        tps[i, _TP_LINK] = par.group_link(gpu, tp, spans_nodes=False)[1]
+        tps[i, _VOCAB] = model.vocab_size / tp
+    return PackedJob(p, tps, tables.rows)
 
 
 @_jit
@@ -527,6 +544,48 @@ def _plans(p: Array, tps: Array, tables: Array, counts: Array, wanted: float,
                 + out[i, _O_STEP + 4]
 
 
+@_jit
+def _fits(p: Array, tps: Array, count: int, wanted: float, s: Array) -> bool:
+    """:func:`training.fits`: some split's memory at micro-batch 1 (the least of
+    :func:`training_splits.least_gb`, summed in its order) within the usable memory."""
+    n = _splits(p, tps, count, wanted, s)
+    least = math.inf
+    for i in range(n):
+        total = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB] \
+            + s[i, _S_ACT]
+        if total < least:
+            least = total
+    fits: bool = least <= p[_USABLE_GB]
+    return fits
+
+
+@_jit
+def _least_fitting(p: Array, tps: Array, counts: Array, wanted: float) -> int:
+    """:func:`parallelism.least_count` of :func:`_fits`: the index of the least of ``counts``
+    that fits (-1: none), probing the same counts (the first, the last, then a bisection)."""
+    s = np.empty((4 * tps.shape[0], _SPLIT_COLUMNS))
+    last: int = counts.shape[0] - 1
+    if _fits(p, tps, int(counts[0]), wanted, s):
+        return 0
+    if not _fits(p, tps, int(counts[last]), wanted, s):
+        return -1
+    lo, hi = 1, last
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _fits(p, tps, int(counts[mid]), wanted, s):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def least_fitting(packed: tuple[Array, Array], counts: tuple[int, ...], wanted: Sharding) -> int:
+    """The index of the least of ``counts`` (ascending) at which some split of the job packed
+    by :func:`pack_memory` fits memory (-1: none), compiled."""
+    code = _AUTO if wanted == "auto" else SHARDING_CODES[wanted]
+    return int(_least_fitting(packed[0], packed[1], np.array(counts, dtype=np.float64), code))
+
+
 def plans(job: PackedJob, counts: list[int], wanted: Sharding) -> list[list[float]]:
     """The chosen split, micro-batch, step and step time of each of ``counts``, compiled: a
     row each (columns :data:`_S_TI` ... of the split, :data:`P_MICRO`, the step's six figures,
@@ -560,3 +619,4 @@ def warm_up() -> None:
     tps[1, _TP] = 2.0
     tables = np.ones((2, _ROWS, _TILE_TABLES + 4))
     _plans(p, tps, tables, np.array([1.0, 2.0, 4.0]), _AUTO, np.empty((3, _PLAN_COLUMNS)))
+    _least_fitting(p, tps, np.array([1.0, 2.0, 4.0]), _AUTO)

@@ -735,18 +735,9 @@ def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
         return None
     prec = rate.precision_used
     counts = gpu_count_candidates(gpu, memo=memo)
-    if _fits(workload, gpu, counts[0], prec, memo):
-        return counts[0]  # the common case: one GPU holds it
-    if not _fits(workload, gpu, counts[-1], prec, memo):
-        return None
-    lo, hi = 1, len(counts) - 1  # counts[hi] fits, counts[0] does not
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if _fits(workload, gpu, counts[mid], prec, memo):
-            hi = mid
-        else:
-            lo = mid + 1
-    return counts[hi]
+    if workload.kind == "training":
+        return tr.least_fitting_count(workload, gpu, counts, prec, memo)
+    return par.least_count(counts, lambda n: _fits(workload, gpu, n, prec, memo))
 
 
 __all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism", "workload_rate"]

@@ -6,6 +6,7 @@ cards with NVLink bridges form pairs only. Collectives that leave a node use the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -129,6 +130,24 @@ def _count_candidates(per_node: int, limit: int) -> tuple[int, ...]:
         counts.append(nodes * per_node)
         nodes = nodes + 1 if nodes < 16 else nodes * 2
     return tuple(counts)
+
+
+def least_count(counts: Sequence[int], ok: Callable[[int], bool]) -> int | None:
+    """The least of ``counts`` (ascending) for which ``ok`` holds, None when it holds for
+    none, given that it is monotone (holding at a count, it holds at every larger one): one
+    probe at the first, one at the last, then a bisection."""
+    if ok(counts[0]):
+        return counts[0]  # the common case: one GPU holds it
+    if not ok(counts[-1]):
+        return None
+    lo, hi = 1, len(counts) - 1  # counts[hi] holds, counts[0] does not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(counts[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return counts[hi]
 
 
 def powers_of_two_upto(n: int) -> list[int]:

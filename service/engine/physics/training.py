@@ -335,6 +335,25 @@ def min_memory_plan(
     return _plan(gpu, gpu_count, best, 1, best.largest_micro(splits.usable_gb(gpu)) > 0)
 
 
+def least_fitting_count(
+    workload: Workload, gpu: GpuSpec, counts: tuple[int, ...], precision_used: Precision,
+    memo: Memo,
+) -> int | None:
+    """The least of ``counts`` (ascending; fitting is monotone in the count) at which some
+    layout fits memory with the workload's checkpointing and sharding, None when none does:
+    :func:`parallelism.least_count` of :func:`fits` -- compiled for transformers
+    (:func:`compiled_training.least_fitting`, the same probes and sums)."""
+    ckpt, wanted = _resolve(workload, None, None)
+    if ct.supported(workload):
+        packed = memo.scratch("training_packed_memory", (workload, gpu, precision_used, ckpt),
+                              lambda: ct.pack_memory(workload, gpu, precision_used, ckpt))
+        i = ct.least_fitting(packed, counts, wanted)
+        return counts[i] if i >= 0 else None
+
+    return par.least_count(
+        counts, lambda n: fits(workload, gpu, n, precision_used, memo=memo))
+
+
 def fits(
     workload: Workload,
     gpu: GpuSpec,
