@@ -1,23 +1,26 @@
-"""Training's layout walk compiled (numba): a transformer job's micro-steps, step times and
-the walk over its (TP, sharding) splits for one GPU count, in one call.
+"""Training's layout walk compiled (numba): a transformer job's splits, micro-steps, step
+times and the walk over its (TP, sharding) splits, for several GPU counts in one call; and the
+least count whose memory holds the job.
 
 A training ranking plans every GPU count of every GPU type it evaluates (~190 plans a varied
 request); each plan walks its splits in preference order, times the fitting ones' micro-steps
 operator by operator (:class:`training.MicroStep`) and their steps (:func:`training._step`),
 and keeps the first within :data:`training.LAYOUT_TIE` of the fastest
-(:func:`training._fastest`). In Python that was ~50 us a plan, most of a training request.
-Here the same walk runs as one compiled loop: per split the largest micro-batch that fits
-(:meth:`training_splits.Split.largest_micro`), the micro-step's GEMMs through the tile loop
-of :meth:`kernels.GemmShape.time` (data gradients from the layer's shapes, weight gradients
-built at the micro-step's token count as :func:`kernels.gemm` builds them), attention,
-elementwise traffic, the LM head and the loss, then the step's collectives, exposure and
-input stall.
+(:func:`training.fastest_scalar`). In Python that was ~50 us a plan, most of a training
+request. Here it runs as one compiled loop over the counts asked
+(:func:`plans`): per count its splits (:func:`training_splits.splits`), per split the largest
+micro-batch that fits (:meth:`training_splits.Split.largest_micro`), the micro-step's GEMMs
+through the tile loop of :meth:`kernels.GemmShape.time` (data gradients from the layer's
+shapes, weight gradients built at the micro-step's token count as :func:`kernels.gemm` builds
+them), attention, elementwise traffic, the LM head and the loss, then the step's collectives,
+exposure and input stall, and the walk's stop and prune rules.
 
 Every operation is the reference's, in the same order, in IEEE doubles without fast-math and
 with numpy's error model (compiled with :mod:`compiled`'s settings), so the plan is the
-reference's bit for bit: ``tests/unit/test_compiled.py`` compares the walk with the Python one
-(kept as the reference, and still what CNN jobs and layouts that fit nowhere use) on random
-dense and MoE jobs over every catalog GPU and count.
+reference's bit for bit: ``tests/unit/test_compiled_training.py`` compares the walk with the
+Python one (kept as the reference, and still what CNN jobs and counts that fit nowhere use) on
+random dense and MoE jobs over every catalog GPU and count, and the least fitting count with
+the Python search.
 
 Units: seconds [s], bytes [B], GB where named.
 """
