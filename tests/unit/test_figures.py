@@ -2,8 +2,9 @@
 compute and training jobs, every (GPU, count, offer) of the seeded catalog gets the same
 figures from :func:`figures.figures` as from the option built in full (estimate, cost,
 ``ranking._metrics``, ``explain.limit_failure``), float for float, and no figures exactly
-where the full option misses a limit. A ranking ranks on the light figures and builds only
-the listed options, so any drift here would reorder answers."""
+where the full option misses a limit; :func:`figures.figures_of` (a GPU type's counts at once,
+as a ranking asks) gives each count's figures too. A ranking ranks on the light figures and
+builds only the listed options, so any drift here would reorder answers."""
 
 from __future__ import annotations
 
@@ -92,8 +93,12 @@ def test_light_figures_are_the_full_options(workload: Workload,
             co.cheapest_offers(gpu, usable, counts, cap))
         plan.update({n: (None, 1) for n in counts[:3] if n not in plan})
         pending = bd.Pending(gpu, usable, None, counts[0], counts, cap, 0, 0.0, 0.0, 0.0)
-        for n, (offer, instances) in plan.items():
+        # every count at once, as a ranking asks (its own memo: nothing planned before)
+        together = figures_module.figures_of(
+            workload, gpu, [(n, *plan[n]) for n in plan], settings, constraints, Memo(cache))
+        for (n, (offer, instances)), batched in zip(plan.items(), together, strict=True):
             got = figures(workload, gpu, n, offer, instances, settings, constraints, memo)
+            assert repr(batched) == repr(got), (gpu.slug, n)
             full, miss = ranking._full_option(req, pending, n, offer, instances, False)
             compared += 1
             assert (got is None) == (miss is not None) or (
@@ -128,6 +133,8 @@ def test_a_ranking_builds_only_the_options_it_lists(
     assert len(light.recommendations) == 5
     assert len(built) == 5
     monkeypatch.setattr(figures_module, "figures", lambda *args: None)
+    monkeypatch.setattr(figures_module, "figures_of",
+                        lambda workload, gpu, counts, *args: [None] * len(counts))
     built.clear()
     full = ranking.recommend(workload, GPUS, OFFERS, objective=objective,  # type: ignore[arg-type]
                              limit=5)

@@ -8,10 +8,12 @@ warnings, fixes, assumptions) and :class:`~service.engine.recommend_types.CostBr
 most of a compute job's time. The figures the ranking compares (USD to finish, hours, kWh,
 GPU-hours, USD/h) are a few multiplications of the job's time on that count and the offer's
 price: a compute job's one-GPU time and exchanges (:func:`scaling.scaled_time`), a training
-job's planned step (:func:`training.plan_training`, memoized for the call, which the full
-estimate then reuses). :func:`figures` computes exactly those, through the same functions the
-estimate and the costing call in the same order (:func:`cost.hourly_usd`), so they are the same
-floats. The ranking keeps such options as :class:`~service.engine.choice.explain.LightOption`
+job's fitted step (:func:`training.fitted_steps`: the compiled layout walk's data-parallel
+degree and step time, the plan's own figures). :func:`figures` computes exactly those, through
+the same functions the estimate and the costing call in the same order
+(:func:`cost.hourly_usd`), so they are the same floats; :func:`figures_of` does it for all the
+counts of a GPU type a ranking evaluates at once (the rate once per network, the steps planned
+together). The ranking keeps such options as :class:`~service.engine.choice.explain.LightOption`
 and builds the full option only for the ones it lists (tests/differential.py holds every answer
 byte for byte). Inference options are always built in full: their figures come out of the
 serving searches that build the estimate.
@@ -24,6 +26,7 @@ caller builds those in full, since their failure carries the reason and the fix.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.engine import constants as c
@@ -65,6 +68,10 @@ class Figures:
     """GPU-hours to finish (GPUs for a job of no stated length)."""
 
 
+Count = tuple[int, Offer | None, int]
+"""(GPU count, the offer it runs on or None, instances of it)."""
+
+
 def figures(
     workload: Workload,
     gpu: GpuSpec,
@@ -78,22 +85,63 @@ def figures(
     """The ranked figures of ``n`` x ``gpu`` on ``instances`` of ``offer`` for the compute or
     training job ``workload``, as the full option would give them; None where the full option
     is needed (see the module docstring)."""
+    return figures_of(workload, gpu, ((n, offer, instances),), settings, constraints, memo)[0]
+
+
+def figures_of(
+    workload: Workload,
+    gpu: GpuSpec,
+    counts: Sequence[Count],
+    settings: CostSettings,
+    constraints: Constraints,
+    memo: Memo,
+) -> list[Figures | None]:
+    """:func:`figures` of each of ``counts`` of one GPU type: the rate looked up once per
+    network the counts run on, a training job's steps planned together
+    (:func:`training.fitted_steps`), the same floats."""
     if workload.kind not in ("compute", "training"):
-        return None
-    gpu_n = co.network_gpu(gpu, offer, n, memo)
-    if n > 1 and par.single_module(gpu_n):
-        return None
-    rate = workload_rate(workload, gpu_n)
-    if rate is None:
-        return None
-    runs: bool
-    hours: float | None
-    if workload.kind == "compute":
-        runs, hours = _compute_job_hours(workload, gpu_n, n, rate, memo)
-    else:
-        runs, hours = _training_job_hours(workload, gpu_n, n, rate, memo)
-    if not runs:
-        return None
+        return [None] * len(counts)
+    # the GPU as each count runs it: with its offer's network when it spans nodes
+    gpus = [co.network_gpu(gpu, offer, n, memo) for n, offer, _ in counts]
+    hours = _hours(workload, gpus, [n for n, _, _ in counts], memo)
+    out: list[Figures | None] = []
+    for (n, offer, instances), gpu_n, got in zip(counts, gpus, hours, strict=True):
+        out.append(None if got is None else _figures(n, offer, instances, gpu_n, got,
+                                                     settings, constraints))
+    return out
+
+
+_Hours = tuple[float | None]
+"""Hours to finish of a count that runs (None inside: the job states no length)."""
+
+
+def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], memo: Memo
+           ) -> list[_Hours | None]:
+    """Each count's hours to finish on its GPU, None where the count does not run (a
+    single-module device asked for several modules, no rate, memory, idle replicas)."""
+    out: list[_Hours | None] = [None] * len(counts)
+    by_gpu: dict[GpuSpec, list[int]] = {}
+    for i, (gpu_n, n) in enumerate(zip(gpus, counts, strict=True)):
+        if not (n > 1 and par.single_module(gpu_n)):
+            by_gpu.setdefault(gpu_n, []).append(i)
+    for gpu_n, indices in by_gpu.items():
+        rate = workload_rate(workload, gpu_n)
+        if rate is None:
+            continue
+        if workload.kind == "compute":
+            for i in indices:
+                out[i] = _compute_job_hours(workload, gpu_n, counts[i], rate, memo)
+            continue
+        fitted = tr.fitted_steps(workload, gpu_n, [counts[i] for i in indices], rate, memo)
+        for i, step in zip(indices, fitted, strict=True):
+            out[i] = _training_job_hours(workload, counts[i], step)
+    return out
+
+
+def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _Hours,
+             settings: CostSettings, constraints: Constraints) -> Figures | None:
+    """A running count's figures from its hours (None: it misses a cost limit)."""
+    hours = got[0]
     power = power_w(gpu_n, n)
     replicas = 1  # cost.replicas_needed: a compute or training job runs once
     gpus = n * replicas
@@ -123,30 +171,30 @@ def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: floa
 
 def _compute_job_hours(
     workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
-) -> tuple[bool, float]:
-    """(memory holds the job, ``estimate._estimate_compute``'s hours to finish)."""
+) -> _Hours | None:
+    """``estimate._estimate_compute``'s hours to finish; None when memory cannot hold the
+    job."""
     spec = workload.compute
     assert spec is not None
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
     if not per_gpu_gb <= usable_memory_bytes(gpu.memory_gb) / c.GB:
-        return False, 0.0
+        return None
     one = memo.scratch("compute_one_gpu", (workload, gpu),
                        lambda: compute_job_seconds(workload, gpu, rate, memo))
     scaled = scaling.scaled_time(spec, gpu, n, one, c.BYTES_PER_ELEMENT[rate.precision_used],
                                  exchange(gpu, n, memo))
-    return True, scaled.total_s / 3600.0
+    return (scaled.total_s / 3600.0,)
 
 
-def _training_job_hours(
-    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
-) -> tuple[bool, float | None]:
-    """(the job runs: its plan fits and leaves no data-parallel replica without a sample,
-    ``estimate._estimate_training``'s hours to finish; None: the job states no length)."""
+def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | None
+                        ) -> _Hours | None:
+    """``estimate._estimate_training``'s hours to finish (None inside: the job states no
+    length) from the count's fitted (data-parallel degree, step time); None when its plan
+    does not fit or leaves a data-parallel replica without a sample."""
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
-    fitted = tr.fitted_step(workload, gpu, n, rate, memo)
     if fitted is None or splits.idle_replicas(workload, fitted[0]):
-        return False, None
+        return None
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     samples_s = sustained_samples_s(workload, n, spec.batch_size / fitted[1], seq)
-    return True, training_hours(workload, samples_s, seq)
+    return (training_hours(workload, samples_s, seq),)

@@ -254,14 +254,18 @@ def _evaluate_gpu(
     best = INF
     smallest = min(plan)
     skipped_idle = False
-    for n in sorted(plan):
+    counts = sorted(plan)
+    # compute and training jobs: every count's ranked figures at once (None for inference)
+    light = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts], req.settings,
+                          req.constraints, req.memo)
+    for n, fig in zip(counts, light, strict=True):
         offer, instances = plan[n]
         if options and best < INF:
             bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances)
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=fig)
         if latency_mode and miss is not None:
             # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
             # allow: fall back to the throughput-optimal one, the lowest latency they leave
@@ -332,7 +336,9 @@ def _probe(
         if lbc >= c_min and lbt >= t_min:
             rest.append((lbc, lbt))
             continue
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
+        fig = fg.figures(req.workload, p.gpu, n, offer, instances, req.settings,
+                         req.constraints, req.memo)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=fig)
         serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
                 idle_gpus(req.workload, opt.est)
@@ -350,14 +356,14 @@ def _option(
     instances: int,
     *,
     latency_mode: bool,
+    fig: fg.Figures | None = None,
 ) -> tuple[Ranked, Failure | None]:
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
     offer's network when they span nodes), and the first limit it misses. A compute or
-    training job's option that misses no limit is a :class:`LightOption` (its figures only,
-    :mod:`figures`); the estimate and cost are built if it is listed."""
+    training job's option that misses no limit is a :class:`LightOption` (its figures
+    ``fig``, :mod:`figures`; None: it needs building); the estimate and cost are built if it
+    is listed."""
     if req.workload.kind != "inference":
-        fig = fg.figures(req.workload, p.gpu, n, offer, instances, req.settings,
-                         req.constraints, req.memo)
         if fig is not None:
             return LightOption(
                 p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,

@@ -14,6 +14,7 @@ weights fit plus ZeRO-3 over the network. Memory per split: :mod:`training_split
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -458,18 +459,32 @@ def _planned(workload: Workload, gpu: GpuSpec, gpu_count: int, rate: PeakRate,
              checkpointing: bool, wanted: Sharding, memo: Memo) -> list[float]:
     """The compiled walk's row (:func:`compiled_training.plans`) of a transformer job's count,
     planned with the chunk it falls in (see :func:`_fastest`)."""
-    key = (workload, gpu, rate, checkpointing, wanted)
-    rows: dict[int, list[float]] = memo.scratch("training_plan_rows", key, dict)
+    rows = _rows(workload, gpu, rate, checkpointing, wanted, memo)
     found = rows.get(gpu_count)
-    if found is not None:
-        return found
+    if found is None:
+        _plan_counts(workload, gpu, rate, checkpointing, wanted, memo, rows,
+                     _chunk(gpu, gpu_count, rows, memo))
+        found = rows[gpu_count]
+    return found
+
+
+def _rows(workload: Workload, gpu: GpuSpec, rate: PeakRate, checkpointing: bool,
+          wanted: Sharding, memo: Memo) -> dict[int, list[float]]:
+    """The compiled walk's rows of a transformer job planned so far in this call, by count."""
+    rows: dict[int, list[float]] = memo.scratch(
+        "training_plan_rows", (workload, gpu, rate, checkpointing, wanted), dict)
+    return rows
+
+
+def _plan_counts(workload: Workload, gpu: GpuSpec, rate: PeakRate, checkpointing: bool,
+                 wanted: Sharding, memo: Memo, rows: dict[int, list[float]],
+                 counts: list[int]) -> None:
+    """Plan ``counts`` in one compiled call, into ``rows``."""
     job = _job(workload, gpu, rate, checkpointing, memo)
     packed = memo.scratch("training_packed_job", (workload, gpu, rate, checkpointing),
                           lambda: ct.pack_job(workload, gpu, rate.precision_used, job, memo,
                                               LAYOUT_TIE, _floor_flops(workload, memo)))
-    counts = _chunk(gpu, gpu_count, rows, memo)
     rows.update(zip(counts, ct.plans(packed, counts, wanted), strict=True))
-    return rows[gpu_count]
 
 
 PLAN_CHUNK = 8
@@ -556,16 +571,31 @@ def fitted_step(
     checkpointing and sharding) when it fits; None when no layout fits. Transformers read it
     from the compiled walk's plans without building the plan's records (a ranking asks this
     of every count it ranks, and builds the plan only for the options it lists)."""
+    return fitted_steps(workload, gpu, (gpu_count,), rate, memo)[0]
+
+
+def fitted_steps(
+    workload: Workload, gpu: GpuSpec, counts: Sequence[int], rate: PeakRate, memo: Memo
+) -> list[tuple[int, float] | None]:
+    """:func:`fitted_step` of each of ``counts``: for transformers the counts not planned yet
+    in one compiled call."""
     if not ct.supported(workload):
-        plan = plan_training(workload, gpu, gpu_count, rate, memo=memo)
-        if not plan.fits or plan.step is None:
-            return None
-        return plan.layout.parallelism.data_parallel, plan.step.total_s
+        out: list[tuple[int, float] | None] = []
+        for n in counts:
+            plan = plan_training(workload, gpu, n, rate, memo=memo)
+            if not plan.fits or plan.step is None:
+                out.append(None)
+            else:
+                out.append((plan.layout.parallelism.data_parallel, plan.step.total_s))
+        return out
     ckpt, wanted = _resolve(workload, None, None)
-    row = _planned(workload, gpu, gpu_count, rate, ckpt, wanted, memo)
-    if math.isnan(row[ct.P_MICRO]):
-        return None
-    return int(row[ct.P_DP]), row[ct.P_TOTAL]
+    rows = _rows(workload, gpu, rate, ckpt, wanted, memo)
+    missing = [n for n in counts if n not in rows]
+    if missing:
+        _plan_counts(workload, gpu, rate, ckpt, wanted, memo, rows, missing)
+    found = [rows[n] for n in counts]
+    return [None if math.isnan(row[ct.P_MICRO]) else (int(row[ct.P_DP]), row[ct.P_TOTAL])
+            for row in found]
 
 
 def _new_plan(
