@@ -33,19 +33,17 @@ from service.engine import constants as c
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice.explain import first_cost_limit
+from service.engine.physics import compiled_scaling
 from service.engine.physics import parallelism as par
-from service.engine.physics import scaling
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
     compute_job_seconds,
-    exchange,
     power_w,
     sustained_samples_s,
     training_hours,
     workload_rate,
 )
-from service.engine.physics.memory import usable_memory_bytes
 from service.engine.physics.performance import PeakRate
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import GpuSpec, TransformerModel, Workload
@@ -129,8 +127,10 @@ def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], memo: Mem
         if rate is None:
             continue
         if workload.kind == "compute":
-            for i in indices:
-                out[i] = _compute_job_hours(workload, gpu_n, counts[i], rate, memo)
+            hours = _compute_job_hours(workload, gpu_n, [counts[i] for i in indices], rate,
+                                       memo)
+            for i, h in zip(indices, hours, strict=True):
+                out[i] = None if h is None else (h,)
             continue
         fitted = tr.fitted_steps(workload, gpu_n, [counts[i] for i in indices], rate, memo)
         for i, step in zip(indices, fitted, strict=True):
@@ -170,20 +170,17 @@ def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: floa
 
 
 def _compute_job_hours(
-    workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
-) -> _Hours | None:
-    """``estimate._estimate_compute``'s hours to finish; None when memory cannot hold the
-    job."""
+    workload: Workload, gpu: GpuSpec, counts: list[int], rate: PeakRate, memo: Memo
+) -> list[float | None]:
+    """``estimate._estimate_compute``'s hours to finish on each of ``counts``
+    (:func:`scaling.scaled_time`, compiled: :mod:`compiled_scaling`); None where memory
+    cannot hold the job."""
     spec = workload.compute
     assert spec is not None
-    per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
-    if not per_gpu_gb <= usable_memory_bytes(gpu.memory_gb) / c.GB:
-        return None
     one = memo.scratch("compute_one_gpu", (workload, gpu),
                        lambda: compute_job_seconds(workload, gpu, rate, memo))
-    scaled = scaling.scaled_time(spec, gpu, n, one, c.BYTES_PER_ELEMENT[rate.precision_used],
-                                 exchange(gpu, n, memo))
-    return (scaled.total_s / 3600.0,)
+    packed = compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used])
+    return compiled_scaling.hours(packed, counts)
 
 
 def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | None

@@ -1,0 +1,215 @@
+"""A compute job's hours to finish on many GPU counts of one GPU type, compiled (numba).
+
+A ranking of a compute job (FP64 simulation, solvers) times every searched count of every GPU
+type it evaluates (~200 a request) through :func:`scaling.scaled_time`: the count's exchange
+(:func:`scaling.exchange`: node layout, links, launch latency, process grid, node block), the
+step's halo or all-reduce bytes, the serial fraction. In Python that was ~8 us a count, a
+quarter of an FP64 request. Here the same arithmetic runs as one compiled loop over a GPU
+type's counts (:func:`hours`), with the memory check the ranking's figures make first.
+
+Every operation is the reference's, in the same order, in IEEE doubles (the settings of
+:mod:`compiled`), so the hours are the reference's bit for bit:
+``tests/unit/test_compiled_scaling.py`` compares them with :func:`scaling.scaled_time` on
+random compute jobs over every catalog GPU and every searched count.
+
+Units: seconds [s], bytes [B], GB and GB/s where named.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from service.engine import constants as c
+from service.engine.physics import parallelism as par
+from service.engine.physics import scaling
+from service.engine.physics.batched import Array
+from service.engine.physics.compiled import _jit
+from service.engine.physics.memory import usable_memory_bytes
+from service.engine.types import ComputeSpec, GpuSpec
+
+# the scalars of one (job, GPU type)
+_PER_NODE, _DOMAIN, _FAST, _PCIE, _NETWORK, _PCIE_LATENCY, _LATENCY, _HOP = range(8)
+_EFFICIENCY, _GB, _HALO_DEPTH, _MEMORY_GB, _OVERHEAD_GB, _USABLE_GB = range(8, 14)
+_COMPUTE_S, _MEMORY_S, _SERIAL, _STEPS, _COMMUNICATION, _ELEM_B, _GRID_DIMS = range(14, 21)
+_PARAMS = 21
+COMMUNICATION = {"none": 0.0, "stencil": 1.0, "allreduce": 2.0}
+
+
+def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: float
+         ) -> Array:
+    """The scalars :func:`hours` reads for ``spec`` on ``gpu`` (``one_gpu``: its
+    (compute_s, memory_s) on one GPU, :func:`estimate.compute_job_seconds`)."""
+    p = np.zeros(_PARAMS)
+    p[_PER_NODE], p[_DOMAIN] = max(1, gpu.max_gpus_per_node), par.fast_domain_size(gpu)
+    p[_FAST], p[_PCIE], p[_NETWORK] = par.fast_link_gb_s(gpu), par.pcie_gb_s(gpu), \
+        par.network_gb_s(gpu)
+    p[_PCIE_LATENCY], p[_LATENCY] = c.PCIE_COLLECTIVE_LATENCY_S, c.COLLECTIVE_LATENCY_S
+    p[_HOP], p[_EFFICIENCY], p[_GB] = c.REDUCTION_HOP_LATENCY_S, c.COLLECTIVE_EFFICIENCY, c.GB
+    p[_HALO_DEPTH], p[_MEMORY_GB] = c.HALO_DEPTH_CELLS, spec.memory_gb
+    p[_OVERHEAD_GB] = c.FRAMEWORK_OVERHEAD_GB
+    p[_USABLE_GB] = usable_memory_bytes(gpu.memory_gb) / c.GB
+    p[_COMPUTE_S], p[_MEMORY_S] = one_gpu
+    p[_SERIAL], p[_STEPS] = scaling.serial_fraction(spec), scaling.job_steps(spec)
+    p[_COMMUNICATION], p[_ELEM_B] = COMMUNICATION[spec.communication], elem_b
+    p[_GRID_DIMS] = scaling.GRID_DIMS
+    return p
+
+
+@_jit
+def _link(p: Array, in_node: int, spans: bool) -> tuple[bool, float]:
+    """:func:`parallelism.group_link`: (the link is PCIe, its one-way rate [GB/s])."""
+    if in_node <= 1 and not spans:
+        return False, 0.0
+    domain = int(p[_DOMAIN])
+    fast = domain > 1 and in_node <= domain
+    intra: float = p[_FAST] if fast else p[_PCIE]
+    if spans:
+        network: float = p[_NETWORK]
+        return False, min(network, intra)
+    return not fast, intra
+
+
+@_jit
+def _grid(gpus: int, grid: Array) -> None:
+    """:func:`scaling.process_grid` into ``grid`` (3 dimensions, largest first)."""
+    factors = np.empty(64, dtype=np.int64)
+    count = 0
+    n, k = gpus, 2
+    while k * k <= n:
+        while n % k == 0:
+            factors[count] = k
+            count += 1
+            n //= k
+        k += 1
+    if n > 1:
+        factors[count] = n
+        count += 1
+    dims = np.ones(3, dtype=np.int64)
+    # largest factor first (the factors come out ascending), each to the first smallest dim
+    for i in range(count - 1, -1, -1):
+        j = 0
+        for d in range(1, 3):
+            if dims[d] < dims[j]:
+                j = d
+        dims[j] *= factors[i]
+    dims = np.sort(dims)
+    for d in range(3):
+        grid[d] = dims[2 - d]
+
+
+@_jit
+def _block(grid: Array, per_node: int, block: Array) -> None:
+    """:func:`scaling.node_block` into ``block``."""
+    left = max(1, per_node)
+    for d in range(2, -1, -1):
+        block[d] = math.gcd(int(grid[d]), left)
+        left //= int(block[d])
+
+
+@_jit
+def _halo(p: Array, working_set_b: float, grid: Array, block: Array) -> tuple[float, float]:
+    """:func:`scaling.halo_bytes` (``gpus`` > 1, a working set, an element size)."""
+    elem_b = p[_ELEM_B]
+    side = (working_set_b / elem_b) ** (1.0 / 3.0)
+    on = off = 0.0
+    for d in range(3):
+        neighbours = min(2, int(grid[d]) - 1)
+        if neighbours == 0:
+            continue
+        area = 1.0
+        for k in range(3):
+            if k != d:
+                area = area * (side / grid[k])
+        face_b = p[_HALO_DEPTH] * area * elem_b
+        if block[d] == grid[d]:
+            away = 0
+        elif block[d] == 1:
+            away = neighbours
+        else:
+            away = 1
+        on += (neighbours - away) * face_b
+        off += away * face_b
+    return on, off
+
+
+@_jit
+def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
+    """:attr:`scaling.ScaledTime.total_s` of :func:`scaling.scaled_time` on ``gpus``."""
+    compute_s, memory_s = p[_COMPUTE_S], p[_MEMORY_S]
+    t1: float = max(compute_s, memory_s)
+    if gpus <= 1:
+        return t1
+    f, steps, communication = p[_SERIAL], p[_STEPS], p[_COMMUNICATION]
+    # the exchange (scaling.exchange)
+    per_node = int(p[_PER_NODE])
+    nodes, in_node = 1, gpus
+    if gpus > per_node:
+        nodes, in_node = -(-gpus // per_node), per_node
+    pcie, ring = _link(p, in_node, nodes > 1)
+    launch = p[_PCIE_LATENCY] if pcie else p[_LATENCY]
+    latency_1 = launch + math.ceil(math.log2(gpus)) * p[_HOP]
+    intra = _link(p, in_node, False)[1]
+    inter = _link(p, in_node, True)[1] if nodes > 1 else intra
+    # one step's transfer (scaling.step_transfer_s)
+    transfer_1 = 0.0
+    if communication != 0.0:
+        working_set_b = p[_MEMORY_GB] * p[_GB]
+        rate = p[_GB] * p[_EFFICIENCY]
+        elem_b = p[_ELEM_B]
+        if communication == 2.0:
+            vector = 0.0
+            if working_set_b > 0.0 and elem_b > 0.0:
+                vector = elem_b * math.sqrt(working_set_b / elem_b)
+            volume = 2.0 * (gpus - 1) / gpus * vector
+            transfer_1 = volume / (ring * rate) if ring > 0.0 else 0.0
+        else:
+            on_b = off_b = 0.0
+            if working_set_b > 0.0 and elem_b > 0.0:
+                _grid(gpus, grid)
+                _block(grid, in_node, block)
+                on_b, off_b = _halo(p, working_set_b, grid, block)
+            on_s = on_b / (intra * rate) if on_b > 0.0 and intra > 0.0 else 0.0
+            off_s = off_b / (inter * rate) if off_b > 0.0 and inter > 0.0 else 0.0
+            transfer_1 = max(on_s, off_s)
+    transfer = steps * transfer_1
+    latency = steps * latency_1 if communication != 0.0 else 0.0
+    if p[_MEMORY_GB] <= 0.0:
+        run = t1 / (gpus - f * (gpus - 1))
+        total: float = f * run + (1.0 - f) * run + transfer + latency
+        return total
+    total = f * t1 + (1.0 - f) * t1 / gpus + transfer + latency
+    return total
+
+
+@_jit
+def _hours(p: Array, counts: Array, out: Array) -> None:
+    """Each count's hours to finish into ``out`` (NaN: its memory does not hold the job)."""
+    grid = np.empty(3)
+    block = np.empty(3)
+    for i in range(counts.shape[0]):
+        n = int(counts[i])
+        per_gpu_gb = p[_MEMORY_GB] / n + p[_OVERHEAD_GB]
+        if not per_gpu_gb <= p[_USABLE_GB]:
+            out[i] = math.nan
+            continue
+        out[i] = _total_s(p, n, grid, block) / 3600.0
+
+
+def hours(packed: Array, counts: Sequence[int]) -> list[float | None]:
+    """The hours to finish on each of ``counts`` GPUs of the packed job and GPU type (None
+    where a GPU's memory does not hold its share of the working set), compiled."""
+    out = np.empty(len(counts))
+    _hours(packed, np.array(counts, dtype=np.float64), out)
+    return [None if math.isnan(h) else h for h in out.tolist()]
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the loop; every communication branch."""
+    p = np.ones(_PARAMS)
+    p[_PER_NODE], p[_DOMAIN], p[_MEMORY_GB], p[_USABLE_GB] = 2.0, 2.0, 1.0, 100.0
+    for communication in COMMUNICATION.values():
+        p[_COMMUNICATION] = communication
+        _hours(p, np.array([1.0, 2.0, 12.0]), np.empty(3))

@@ -1,0 +1,73 @@
+"""The compiled compute-job scaling (service/engine/physics/compiled_scaling.py) against
+:func:`scaling.scaled_time` (what the estimate reports): random compute jobs (FP64 and FP32,
+stencil, all-reduce and no exchange, each with and without a working set, random steps and
+serial fraction), every catalog GPU, every searched count to 4,096:
+the same hours, bit for bit (``repr``), and None exactly where a GPU's memory cannot hold its
+share of the working set."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.engine import constants as c
+from service.engine.cache import EngineCache, Memo
+from service.engine.physics import compiled_scaling, scaling
+from service.engine.physics.estimate import compute_job_seconds, exchange, workload_rate
+from service.engine.physics.memory import usable_memory_bytes
+from service.engine.physics.parallelism import gpu_count_candidates
+from service.engine.types import ComputeSpec, Precision, Workload
+from tests.unit.catalog_data import load_gpus
+
+CASES = 18
+EXCHANGES = ("stencil", "allreduce", "none")
+
+
+def _job(seed: int) -> Workload:
+    """A random compute job; the exchange cycles through all three, and every fourth job has
+    no working set (weak scaling)."""
+    r = random.Random(seed)
+    precision: Precision = r.choice(("fp64", "fp32"))
+    spec = ComputeSpec(
+        total_tflop=10 ** r.uniform(2, 8),
+        total_gb_moved=r.choice((0.0, 10 ** r.uniform(1, 7))),
+        memory_gb=0.0 if seed % 4 == 3 else 10 ** r.uniform(0, 3.5),
+        fp64_units=r.choice(("vector", "matrix")),
+        communication=EXCHANGES[seed % 3],
+        steps=r.choice((None, 10 ** r.uniform(0, 5))),
+        serial_fraction=r.choice((None, r.uniform(0.0, 0.05))),
+    )
+    return Workload(kind="compute", precision=precision, compute=spec)
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_compiled_hours_are_the_scaled_time(seed: int) -> None:
+    workload = _job(seed)
+    spec = workload.compute
+    assert spec is not None
+    memo = Memo(EngineCache())
+    checked = held = 0
+    for gpu in load_gpus():
+        rate = workload_rate(workload, gpu)
+        if rate is None:
+            continue
+        one = compute_job_seconds(workload, gpu, rate, memo)
+        elem_b = c.BYTES_PER_ELEMENT[rate.precision_used]
+        counts = gpu_count_candidates(gpu, memo=memo)
+        got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts)
+        for n, hours in zip(counts, got, strict=True):
+            fits = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
+                usable_memory_bytes(gpu.memory_gb) / c.GB)
+            want = scaling.scaled_time(spec, gpu, n, one, elem_b,
+                                       exchange(gpu, n, memo)).total_s / 3600.0
+            assert repr(hours) == repr(want if fits else None), (gpu.slug, n)
+            checked += 1
+            held += fits
+    assert checked > 300 and held > 0
+
+
+def test_the_jobs_cover_every_exchange() -> None:
+    jobs = [_job(seed).compute for seed in range(CASES)]
+    kinds = {(j.communication, j.memory_gb > 0) for j in jobs if j is not None}
+    assert kinds == {(e, has_set) for e in EXCHANGES for has_set in (True, False)}, kinds
