@@ -12,7 +12,7 @@ COPY service ./service
 RUN /opt/venv/bin/pip install --no-deps --no-build-isolation . && /opt/venv/bin/pip check
 
 FROM python:3.11-slim
-# NUMBA_CACHE_DIR: the engine's compiled loops (service/engine/physics/compiled.py) are cached
+# NUMBA_CACHE_DIR: the engine's compiled loops (service/engine/physics/compiled*.py) are cached
 # there, outside the read-only code, so a restarted worker loads them instead of compiling.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH \
     DATABASE_URL=sqlite:////data/gpu_advisor.db NUMBA_CACHE_DIR=/tmp/gpu-advisor-numba

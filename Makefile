@@ -27,12 +27,14 @@ run: $(STAMP)
 	PORT=$(PORT) $(BIN)/gpu-advisor serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
+	$(BIN)/python -m service.engine.physics.precompile
 	$(BIN)/python -m pytest -n auto --dist loadfile
 
 # The suite without the slow tests (races, overload, live servers) and the browser tests: quick
 # feedback while working; `make test` (or .ci/run) before a merge.
 FAST_MARKERS := not slow and not browser
 test-fast: $(STAMP)
+	$(BIN)/python -m service.engine.physics.precompile
 	$(BIN)/python -m pytest -n auto --dist loadfile -m "$(FAST_MARKERS)"
 
 lint: $(STAMP)

@@ -27,7 +27,7 @@ from service.core.text import is_clean
 from service.core.times import as_date, as_utc
 from service.engine.choice.fleet import Fleet, plan_fleet
 from service.engine.choice.ranking import recommend
-from service.engine.physics import compiled, compiled_scaling, compiled_training
+from service.engine.physics import precompile
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import Workload
 from service.quotes.service import REVISION_TABLE as QUOTES_TABLE
@@ -204,11 +204,7 @@ def warm_up(engine: Engine, settings: Settings, caches: AppCaches, *,
         _log.warning("warm-up skipped: %s", type(exc).__name__)
         return False
     finally:
-        # the compiled serving model, training walk and compute scaling, before a request
-        # waits for them
-        compiled.warm_up()
-        compiled_training.warm_up()
-        compiled_scaling.warm_up()
+        precompile.warm_up()  # the engine's compiled loops, before a request waits for them
     return True
 
 

@@ -60,7 +60,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, s
                                            host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a first start compiles the engine's loops
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started

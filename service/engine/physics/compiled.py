@@ -23,9 +23,9 @@ every catalog GPU and split, pipeline splits included; the differential test che
 answers. CNNs and detectors have no compiled form (:func:`batched.supported`).
 
 Compilation: ~6 s of CPU the first time (on this 2-core machine; the training walk,
-:mod:`compiled_training`, another ~4 s), then loaded from numba's on-disk cache in well under a
-second (:func:`_cache_dir` says where); the app's start-up (``warm_up``) pays it before the
-first request.
+:mod:`compiled_training`, another ~4 s, the compute scaling, :mod:`compiled_scaling`, ~3 s),
+then loaded from numba's on-disk cache in well under a second (:func:`_cache_dir` says where);
+the app's start-up (``warm_up``) pays it before the first request.
 
 Units: seconds [s], requests/s.
 """

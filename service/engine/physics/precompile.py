@@ -1,0 +1,22 @@
+"""The engine's compiled loops, compiled (or loaded from numba's on-disk cache) before a request
+or a test needs them: the serving model (:mod:`compiled`), the training walk
+(:mod:`compiled_training`) and the compute-job scaling (:mod:`compiled_scaling`).
+
+``python -m service.engine.physics.precompile``: what ``make test`` runs before the suite, so
+the suite's processes load the loops from the cache instead of each compiling them (~13 s of
+CPU on a fresh checkout) while a live-server test waits for its server to start."""
+
+from __future__ import annotations
+
+from service.engine.physics import compiled, compiled_scaling, compiled_training
+
+
+def warm_up() -> None:
+    """Every compiled loop, compiled or loaded."""
+    compiled.warm_up()
+    compiled_training.warm_up()
+    compiled_scaling.warm_up()
+
+
+if __name__ == "__main__":  # pragma: no cover - a command
+    warm_up()
