@@ -4,7 +4,7 @@ fine-tuning jobs of the differential generator (dense and MoE, every sharding an
 checkpointing choice, flash attention or not, some with an input ceiling), every catalog GPU,
 every searched count up to 256. The chosen split, its micro-batch and its step's six figures
 must be the reference's, bit for bit (``repr``), and so must the (data-parallel degree, step
-time) a ranking reads without building the plan (:func:`training.fitted_step`), and the least
+time) a ranking reads without building the plan (:func:`training.fitted_steps`), and the least
 count that fits memory (:func:`training.least_fitting_count`, every searched count to 4,096):
 the engine's answers are checked to the last digit (tests/differential.py).
 
@@ -80,7 +80,7 @@ def test_compiled_walk_is_the_python_walk_bit_for_bit(index: int) -> None:
                 assert repr(got) == repr(want), (gpu.slug, n, ckpt)
                 if ckpt == spec.activation_checkpointing:
                     # what a ranking reads of the plan, without building it
-                    light = tr.fitted_step(workload, gpu, n, rate, memo)
+                    light = tr.fitted_steps(workload, gpu, (n,), rate, memo)[0]
                     assert repr(light) == repr(
                         None if want is None else (want[0].dp, tr._total(want[2]))), (gpu.slug, n)
                 checked += 1

@@ -387,10 +387,9 @@ def _training_efficiency(
     assert rate is not None
     best = samples_s / n
     seq = (spec.seq_len or 1) if isinstance(workload.model, TransformerModel) else 1
-    for m in gpu_count_candidates(gpu, n, memo):
-        if m < needed or m >= n:
-            continue
-        fitted = tr.fitted_step(workload, gpu, m, rate, memo)
+    smaller = [m for m in gpu_count_candidates(gpu, n, memo) if needed <= m < n]
+    for m, fitted in zip(smaller, tr.fitted_steps(workload, gpu, smaller, rate, memo),
+                         strict=True):
         if fitted is not None and not splits.idle_replicas(workload, fitted[0]):
             sustained = sustained_samples_s(workload, m, spec.batch_size / fitted[1], seq)
             best = max(best, sustained / m)

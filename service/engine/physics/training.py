@@ -564,21 +564,14 @@ def plan_training(
                     lambda: _new_plan(workload, gpu, gpu_count, rate, ckpt, wanted, memo))
 
 
-def fitted_step(
-    workload: Workload, gpu: GpuSpec, gpu_count: int, rate: PeakRate, memo: Memo
-) -> tuple[int, float] | None:
-    """(data-parallel degree, step time [s]) of :func:`plan_training`'s plan (the workload's
-    checkpointing and sharding) when it fits; None when no layout fits. Transformers read it
-    from the compiled walk's plans without building the plan's records (a ranking asks this
-    of every count it ranks, and builds the plan only for the options it lists)."""
-    return fitted_steps(workload, gpu, (gpu_count,), rate, memo)[0]
-
-
 def fitted_steps(
     workload: Workload, gpu: GpuSpec, counts: Sequence[int], rate: PeakRate, memo: Memo
 ) -> list[tuple[int, float] | None]:
-    """:func:`fitted_step` of each of ``counts``: for transformers the counts not planned yet
-    in one compiled call."""
+    """(data-parallel degree, step time [s]) of :func:`plan_training`'s plan (the workload's
+    checkpointing and sharding) on each of ``counts`` where it fits, None where no layout
+    fits. Transformers read them from the compiled walk's plans without building the plans'
+    records (a ranking asks this of every count it ranks, and builds the plan only for the
+    options it lists), the counts not planned yet in one compiled call."""
     if not ct.supported(workload):
         out: list[tuple[int, float] | None] = []
         for n in counts:
