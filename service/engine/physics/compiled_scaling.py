@@ -33,8 +33,8 @@ from service.engine.types import ComputeSpec, GpuSpec
 # the scalars of one (job, GPU type)
 _PER_NODE, _DOMAIN, _FAST, _PCIE, _NETWORK, _PCIE_LATENCY, _LATENCY, _HOP = range(8)
 _EFFICIENCY, _GB, _HALO_DEPTH, _MEMORY_GB, _OVERHEAD_GB, _USABLE_GB = range(8, 14)
-_COMPUTE_S, _MEMORY_S, _SERIAL, _STEPS, _COMMUNICATION, _ELEM_B, _GRID_DIMS = range(14, 21)
-_PARAMS = 21
+_COMPUTE_S, _MEMORY_S, _SERIAL, _STEPS, _COMMUNICATION, _ELEM_B = range(14, 20)
+_PARAMS = 20
 COMMUNICATION = {"none": 0.0, "stencil": 1.0, "allreduce": 2.0}
 
 
@@ -54,7 +54,6 @@ def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: 
     p[_COMPUTE_S], p[_MEMORY_S] = one_gpu
     p[_SERIAL], p[_STEPS] = scaling.serial_fraction(spec), scaling.job_steps(spec)
     p[_COMMUNICATION], p[_ELEM_B] = COMMUNICATION[spec.communication], elem_b
-    p[_GRID_DIMS] = scaling.GRID_DIMS
     return p
 
 
@@ -74,7 +73,8 @@ def _link(p: Array, in_node: int, spans: bool) -> tuple[bool, float]:
 
 @_jit
 def _grid(gpus: int, grid: Array) -> None:
-    """:func:`scaling.process_grid` into ``grid`` (3 dimensions, largest first)."""
+    """:func:`scaling.process_grid` into ``grid`` (:data:`scaling.GRID_DIMS` = 3 dimensions,
+    largest first)."""
     factors = np.empty(64, dtype=np.int64)
     count = 0
     n, k = gpus, 2
