@@ -51,6 +51,8 @@ class GemmStack:
         shapes = [ops.qkv, ops.out, ops.up, ops.down, ops.head]
         if ops.moe:
             shapes += [ops.up, ops.down]
+        self.shapes = tuple(shapes)
+        """The stacked GEMMs, row by row."""
         self.rows = len(shapes)
         self.sms = float(shapes[0].sms)
         self.per_flop = shapes[0].per_flop

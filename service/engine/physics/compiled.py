@@ -47,6 +47,7 @@ from service.engine.physics.batched import Array, GemmStack, stack
 from service.engine.types import TransformerModel
 
 if TYPE_CHECKING:  # pragma: no cover
+    from service.engine.physics.kernels import GemmShape
     from service.engine.physics.serving import ServingModel
 
 # indices of the scalar parameters in a packed model (:class:`Packed`)
@@ -109,17 +110,22 @@ class Packed:
 
 
 def _gemm_table(st: GemmStack) -> Array:
-    """The stack's GEMMs as one table (columns :data:`_K` ...), built once per stack (the
+    """The stack's GEMMs as one table (:func:`shape_row` each), built once per stack (the
     stack lives in the shared cache with its layer shapes)."""
     found = st.table
     if found is None:
-        rows, tiles = st.rows, st.tiles
-        found = st.table = np.ascontiguousarray(np.concatenate(
-            [st.k.reshape(rows, 1), st.weight_s.reshape(rows, 1), st.row_s.reshape(rows, 1),
-             st.live.reshape(rows, 1).astype(np.float64), st.tile_m.reshape(rows, tiles),
-             st.n_tiles.reshape(rows, tiles), st.split_cap.reshape(rows, tiles),
-             st.tile_flops.reshape(rows, tiles)], axis=1))
+        found = st.table = np.array([shape_row(sh) for sh in st.shapes], dtype=np.float64)
     return found
+
+
+def shape_row(shape: GemmShape) -> list[float]:
+    """A GEMM's row of a table the compiled loops read (:func:`gemm_row`): columns
+    :data:`_K`, :data:`_WEIGHT_S`, :data:`_ROW_S`, :data:`_LIVE`, then per tile shape its
+    rows, its tile columns across N, its split-K cap and one tile's FLOPs per unit of depth."""
+    row = [shape.k, shape.weight_s, shape.row_s, 0.0 if shape.empty else 1.0]
+    for i in range(4):
+        row += [float(t[i]) for t in shape.shapes]
+    return row
 
 
 def pack(sm: ServingModel) -> Packed:
@@ -146,6 +152,30 @@ def _cache_dir() -> None:
 _cache_dir()
 _NO_TOUCHED = np.zeros(0)
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+
+
+@_jit
+def node_layout(per_node: int, count: int) -> tuple[int, int]:
+    """:func:`parallelism.node_layout` of ``count`` GPUs, nodes of ``per_node`` (>= 1):
+    (nodes, GPUs used per node)."""
+    if count <= per_node:
+        return 1, count
+    return -(-count // per_node), per_node
+
+
+@_jit
+def group_link(domain: int, fast_gb_s: float, pcie_gb_s: float, network_gb_s: float,
+               in_node: int, spans: bool) -> tuple[bool, float]:
+    """:func:`parallelism.group_link` of ``in_node`` GPUs of a node (and other nodes when
+    ``spans``) on a GPU of fast domain ``domain`` and those one-way link rates [GB/s]: (the
+    slowest link is PCIe, its rate)."""
+    if in_node <= 1 and not spans:
+        return False, 0.0
+    fast = domain > 1 and in_node <= domain
+    intra = fast_gb_s if fast else pcie_gb_s
+    if spans:
+        return False, min(network_gb_s, intra)
+    return not fast, intra
 
 
 @_jit

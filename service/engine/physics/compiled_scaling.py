@@ -26,7 +26,7 @@ from service.engine import constants as c
 from service.engine.physics import parallelism as par
 from service.engine.physics import scaling
 from service.engine.physics.batched import Array
-from service.engine.physics.compiled import _jit
+from service.engine.physics.compiled import _jit, group_link, node_layout
 from service.engine.physics.memory import usable_memory_bytes
 from service.engine.types import ComputeSpec, GpuSpec
 
@@ -59,16 +59,8 @@ def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: 
 
 @_jit
 def _link(p: Array, in_node: int, spans: bool) -> tuple[bool, float]:
-    """:func:`parallelism.group_link`: (the link is PCIe, its one-way rate [GB/s])."""
-    if in_node <= 1 and not spans:
-        return False, 0.0
-    domain = int(p[_DOMAIN])
-    fast = domain > 1 and in_node <= domain
-    intra: float = p[_FAST] if fast else p[_PCIE]
-    if spans:
-        network: float = p[_NETWORK]
-        return False, min(network, intra)
-    return not fast, intra
+    """:func:`parallelism.group_link` on the packed GPU: (the link is PCIe, its rate)."""
+    return group_link(int(p[_DOMAIN]), p[_FAST], p[_PCIE], p[_NETWORK], in_node, spans)
 
 
 @_jit
@@ -144,10 +136,7 @@ def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
         return t1
     f, steps, communication = p[_SERIAL], p[_STEPS], p[_COMMUNICATION]
     # the exchange (scaling.exchange)
-    per_node = int(p[_PER_NODE])
-    nodes, in_node = 1, gpus
-    if gpus > per_node:
-        nodes, in_node = -(-gpus // per_node), per_node
+    nodes, in_node = node_layout(int(p[_PER_NODE]), gpus)
     pcie, ring = _link(p, in_node, nodes > 1)
     launch = p[_PCIE_LATENCY] if pcie else p[_LATENCY]
     latency_1 = launch + math.ceil(math.log2(gpus)) * p[_HOP]

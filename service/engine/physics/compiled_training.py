@@ -47,8 +47,10 @@ from service.engine.physics.compiled import (
     _WEIGHT_S,
     _jit,
     gemm_row,
+    group_link,
+    node_layout,
+    shape_row,
 )
-from service.engine.physics.kernels import GemmShape
 from service.engine.types import TransformerModel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,14 +98,6 @@ def supported(workload: Workload) -> bool:
     return isinstance(workload.model, TransformerModel)
 
 
-def _shape_row(shape: GemmShape, n_tiles: int) -> list[float]:
-    row = [shape.k, shape.weight_s, shape.row_s, 0.0 if shape.empty else 1.0]
-    for i in range(4):
-        row += [float(t[i]) for t in shape.shapes]
-    assert len(shape.shapes) == n_tiles
-    return row
-
-
 def _weight_grad_row(m: float, n: float, n_tiles: int) -> list[float]:
     """A weight gradient (m x tokens) @ (tokens x n): what does not depend on the tokens."""
     row = [m, n, 0.0, 1.0 if n > 0 else 0.0]
@@ -117,9 +111,9 @@ def _weight_grad_row(m: float, n: float, n_tiles: int) -> list[float]:
 def _tp_rows(ops: tops.LayerOps) -> list[list[float]]:
     """The GEMM rows (:data:`_ROWS`) of one TP degree."""
     n_tiles = len(c.GEMM_TILES)
-    rows = [_shape_row(s, n_tiles) for s in (ops.qkv, ops.out, ops.up, ops.down, ops.head)]
-    rows += [_shape_row(s, n_tiles) for s in ops.grads]
-    rows.append(_shape_row(ops.head_grad, n_tiles))
+    rows = [shape_row(s) for s in (ops.qkv, ops.out, ops.up, ops.down, ops.head)]
+    rows += [shape_row(s) for s in ops.grads]
+    rows.append(shape_row(ops.head_grad))
     rows += [_weight_grad_row(k, n, n_tiles) for n, k in ops._weights()]
     rows.append(_weight_grad_row(ops.h, ops.vocab_n, n_tiles))
     return rows
@@ -459,19 +453,10 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
 def _dp_link(p: Array, count: int) -> float:
     """The data-parallel link of ``count`` GPUs [GB/s]: :func:`parallelism.group_link` of the
     GPUs of one node (:func:`parallelism.node_layout`), across nodes when they span several."""
-    per_node = int(p[_PER_NODE])
-    nodes, in_node = 1, count
-    if count > per_node:
-        nodes, in_node = -(-count // per_node), per_node
-    spans = nodes > 1
-    if in_node <= 1 and not spans:
-        return 0.0
-    domain = int(p[_DOMAIN])
-    intra: float = p[_FAST_LINK] if domain > 1 and in_node <= domain else p[_PCIE_LINK]
-    if spans:
-        network: float = p[_NETWORK_LINK]
-        return min(network, intra)
-    return intra
+    nodes, in_node = node_layout(int(p[_PER_NODE]), count)
+    rate: float = group_link(int(p[_DOMAIN]), p[_FAST_LINK], p[_PCIE_LINK], p[_NETWORK_LINK],
+                             in_node, nodes > 1)[1]
+    return rate
 
 
 @_jit
