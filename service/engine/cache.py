@@ -33,26 +33,32 @@ DEFAULT_MAX_ENTRIES = 16_384
 an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
-TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096, "training_tables": 512}
+TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096, "training_tables": 512,
+                                "serving_base": 4096}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
 and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
 4,096 of them, ~8 MB. A ``training_tables`` entry (a model's training GEMM rows on one device
-for each TP degree, :mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB."""
+for each TP degree, :mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A
+``serving_base`` entry (a split's packed serving figures, 43 floats, and a reference to its
+layer's GEMM table, which ``layer_ops`` holds too) is ~0.5 KB: 4,096 of them, ~2 MB."""
 
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
+    "serving_base",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
 shape, device, micro-batch, TP), :func:`physics.training.step_shape`; ``exchange``: the links and
 process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.Exchange`;
 ``peak_share``: a float per (GPU, peak rate), the power model's sustained share of the peak;
-``training_tables``: a model's training GEMM rows per TP degree on one device);
+``training_tables``: a model's training GEMM rows per TP degree on one device;
+``serving_base``: a serving split's packed figures less the request's lengths and limits,
+:meth:`physics.serving.Context.packed_base`);
 every other table is
 one call's
 (:meth:`Memo.get`)."""

@@ -48,7 +48,8 @@ from service.engine.types import TransformerModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from service.engine.physics.kernels import GemmShape
-    from service.engine.physics.serving import ServingModel
+    from service.engine.physics.serving import Lengths, ServingModel
+    from service.engine.types import InferenceSpec
 
 # indices of the scalar parameters in a packed model (:class:`Packed`)
 _DECODER, _MOE, _TP, _PP, _LAYERS = 0, 1, 2, 3, 4
@@ -92,21 +93,28 @@ class Packed:
         p[_COMM_VOL], p[_LINK_S], p[_COLL_LATENCY] = sm.comm_vol, sm.link_s, sm.coll_latency
         p[_PP_LINK_S], p[_PIPE_LATENCY] = sm.pp_link_s, c.PIPELINE_STAGE_LATENCY_S
         p[_DEV_SMS] = sm.dev.sms
-        p[_S], p[_PROMPT_ATTN] = sm.s, sm.prompt_attn
-        p[_PROMPT_ATTN_BYTES] = sm.prompt_attn_bytes
-        if sm.decoder:
-            p[_KV_BLOCKS], p[_CTX], p[_KV_LAYER] = sm.kv_blocks, sm.ctx, sm.kv_layer
-            p[_OUT], p[_DECODE_ATTN], p[_CHUNKS] = sm.out, sm.decode_attn, sm.chunks
-            p[_OUTPUT_TOKENS] = spec.output_tokens
-        else:
-            p[_TOKENS] = sm.tokens
         p[_STAGE_SHARE] = sm.stage_share
         p[_TILES] = st.tiles
-        for index, limit in ((_MAX_TTFT, spec.max_ttft_ms), (_MAX_TPOT, spec.max_tpot_ms),
-                             (_MAX_LATENCY, spec.max_latency_ms)):
-            p[index] = math.nan if limit is None else limit
+        write_request(p, sm.lengths, spec)
         self.params = np.array(p, dtype=np.float64)
         self.gemms = _gemm_table(st)
+
+
+def write_request(p: list[float] | Array, ln: Lengths, spec: InferenceSpec) -> None:
+    """The entries of a packed model that depend on the request (its lengths, from ``ln``,
+    and its latency limits), written into ``p``; the others depend on the model, device and
+    split only (so a split's packed figures can be kept across requests, these rewritten)."""
+    p[_S], p[_PROMPT_ATTN] = ln.s, ln.prompt_attn
+    p[_PROMPT_ATTN_BYTES] = ln.prompt_attn_bytes
+    if ln.decoder:
+        p[_KV_BLOCKS], p[_CTX], p[_KV_LAYER] = ln.kv_blocks, ln.ctx, ln.kv_layer
+        p[_OUT], p[_DECODE_ATTN], p[_CHUNKS] = ln.out, ln.decode_attn, ln.chunks
+        p[_OUTPUT_TOKENS] = spec.output_tokens
+    else:
+        p[_TOKENS] = ln.tokens
+    for index, limit in ((_MAX_TTFT, spec.max_ttft_ms), (_MAX_TPOT, spec.max_tpot_ms),
+                         (_MAX_LATENCY, spec.max_latency_ms)):
+        p[index] = math.nan if limit is None else limit
 
 
 def _gemm_table(st: GemmStack) -> Array:
@@ -376,19 +384,26 @@ def _timing(p: Array, g: Array, b: float) -> tuple[
 def _rates(p: Array, g: Array, batches: Array, touched: Array, out: Array) -> None:
     """requests/s of one replica at each of ``batches`` into ``out`` (:func:`batched._rates`),
     ``touched``: the expert coverage at each batch (MoE; numpy's)."""
+    moe = p[_MOE] > 0.0
+    for i in range(batches.shape[0]):
+        out[i] = rate(p, g, batches[i], touched[i] if moe else 1.0)
+
+
+@_jit
+def rate(p: Array, g: Array, b: float, cover: float) -> float:
+    """Requests/s of one replica at batch ``b`` (:func:`serving.requests_per_s` of its
+    timing), ``cover``: the expert coverage at ``b`` (MoE; 1.0 for dense layers)."""
     decoder = p[_DECODER] > 0.0
     pp = p[_PP]
-    for i in range(batches.shape[0]):
-        b = batches[i]
-        cover = touched[i] if p[_MOE] > 0.0 else 1.0
-        ph = _decode(p, g, b, cover) if decoder else _encode(p, g, b, cover)
-        iteration = _total(ph)
-        if pp > 1.0:
-            busiest = pp * _stage_s(p, b, iteration)
-            if busiest > iteration:
-                iteration = busiest
-        cycle = p[_OUTPUT_TOKENS] * iteration if decoder else iteration
-        out[i] = b / cycle * pp
+    ph = _decode(p, g, b, cover) if decoder else _encode(p, g, b, cover)
+    iteration = _total(ph)
+    if pp > 1.0:
+        busiest = pp * _stage_s(p, b, iteration)
+        if busiest > iteration:
+            iteration = busiest
+    cycle = p[_OUTPUT_TOKENS] * iteration if decoder else iteration
+    out: float = b / cycle * pp
+    return out
 
 
 @_jit

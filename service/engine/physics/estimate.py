@@ -504,6 +504,63 @@ def _shallower_pipeline_carries(
     return False
 
 
+def split_choice(ctx: inf.Context, n: int, latency_mode: bool) -> tuple[
+        int, int, int, int, int] | None:
+    """The split an inference estimate of ``n`` GPUs runs on: (tp, pp, capacity batch, batch
+    at the offered load, replicas in the group), None when no split that fits has a batch.
+
+    Every split that fits, each timed by the same serving model. Its capacity batch: a
+    fixed batch, else the largest meeting the limits within memory and the runtime's
+    sequence cap (latency mode without a target: batch 1). With a target, the copies of
+    the group that carry it and the batch each replica settles at under its share of the
+    load (operating_batch). Keep the split with the most capacity (latency mode: the lowest
+    latency at the load); ties within SPLIT_TIE go to the smaller split. Dense transformers
+    run it compiled (:meth:`serving.Context.split_plan`, the same choice); this is the
+    reference, and what MoE models and CNNs run."""
+    spec = ctx.workload.inference
+    assert spec is not None
+    min_batch = spec.batch_size or 1
+    target = spec.target_requests_per_s
+    found: tuple[int, int, int, int, int] | None = None
+    best = -math.inf if not latency_mode else math.inf
+    was_padded = True
+    for o_tp, o_pp in ctx.splits(n):
+        if not ctx.fits(o_tp, o_pp, min_batch):
+            continue
+        if spec.batch_size is not None:
+            batch: int | None = spec.batch_size
+        else:
+            limit = ctx.limit_batch(o_tp, o_pp)
+            if latency_mode and not target:
+                batch = 1 if limit >= 1 else None
+            else:
+                batch = ctx.capacity_batch(o_tp, o_pp)
+        if batch is None:
+            continue
+        cap_t = ctx.timing(o_tp, o_pp, batch)
+        in_group = max(1, n // (o_tp * o_pp))
+        capacity = inf.requests_per_s(spec, cap_t, o_pp, in_group)
+        load = batch
+        padded = False
+        if target and spec.batch_size is None:
+            per_replica = target / (copies_needed(target, capacity) * in_group)
+            load = operating_batch(ctx, o_tp, o_pp, batch, per_replica)
+            # more replicas in the group than the load needs: its latency is bought with
+            # idle copies; any split that is not padded wins over it
+            padded = in_group > 1 and copies_needed(target, capacity / in_group) < in_group
+        if padded and not was_padded:
+            continue
+        if latency_mode:
+            load_t = ctx.timing(o_tp, o_pp, load)
+            better = (value := inf.latencies(spec, load_t)[2]) * SPLIT_TIE < best
+        else:
+            better = (value := capacity) > best * SPLIT_TIE
+        if better or (was_padded and not padded):
+            best, found = value, (o_tp, o_pp, batch, load, in_group)
+            was_padded = padded
+    return found
+
+
 def _estimate_inference(
     workload: Workload,
     gpu: GpuSpec,
@@ -525,49 +582,13 @@ def _estimate_inference(
     tp, pp = fitting or ctx.least_memory_split(n, min_batch)
     target = spec.target_requests_per_s
     warnings: list[str] = []
-    # Every split that fits, each timed by the same serving model. Its capacity batch: a
-    # fixed batch, else the largest meeting the limits within memory and the runtime's
-    # sequence cap (latency mode without a target: batch 1). With a target, the copies of
-    # the group that carry it and the batch each replica settles at under its share of the
-    # load (operating_batch). Keep the split with the most capacity (latency mode: the lowest
-    # latency at the load); ties within SPLIT_TIE go to the smaller split.
     found: tuple[inf.Timing, inf.Timing, int] | None = None
-    best = -math.inf if not latency_mode else math.inf
-    was_padded = True
-    for o_tp, o_pp in splits if fits else ():
-        if not ctx.fits(o_tp, o_pp, min_batch):
-            continue
-        if spec.batch_size is not None:
-            batch: int | None = spec.batch_size
-        else:
-            limit = ctx.limit_batch(o_tp, o_pp)
-            if latency_mode and not target:
-                batch = 1 if limit >= 1 else None
-            else:
-                batch = ctx.capacity_batch(o_tp, o_pp)
-        if batch is None:
-            continue
-        cap_t = ctx.timing(o_tp, o_pp, batch)
-        in_group = max(1, n // (o_tp * o_pp))
-        capacity = inf.requests_per_s(spec, cap_t, o_pp, in_group)
-        load_t = cap_t
-        padded = False
-        if target and spec.batch_size is None:
-            per_replica = target / (copies_needed(target, capacity) * in_group)
-            op = operating_batch(ctx, o_tp, o_pp, batch, per_replica)
-            load_t = ctx.timing(o_tp, o_pp, op)
-            # more replicas in the group than the load needs: its latency is bought with
-            # idle copies; any split that is not padded wins over it
-            padded = in_group > 1 and copies_needed(target, capacity / in_group) < in_group
-        if padded and not was_padded:
-            continue
-        if latency_mode:
-            better = (value := inf.latencies(spec, load_t)[2]) * SPLIT_TIE < best
-        else:
-            better = (value := capacity) > best * SPLIT_TIE
-        if better or (was_padded and not padded):
-            best, found, tp, pp = value, (cap_t, load_t, in_group), o_tp, o_pp
-            was_padded = padded
+    if fits:
+        chosen = (ctx.split_plan(n, latency_mode, SPLIT_TIE) if ctx.compiled_splits
+                  else split_choice(ctx, n, latency_mode))
+        if chosen is not None:
+            tp, pp, cap_b, load_b, in_group = chosen
+            found = (ctx.timing(tp, pp, cap_b), ctx.timing(tp, pp, load_b), in_group)
     if found is None:
         t0 = ctx.timing(tp, pp, min_batch)
         found = (t0, t0, max(1, n // (tp * pp)))

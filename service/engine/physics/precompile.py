@@ -1,5 +1,6 @@
 """The engine's compiled loops, compiled (or loaded from numba's on-disk cache) before a request
-or a test needs them: the serving model (:mod:`compiled`), the training walk
+or a test needs them: the serving model (:mod:`compiled`) and an inference estimate's split loop
+(:mod:`compiled_serving`), the training walk
 (:mod:`compiled_training`) and the compute-job scaling (:mod:`compiled_scaling`).
 
 ``python -m service.engine.physics.precompile``: what ``make test`` runs before the suite, so
@@ -8,12 +9,18 @@ CPU on a fresh checkout) while a live-server test waits for its server to start.
 
 from __future__ import annotations
 
-from service.engine.physics import compiled, compiled_scaling, compiled_training
+from service.engine.physics import (
+    compiled,
+    compiled_scaling,
+    compiled_serving,
+    compiled_training,
+)
 
 
 def warm_up() -> None:
     """Every compiled loop, compiled or loaded."""
     compiled.warm_up()
+    compiled_serving.warm_up()
     compiled_training.warm_up()
     compiled_scaling.warm_up()
 

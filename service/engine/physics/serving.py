@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.physics import batched, cnn, compiled, kernels
+from service.engine.physics import compiled_serving as cs
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
@@ -211,6 +213,56 @@ def requests_per_s(spec: InferenceSpec, t: Timing, pp: int, replicas: int) -> fl
     return t.batch / cycle * pp * replicas
 
 
+class Lengths(NamedTuple):
+    """A transformer serving model's figures that depend on the request's lengths, for one TP
+    degree (:func:`lengths`); every other figure depends on the model, device and split only."""
+
+    decoder: bool
+    """Decodes output tokens (continuous batching), else one forward pass (encoders)."""
+    s: int
+    """Prompt tokens (at least 1)."""
+    tokens: float
+    """Encoders: rows per sequence (the effective prompt); 0 for decoders."""
+    prompt_attn: float
+    """Attention FLOPs of one prompt on one GPU."""
+    prompt_attn_bytes: float
+    out: int
+    """Decoders: output tokens (else 0), and below: the mean context, one token's KV bytes in
+    one layer on one GPU, decode attention's thread blocks per sequence, one decode token's
+    attention FLOPs, the prompt's chunks (0 for encoders)."""
+    ctx: float
+    kv_layer: float
+    kv_blocks: float
+    decode_attn: float
+    chunks: float
+
+
+def lengths(model: TransformerModel, spec: InferenceSpec, tp: int, act_b: float,
+            kv_token_bytes: float) -> Lengths:
+    """:class:`Lengths` of ``spec`` on TP degree ``tp`` (``act_b``: activation bytes per
+    element; ``kv_token_bytes``: one token's KV cache bytes over every layer)."""
+    s = max(1, spec.prompt_tokens)
+    h = model.hidden_size
+    if spec.output_tokens <= 0 or model.encoder_only:
+        tokens = float(max(1, spec.effective_prompt_tokens or s))
+        pairs = tokens * tokens if model.encoder_only else (
+            mem.causal_attention_pairs(model, tokens))
+        return Lengths(False, s, tokens, tops.attention_flops(model, pairs, tp),
+                       4.0 * tokens * h * act_b / tp, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    out = spec.output_tokens
+    ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
+    # decode attention's thread blocks per sequence on one rank: query heads x context
+    # partitions (DECODE_ATTENTION_PARTITION_TOKENS)
+    kv_blocks = max(1.0, model.attention_heads / tp) * math.ceil(
+        ctx / c.DECODE_ATTENTION_PARTITION_TOKENS)
+    pairs = mem.causal_attention_pairs(model, float(s))
+    return Lengths(True, s, 0.0, tops.attention_flops(model, pairs, tp),
+                   4.0 * s * h * act_b / tp, out, ctx,
+                   tops.kv_bytes_per_token_layer(model, kv_token_bytes, tp), kv_blocks,
+                   tops.attention_flops(model, ctx, tp),
+                   float(math.ceil(s / c.SCHEDULED_TOKENS_PER_ITERATION)))
+
+
 class ServingModel:
     """The one inference cost model: time of a forward pass or a continuous-batching iteration
     as a function of the batch, for one split (TP degree ``tp``, PP degree ``pp``, TP link
@@ -281,30 +333,19 @@ class ServingModel:
             layer = max(0.0, model.params - head) / self.layers
             self.stage_share = (math.ceil(self.layers / pp) * layer + head) / (
                 self.layers * layer + head)
-        self.s = max(1, spec.prompt_tokens)
-        if spec.output_tokens <= 0 or model.encoder_only:
-            self.tokens = float(max(1, spec.effective_prompt_tokens or self.s))
-            pairs = self.tokens * self.tokens if model.encoder_only else (
-                mem.causal_attention_pairs(model, self.tokens))
-            self.prompt_attn = tops.attention_flops(model, pairs, tp)
-            self.prompt_attn_bytes = 4.0 * self.tokens * self.h * self.act_b / tp
+        self.kv_token_bytes = mem.kv_bytes_per_token(
+            model, kv_precision(workload, rate.precision_used))
+        self.lengths = ln = lengths(model, spec, tp, self.act_b, self.kv_token_bytes)
+        self.s = ln.s
+        self.prompt_attn, self.prompt_attn_bytes = ln.prompt_attn, ln.prompt_attn_bytes
+        if not ln.decoder:
+            self.tokens = ln.tokens
             return
         self.decoder = True
-        out = spec.output_tokens
-        self.out = out
-        self.ctx = mem.kv_tokens(model, spec.prompt_tokens + out / 2.0)
-        kv_tok = mem.kv_bytes_per_token(model, kv_precision(workload, rate.precision_used))
-        self.kv_layer = tops.kv_bytes_per_token_layer(model, kv_tok, tp)
-        # decode attention's thread blocks per sequence on one rank: query heads x context
-        # partitions (DECODE_ATTENTION_PARTITION_TOKENS)
-        self.kv_blocks = max(1.0, model.attention_heads / tp) * math.ceil(
-            self.ctx / c.DECODE_ATTENTION_PARTITION_TOKENS)
-        pairs = mem.causal_attention_pairs(model, float(self.s))
-        self.prompt_attn = tops.attention_flops(model, pairs, tp)
-        self.prompt_attn_bytes = 4.0 * self.s * self.h * self.act_b / tp
-        self.decode_attn = tops.attention_flops(model, self.ctx, tp)
-        self.share = self.s / out
-        self.chunks = float(math.ceil(self.s / c.SCHEDULED_TOKENS_PER_ITERATION))
+        self.out, self.ctx, self.kv_layer, self.kv_blocks = ln.out, ln.ctx, ln.kv_layer, \
+            ln.kv_blocks
+        self.decode_attn, self.chunks = ln.decode_attn, ln.chunks
+        self.share = self.s / ln.out
         self.fixed_s = c.STEP_OVERHEAD_S
         self.per_seq_s = c.SEQUENCE_STEP_OVERHEAD_S
 
@@ -616,6 +657,16 @@ def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     return limit_batch or None
 
 
+class PackedBase(NamedTuple):
+    """:meth:`Context.packed_base`: a split's packed figures (read only), its activation bytes
+    per element and one token's KV cache bytes."""
+
+    params: np.ndarray
+    gemms: np.ndarray
+    act_b: float
+    kv_token_bytes: float
+
+
 class Context:
     """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, links,
     serving model and largest batch meeting the limits do not depend on the count (only the
@@ -649,6 +700,10 @@ class Context:
         self._rates: dict[tuple[int, int], dict[int, float]] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
         self._splits: dict[int, list[tuple[int, int]]] = {}
+        self._table: cs.SplitTable | None = None
+        self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
+                                and model.experts <= 1)
+        """Whether :meth:`split_plan` runs (dense transformers: see :mod:`compiled_serving`)."""
 
     def sizing(self, tp: int, pp: int) -> Sizing:
         key = (tp, pp)
@@ -740,7 +795,16 @@ class Context:
         local = (tp, pp, batch)
         found = self._timings.get(local)
         if found is None:
-            found = self._timings[local] = self.model(tp, pp).timing(batch)
+            table = self._table
+            row = None if table is None else table.rows.get((tp, pp))
+            if table is not None and row is not None:  # the split table's packed model
+                pre, dec, stage = compiled._timing(table.params[row], table.gemms[row],
+                                                   float(batch))
+                found = Timing(PhaseTime(*pre), PhaseTime(*dec) if table.decoder else None,
+                               batch, stage)
+            else:
+                found = self.model(tp, pp).timing(batch)
+            self._timings[local] = found
         return found
 
     def capacity_batch(self, tp: int, pp: int = 1) -> int | None:
@@ -798,6 +862,64 @@ class Context:
             known.update(zip(missing, rates, strict=True))
         return [known[b] for b in batches]
 
+    def packed_base(self, tp: int, pp: int) -> PackedBase:
+        """Split (tp, pp)'s packed serving model (:class:`compiled.Packed`) as the shared cache
+        keeps it across requests: keyed by what its figures depend on besides the request's
+        lengths and limits (model, GPU, rate, runtime, weight and KV precisions, whether it
+        decodes, the split), so only :func:`compiled.write_request`'s entries are this
+        request's; with the element sizes those entries are computed from."""
+        workload, spec, rate = self.workload, self.workload.inference, self.rate
+        model = workload.model
+        assert spec is not None and isinstance(model, TransformerModel) and rate is not None
+        decoder = not model.encoder_only and spec.output_tokens > 0
+        key = (model, self.gpu, rate, spec.runtime, workload.weight_precision,
+               workload.kv_cache_precision, decoder, tp, pp)
+
+        def build() -> PackedBase:
+            sm = self.model(tp, pp)
+            pk = compiled.pack(sm)
+            return PackedBase(pk.params, pk.gemms, sm.act_b, sm.kv_token_bytes)
+
+        return memo_of(self.memo).get("serving_base", key, build)
+
+    def packed_rows(self, splits: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The packed figures of ``splits`` stacked (a row each) for the compiled split loop:
+        each split's kept across requests (:meth:`packed_base`), this request's entries
+        rewritten (:func:`compiled.write_request` of :func:`lengths`); and their GEMM tables."""
+        model, spec = self.workload.model, self.workload.inference
+        assert isinstance(model, TransformerModel) and spec is not None
+        bases = [self.packed_base(tp, pp) for tp, pp in splits]
+        params = np.stack([base.params for base in bases])  # a copy: the kept stay as they are
+        for k, ((tp, _), base) in enumerate(zip(splits, bases, strict=True)):
+            compiled.write_request(params[k], lengths(model, spec, tp, base.act_b,
+                                                      base.kv_token_bytes), spec)
+        return params, np.stack([base.gemms for base in bases])
+
+    def split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
+            int, int, int, int, int] | None:
+        """``estimate._estimate_inference``'s choice of split on ``gpu_count`` GPUs, compiled
+        (:func:`compiled_serving.split_plan`; ``tie``: its SPLIT_TIE): (tp, pp, capacity
+        batch, batch at the load, replicas in the group), None when no fitting split has a
+        batch. Only where :attr:`compiled_splits`; the limit and capacity batches are memoized
+        per split across the counts, as :meth:`limit_batch` and :meth:`capacity_batch` are."""
+        spec = self.workload.inference
+        assert spec is not None
+        table = self._table
+        if table is None:
+            model = self.workload.model
+            assert isinstance(model, TransformerModel)
+            table = self._table = cs.SplitTable(not model.encoder_only and
+                                                spec.output_tokens > 0)
+        order = table.order(self, gpu_count, spec.batch_size or 1)
+        found, cap_b, load_b, group = cs.split_plan(
+            table.params, table.gemms, table.caps, table.limits, table.capacities, order,
+            gpu_count, float(spec.target_requests_per_s or 0.0), spec.batch_size or 0,
+            latency_mode, int(c.MAX_AUTO_BATCH), CAPACITY_GRID_STEP, NEAR_LIMIT, tie)
+        if found < 0:
+            return None
+        tp, pp = table.splits[found]
+        return tp, pp, int(cap_b), int(load_b), int(group)
+
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
         batch that fits memory (a larger one could never run: ``clamp_batch`` of it and of
@@ -832,7 +954,21 @@ def context(
         return Context(workload, gpu, precision_used, rate)
     key = (workload, gpu, precision_used, rate)
     return memo.scratch("inference_context", key,
-                        lambda: Context(workload, gpu, precision_used, rate, memo))
+                        lambda: _new_context(workload, gpu, precision_used, rate, memo))
+
+
+def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
+                 rate: PeakRate | None, memo: Memo) -> Context:
+    """A context of this call whose memory figures are shared: a split's sizing with every
+    GPU type of the same precision (it depends on the workload, precision and split only),
+    the splits and fits with the rate-less context of the same GPU (the memory probes' own,
+    :func:`fits_any`), so each is computed once per call."""
+    ctx = Context(workload, gpu, precision_used, rate, memo)
+    ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
+    if rate is not None:
+        sized = context(workload, gpu, precision_used, None, memo)
+        ctx._fits, ctx._splits = sized._fits, sized._splits
+    return ctx
 
 
 def place(

@@ -1,0 +1,261 @@
+"""An inference estimate's split loop, compiled (numba): for one GPU count, every model split
+that fits is given its batch (the largest meeting the latency limits, the throughput-best
+batch below it, the batch the offered load settles at) and the best split is kept.
+
+``estimate._estimate_inference`` asks, for each count of a GPU type, each fitting split's
+limit batch (:func:`serving.largest_meeting`), capacity batch
+(:meth:`serving.Context.capacity_batch`: ~30 requests/s figures), capacity, operating batch
+(:func:`estimate.operating_batch`: ~20 more) and keeps the split with the most capacity (the
+lowest latency in latency mode). In Python that is ~10 calls per split, each crossing into a
+compiled serving search and back; the crossings, dict memos and list building cost several
+times the arithmetic. Here the whole loop over a count's splits is one compiled call
+(:func:`split_plan`), reading the splits' packed serving models (:class:`compiled.Packed`)
+stacked in one table per context (:class:`SplitTable`), whose limit and capacity batches are
+memoized in arrays across the counts of the GPU type, as the context's dicts memoize them.
+
+Every operation is the reference's, in the same order, in IEEE doubles (the settings of
+:mod:`compiled`): the same batches and the same split come out, bit for bit. Dense
+transformers only (a MoE layer's expert coverage is numpy's power in the reference's
+requests/s, :func:`compiled.requests_per_s`); MoE models and CNNs keep the Python loop, which
+stays the reference: ``tests/unit/test_compiled_serving.py`` compares the two on random
+serving workloads over every catalog GPU and count, and the differential test checks the
+answers.
+
+Units: requests/s; batches in sequences (decoders) or samples (encoders).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from service.engine.physics.batched import Array
+from service.engine.physics.compiled import (
+    _DECODER,
+    _OUTPUT_TOKENS,
+    _PARAMS,
+    _PP,
+    _TILE_TABLES,
+    _TP,
+    _jit,
+    _largest_meeting,
+    _timing,
+    _total,
+    rate,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from service.engine.physics.serving import Context
+
+Ints = NDArray[np.int64]
+_NONE, _UNKNOWN = -1, -2
+"""Capacity batch memo: no batch meets the limits; not computed yet."""
+_GRID_ROOM = 128
+"""Room for a batch grid: log(1024) / log(1.25) ~ 31 batches, plus the top step's."""
+
+
+@_jit
+def _grid(top: int, step: float, out: Ints, start: int) -> int:
+    """:func:`serving.batch_grid` of ``top`` with batch 1, ascending, written from
+    ``out[start]``; returns the end. The grid's values come out non-increasing (``x`` falls),
+    so reversing them and dropping repeats sorts the set."""
+    desc = np.empty(_GRID_ROOM, np.int64)
+    desc[0] = top
+    k = 1
+    x = float(top)
+    while x > 1.0:
+        x /= step
+        desc[k] = max(1, int(x))
+        k += 1
+    if desc[k - 1] != 1:
+        desc[k] = 1
+        k += 1
+    end = start
+    for i in range(k - 1, -1, -1):
+        if end == start or out[end - 1] != desc[i]:
+            out[end] = desc[i]
+            end += 1
+    return end
+
+
+@_jit
+def _capacity(p: Array, g: Array, top: int, step: float) -> int:
+    """:meth:`serving.Context.capacity_batch`'s search below ``top`` (>= 1): every batch of the
+    top grid step and the grid below it; the first with the most requests/s."""
+    floor = max(1, int(math.ceil(top / step)))
+    batches = np.empty(top - floor + 1 + _GRID_ROOM, np.int64)
+    end = _grid(floor, step, batches, 0)
+    for b in range(floor + 1, top + 1):
+        batches[end] = b
+        end += 1
+    best, at = 0.0, 0
+    for i in range(end):
+        r = rate(p, g, float(batches[i]), 1.0)
+        if i == 0 or r > best:
+            best, at = r, i
+    found: int = batches[at]
+    return found
+
+
+@_jit
+def _operating(p: Array, g: Array, capacity_batch: int, load: float, step: float) -> int:
+    """:func:`estimate.operating_batch`: the least batch covering ``load`` requests/s above
+    the last grid batch that does not."""
+    if capacity_batch <= 1:
+        return 1
+    need = load * (1 - 1e-9)
+    grid = np.empty(_GRID_ROOM, np.int64)
+    end = _grid(capacity_batch, step, grid, 0)
+    if rate(p, g, float(grid[0]), 1.0) >= need:
+        return 1
+    below = 1
+    for i in range(1, end):
+        top = grid[i]
+        if rate(p, g, float(top), 1.0) >= need:
+            for b in range(below + 1, top):
+                if rate(p, g, float(b), 1.0) >= need:
+                    return b
+            found: int = top
+            return found
+        below = grid[i]
+    return capacity_batch
+
+
+@_jit
+def _copies(target: float, capacity: float) -> int:
+    """:func:`estimate.copies_needed` (``target`` > 0)."""
+    if capacity <= 0.0:
+        return 1
+    return max(1, int(math.ceil(target / capacity - 1e-9)))
+
+
+@_jit
+def _latency_ms(p: Array, g: Array, b: int) -> float:
+    """:func:`serving.latencies`' end-to-end latency [ms] at batch ``b``."""
+    prefill, decode, _ = _timing(p, g, float(b))
+    ttft = _total(prefill) * 1e3
+    if p[_DECODER] > 0.0:
+        latency: float = ttft + p[_OUTPUT_TOKENS] * (_total(decode) * 1e3)
+        return latency
+    return ttft
+
+
+@_jit
+def split_plan(
+    params: Array, gemms: Array, caps: Ints, limits: Ints, capacities: Ints, order: Ints,
+    n: int, target: float, fixed: int, latency_mode: bool, top_auto: int, step: float,
+    near: float, tie: float,
+) -> tuple[int, int, int, int]:
+    """``estimate._estimate_inference``'s loop over the splits ``order`` (table rows of the
+    splits of ``n`` GPUs that fit, in the context's order): (the row kept or -1, its capacity
+    batch, the batch it runs at under the load, replicas in the group). ``target``: requests/s
+    (0: none); ``fixed``: the request's batch size (0: none); ``limits`` and ``capacities``:
+    the table's memos (-1 / :data:`_UNKNOWN` where not computed yet), filled here."""
+    found, cap_b, load_b, group = -1, 0, 0, 1
+    best = math.inf if latency_mode else -math.inf
+    was_padded = True
+    for j in range(order.shape[0]):
+        i = order[j]
+        p, g = params[i], gemms[i]
+        if fixed > 0:
+            batch = fixed
+        else:
+            if limits[i] < 0:
+                limits[i] = _largest_meeting(p, g, max(1, caps[i]), near)
+            limit = limits[i]
+            if latency_mode and not target > 0.0:
+                batch = 1 if limit >= 1 else 0
+            else:
+                if capacities[i] == _UNKNOWN:
+                    # serving.clamp_batch of the limit batch and the memory / runtime cap
+                    hi = max(1, min(caps[i], top_auto))
+                    top = hi if hi <= limit else limit
+                    capacities[i] = _capacity(p, g, top, step) if top > 0 else _NONE
+                batch = capacities[i] if capacities[i] > 0 else 0
+        if batch <= 0:
+            continue
+        in_group = max(1, n // (int(p[_TP]) * int(p[_PP])))
+        capacity = rate(p, g, float(batch), 1.0) * in_group
+        load = batch
+        padded = False
+        if target > 0.0 and fixed <= 0:
+            per_replica = target / (_copies(target, capacity) * in_group)
+            load = _operating(p, g, batch, per_replica, step)
+            padded = in_group > 1 and _copies(target, capacity / in_group) < in_group
+        if padded and not was_padded:
+            continue
+        if latency_mode:
+            value = _latency_ms(p, g, load)
+            better = value * tie < best
+        else:
+            value = capacity
+            better = value > best * tie
+        if better or (was_padded and not padded):
+            best, found, cap_b, load_b, group = value, i, batch, load, in_group
+            was_padded = padded
+    return found, cap_b, load_b, group
+
+
+class SplitTable:
+    """The packed serving models of a context's splits, stacked (one row per split, in the order
+    first asked), with the memo arrays :func:`split_plan` fills. Grows as larger counts bring
+    new splits (a few times per context); mutable, one request's, like its context."""
+
+    __slots__ = ("rows", "splits", "params", "gemms", "caps", "limits", "capacities", "orders",
+                 "decoder")
+
+    def __init__(self, decoder: bool) -> None:
+        self.decoder = decoder
+        """The model decodes (the timings have a decode phase)."""
+        self.rows: dict[tuple[int, int], int] = {}
+        self.splits: list[tuple[int, int]] = []
+        """Row -> split (tp, pp)."""
+        self.params = np.empty((0, 0))
+        self.gemms = np.empty((0, 0, 0))
+        self.caps = np.empty(0, np.int64)
+        self.limits = np.empty(0, np.int64)
+        self.capacities = np.empty(0, np.int64)
+        self.orders: dict[int, Ints] = {}
+
+    def order(self, ctx: Context, n: int, batch: int) -> Ints:
+        """Table rows of the splits of ``n`` GPUs that fit ``batch`` (in the context's order),
+        once per count; splits not yet in the table are added first."""
+        found = self.orders.get(n)
+        if found is not None:
+            return found
+        fitting = [s for s in ctx.splits(n) if ctx.fits(s[0], s[1], batch)]
+        new = [s for s in fitting if s not in self.rows]
+        if new:
+            self._extend(ctx, new)
+        found = self.orders[n] = np.array([self.rows[s] for s in fitting], np.int64)
+        return found
+
+    def _extend(self, ctx: Context, splits: list[tuple[int, int]]) -> None:
+        """Rows for ``splits`` (:meth:`serving.Context.packed_rows`)."""
+        params, gemms = ctx.packed_rows(splits)
+        start = len(self.rows)
+        for k, s in enumerate(splits):
+            self.rows[s] = start + k
+        self.splits += splits
+        caps = np.array([ctx.batch_cap(tp, pp) for tp, pp in splits], np.int64)
+        fresh = np.full(len(splits), -1, np.int64)
+        if start:
+            params = np.concatenate([self.params, params])
+            gemms = np.concatenate([self.gemms, gemms])
+            caps = np.concatenate([self.caps, caps])
+        self.params, self.gemms, self.caps = params, gemms, caps
+        self.limits = np.concatenate([self.limits, fresh])
+        self.capacities = np.concatenate([self.capacities, np.full(len(splits), _UNKNOWN,
+                                                                   np.int64)])
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the loop before the first request needs it."""
+    p = np.ones((1, _PARAMS))
+    g = np.ones((1, 5, _TILE_TABLES + 4))
+    one = np.ones(1, np.int64)
+    split_plan(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
+               np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001)

@@ -1,0 +1,126 @@
+"""The compiled split loop of an inference estimate (service/engine/physics/compiled_serving.py,
+``serving.Context.split_plan``) against the Python reference (``estimate.split_choice``):
+random dense LLM and encoder workloads of the batched tests' generator, each also with its
+target removed, with a fixed batch size, and in latency mode; every catalog GPU and every
+searched count up to 64. The chosen split, its capacity batch, the batch at the load and the
+replicas in the group must be the same; and the packed figures the loop reads (a split's
+figures kept across requests, the request's entries rewritten) must be the packed serving
+model's, bit for bit.
+
+``GPU_ADVISOR_SPLIT_PLAN_CASES`` sets how many workloads (default 16)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+from service.engine.cache import EngineCache, Memo
+from service.engine.physics import compiled
+from service.engine.physics import serving as inf
+from service.engine.physics.estimate import split_choice
+from service.engine.physics.parallelism import gpu_count_candidates
+from service.engine.physics.performance import peak_rate
+from service.engine.types import TransformerModel, Workload
+from tests.unit.catalog_data import load_gpus
+from tests.unit.test_batched import _workloads
+
+CASES = int(os.environ.get("GPU_ADVISOR_SPLIT_PLAN_CASES", "16"))
+
+
+def _dense(n: int) -> list[Workload]:
+    """The first ``n`` dense transformer workloads of the batched tests' draw."""
+    out = []
+    for w in _workloads(4 * n + 20):
+        if isinstance(w.model, TransformerModel) and w.model.experts <= 1:
+            out.append(w)
+        if len(out) == n:
+            break
+    return out
+
+
+def _variants(workload: Workload) -> list[Workload]:
+    spec = workload.inference
+    assert spec is not None
+    return [workload,
+            replace(workload, inference=replace(spec, target_requests_per_s=None)),
+            replace(workload, inference=replace(spec, batch_size=8)),
+            replace(workload, inference=replace(spec, target_requests_per_s=(
+                spec.target_requests_per_s or 5.0) * 37.0))]
+
+
+@pytest.mark.parametrize("index", range(CASES))
+def test_compiled_split_plan_is_the_reference_choice(index: int) -> None:
+    workload = _dense(CASES)[index]
+    checked = found = 0
+    for w in _variants(workload):
+        for gpu in load_gpus():
+            rate = peak_rate(gpu, w.precision)
+            if rate is None:
+                continue
+            fast = inf.Context(w, gpu, rate.precision_used, rate, Memo(EngineCache()))
+            ref = inf.Context(w, gpu, rate.precision_used, rate, Memo(EngineCache()))
+            assert fast.compiled_splits
+            for n in gpu_count_candidates(gpu, 64):
+                if not any(ref.fits(tp, pp, w.inference.batch_size or 1)  # type: ignore[union-attr]
+                           for tp, pp in ref.splits(n)):
+                    continue
+                for latency_mode in (False, True):
+                    got = fast.split_plan(n, latency_mode, 1.001)
+                    want = split_choice(ref, n, latency_mode)
+                    assert got == want, (w.inference, gpu.slug, n, latency_mode)
+                    checked += 1
+                    found += want is not None
+    assert checked > 0 and found > 0
+
+
+def test_the_comparison_covers_pipelines_and_replicas() -> None:
+    """The draws above choose pipeline splits and groups of several replicas (else the test
+    would say nothing about those branches)."""
+    pipelines = groups = 0
+    for workload in _dense(CASES):
+        for gpu in load_gpus():
+            rate = peak_rate(gpu, workload.precision)
+            if rate is None:
+                continue
+            ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(EngineCache()))
+            for n in gpu_count_candidates(gpu, 64):
+                got = ctx.split_plan(n, False, 1.001)
+                if got is not None:
+                    pipelines += got[1] > 1
+                    groups += got[4] > 1
+    assert pipelines > 0 and groups > 0, (pipelines, groups)
+
+
+def test_packed_figures_kept_across_requests_are_the_models() -> None:
+    """A split's packed figures come from the shared cache (built on an earlier request of
+    the same model, GPU and split with other lengths and limits) with this request's entries
+    rewritten: bit for bit the packed serving model of this request."""
+    cache = EngineCache()
+    gpus = load_gpus()
+    checked = 0
+    for workload in _dense(CASES):
+        spec = workload.inference
+        assert spec is not None
+        other = replace(workload, inference=replace(
+            spec, prompt_tokens=spec.prompt_tokens * 3 + 17, output_tokens=spec.output_tokens + 5,
+            max_ttft_ms=None, max_tpot_ms=(spec.max_tpot_ms or 40.0) * 2))
+        for gpu in gpus[::3]:
+            rate = peak_rate(gpu, workload.precision)
+            if rate is None:
+                continue
+            for first, second in ((other, workload), (workload, other)):
+                for w in (first, second):
+                    ctx = inf.Context(w, gpu, rate.precision_used, rate, Memo(cache))
+                    for n in (1, 2, 8):
+                        ctx.split_plan(n, False, 1.001)
+                table = ctx._table
+                assert table is not None
+                for (tp, pp), row in table.rows.items():
+                    want = compiled.pack(inf.ServingModel(
+                        second, gpu, rate, tp, pp=pp, **inf.links(gpu, tp, pp)))
+                    assert table.params[row].tobytes() == want.params.tobytes(), (tp, pp)
+                    assert table.gemms[row].tobytes() == want.gemms.tobytes()
+                    checked += 1
+    assert checked > 0
