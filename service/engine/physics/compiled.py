@@ -23,7 +23,8 @@ every catalog GPU and split, pipeline splits included; the differential test che
 answers. CNNs and detectors have no compiled form (:func:`batched.supported`).
 
 Compilation: ~6 s of CPU the first time (on this 2-core machine; the training walk,
-:mod:`compiled_training`, another ~4 s, the compute scaling, :mod:`compiled_scaling`, ~3 s),
+:mod:`compiled_training`, another ~4 s, the compute scaling, :mod:`compiled_scaling`, ~3 s, an
+inference estimate's split loop, :mod:`compiled_serving`, ~2 s),
 then loaded from numba's on-disk cache in well under a second (:func:`_cache_dir` says where);
 the app's start-up (``warm_up``) pays it before the first request.
 

@@ -4,7 +4,7 @@ or a test needs them: the serving model (:mod:`compiled`) and an inference estim
 (:mod:`compiled_training`) and the compute-job scaling (:mod:`compiled_scaling`).
 
 ``python -m service.engine.physics.precompile``: what ``make test`` runs before the suite, so
-the suite's processes load the loops from the cache instead of each compiling them (~13 s of
+the suite's processes load the loops from the cache instead of each compiling them (~15 s of
 CPU on a fresh checkout) while a live-server test waits for its server to start."""
 
 from __future__ import annotations
