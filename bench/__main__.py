@@ -85,7 +85,7 @@ def _http_lines(http: dict[str, Any]) -> list[str]:
             target = f">= {TARGET_REC_RATIO:.0%} of /healthz: " + (
                 "**invalid (non-2xx)**" if r.get("flag_non_2xx")
                 else _ok(r["ratio_to_healthz"] >= TARGET_REC_RATIO))
-        non_2xx = r.get("non_2xx")  # absent from http.json files before issue 14
+        non_2xx = r.get("non_2xx")  # absent from older http.json files
         flag = "n/a" if non_2xx is None else (
             f"**{non_2xx}**" if r.get("flag_non_2xx") else str(non_2xx))
         lines.append(f"| {label} | {r['requests_per_s']:.1f} | {r['p50_ms']:.2f} | "

@@ -1,5 +1,5 @@
 """The mixed-fleet optimiser at the issue's size: 64 request-size buckets x the seeded
-catalog's 33 GPU types x their offers (issue 22: <= 1 s p50).
+catalog's 33 GPU types x their offers (target <= 1 s p50).
 
 Three timings, each the median (p50) of ``BENCH_FLEET_RUNS`` runs (default 7) on the seeded
 catalog (Llama-3.1-8B, bf16, TTFT <= 2 s, TPOT <= 50 ms, 100 requests/s):

@@ -1,4 +1,4 @@
-"""Issue 10, finding 9, in one number: request garbage frozen by catalog rebuilds.
+"""In one number: request garbage frozen by catalog rebuilds.
 
 Run: ``python -m bench.bench_freeze_leak [ROOT]`` (ROOT: another source tree, e.g. an export
 of 2517ed9, which froze the heap on every snapshot write). In a subprocess on ROOT's code:

@@ -36,7 +36,7 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "16"))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 VARIED_ROUTE = "POST /v1/recommendations [varied LLM inference]"
-"""The headline route of issue 14: its ratio to /healthz is the throughput target."""
+"""The headline route: its ratio to /healthz is the throughput target."""
 VALIDITY_CHECK_BODIES = 4
 """Bodies per check stream posted with httpx before the load (each must answer 200)."""
 

@@ -1,10 +1,10 @@
 """Overload: 100 concurrent recommendation clients against `gpu-advisor serve --workers 2`.
 
-Issue 10, finding 1: the server must answer only 200 or 503 (bounded admission, Retry-After),
+The server must answer only 200 or 503 (bounded admission, Retry-After),
 never 500, and `/healthz` must stay fast (p99 < 1 s) while it is saturated. Loopback only,
 bounded (BENCH_OVERLOAD_SECONDS, default 20 s of load). Results: bench/results/overload.json.
 
-Two hostile cases follow (issue 23), BENCH_OVERLOAD_CASE_SECONDS each (default 10): slow uploads
+Two hostile cases follow, BENCH_OVERLOAD_CASE_SECONDS each (default 10): slow uploads
 (8 clients trickling a body, a byte every 2 s, beside 8 recommendation clients, whose answers
 must stay 200s) and a read flood (100 clients of GET /v1/quotes?limit=500 beside a bystander's
 GET of one GPU). Every case must give 0 x 500.
@@ -45,7 +45,7 @@ FLOOD_CLIENTS = 100
 WORKERS = 2
 BODY = {**WORKLOADS["llm-training-llama-2-70b"], "limit": 100}
 TARGET_HEALTHZ_P99_MS = 1000.0
-"""The load test's bound (issue 10, Tests and CI); the finding itself asks < 100 ms, reported
+"""The load test's bound; the target itself is < 100 ms, reported
 as ``healthz_p99_under_100_ms``."""
 LOADGEN_NICE = int(os.environ.get("BENCH_LOADGEN_NICE", "10"))
 """OS niceness of the load-generator process. Server, load generator and probe share this

@@ -1,13 +1,13 @@
 """Soak: mixed traffic for BENCH_SOAK_SECONDS (default 600) against `gpu-advisor serve --workers 2`.
 
-Issue 10, finding 9: a long-running server must not grow. The snapshot cache used to call
+A long-running server must not grow. The snapshot cache used to call
 gc.freeze() on every rebuild, so every catalog write leaked the old snapshot; the soak is the
 evidence that it no longer does. Traffic (loopback, BENCH_SOAK_CLIENTS concurrent clients, 4):
 GETs of /v1/gpus and /v1/quotes with filters, POST /v1/estimates and /v1/recommendations with
 varied bench_http.WORKLOADS, a few admin writes (GPU and quote PATCHes, which change the catalog
 and so rebuild the snapshots, and workload create/delete) and occasional 404/422 requests.
 
-Beside it, hostile background load (issue 23): SOAK_SLOW_UPLOADERS clients trickling request
+Beside it, hostile background load: SOAK_SLOW_UPLOADERS clients trickling request
 bodies the whole time (each cut by the body timeout, then back), and every
 BENCH_SOAK_FLOOD_EVERY_SECONDS (60) a read flood of SOAK_FLOOD_CLIENTS clients of
 GET /v1/quotes?limit=500 for SOAK_FLOOD_SECONDS; their answers count towards the 5xx check.
@@ -16,7 +16,7 @@ Recorded: the RSS of the server's worker processes (VmRSS summed over uvicorn's 
 found through the process tree; the process itself with one worker) after a warm-up
 (BENCH_SOAK_WARMUP_SECONDS, 20), every BENCH_SOAK_SAMPLE_SECONDS (30) and at the end; status
 counts, which must be only 2xx/4xx/503 (5xx other than 503 counted apart); the garbage
-collector's pauses (issue 25: p99 < 10 ms), from ``gpu_advisor_gc_pause_seconds`` and
+collector's pauses (target p99 < 10 ms), from ``gpu_advisor_gc_pause_seconds`` and
 ``gpu_advisor_gc_pause_max_seconds`` in one /metrics scrape at the end: every pause since the
 worker began serving (warm-up traffic included), p50/p99 as Prometheus' histogram_quantile
 interpolates them and the bucket bound they fall under, the longest exactly; all workers' when

@@ -1,6 +1,6 @@
 """The server `bench_http` measures the floor on: what the stack costs with no engine at all.
 
-Issue 14 asks the recommendation route for >= 0.30 x /healthz. How far any engine could go is
+The recommendation route's target is a ratio to /healthz. How far any engine could go is
 bounded by what the same request costs with the ranking taken away, so `bench_http` starts this
 server beside the real one and loads, with the same varied bodies as the headline route:
 

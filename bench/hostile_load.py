@@ -1,9 +1,9 @@
-"""Hostile background load for the overload and soak runs (issue 23): slow uploads and read
+"""Hostile background load for the overload and soak runs: slow uploads and read
 floods, with what the server answered them.
 
 - :class:`SlowUploaders`: clients that announce a 1,000-byte JSON body and send one byte of it
   every ``every_s`` seconds, reconnecting when the server cuts them (408 after
-  GPU_ADVISOR_BODY_READ_TIMEOUT_S). Before issue 23 each held an admission slot meanwhile.
+  GPU_ADVISOR_BODY_READ_TIMEOUT_S). Each used to hold an admission slot meanwhile.
 - :func:`read_flood`: ``clients`` concurrent GET /v1/quotes?limit=500 loops (list reads had no
   admission; 100 such clients exhausted the database pool), with a bystander probing
   GET /v1/gpus/{slug}.

@@ -1,4 +1,4 @@
-"""Issue 23's five attacks (and the lower items), each measured against a live `gpu-advisor serve`.
+"""Five hostile-client attacks (and lesser cases), each measured against a live `gpu-advisor serve`.
 
 Short and scaled down for a shared 2-CPU machine; the figures are for before/after comparison,
 not absolute. `python -m bench.measure_hostile [ROOT] [CASE ...]` (ROOT: the source tree to serve,

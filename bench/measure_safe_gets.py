@@ -1,4 +1,4 @@
-"""Issue 11, point 1 measured: GETs of a stored workload's recommendations store nothing; runs
+"""Measured: GETs of a stored workload's recommendations store nothing; runs
 are POSTed and capped per workload.
 
     python -m bench.measure_safe_gets [SECONDS] [RUNS]

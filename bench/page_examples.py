@@ -1,4 +1,4 @@
-"""Server time of the comparison page's answer for each named example (issue 25: <= 300 ms).
+"""Server time of the comparison page's answer for each named example (target <= 300 ms).
 
 Run: ``.venv/bin/python -m bench.page_examples [-n RUNS]``; results:
 bench/results/page_examples.json.

@@ -1,6 +1,6 @@
 """Varied LLM-inference bodies for POST /v1/recommendations: every request a new workload.
 
-Issue 14 measures recommendation throughput with a different workload in every POST, so that
+Recommendation throughput is measured with a different workload in every POST, so that
 no whole-answer cache can stand in for the ranking. One generator, written twice: in Python
 (:class:`VariedBodies`: bench/loadgen.py, bench/profile_request.py, the validity check) and in
 Lua (:func:`wrk_script`: wrk's ``request`` hook). Both draw from the same Lehmer generator

@@ -67,7 +67,7 @@ SETTINGS: dict[str, float] = {
 DROPPED = ("generated_at", "catalog_revision")
 NEWER_DEFAULTS: dict[str, Any] = {"fleet": None}
 NEWER_CONSTRAINT_DEFAULTS: dict[str, Any] = {"max_gpu_types": None, "mix": True}
-"""Answer fields added after the golden answers were written (issue 22: the mixed fleet of a
+"""Answer fields added after the golden answers were written (the mixed fleet of a
 traffic histogram, and its two constraints): left out of the canonical answer while they hold
 their default, so the digests cover exactly what the golden covers; any other value is kept
 (and would change the digest)."""

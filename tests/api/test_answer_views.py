@@ -21,7 +21,7 @@ from tests.api.test_fleet_api import body as fleet_body
 from tests.helpers import LLAMA_8B_CHAT, assert_problem
 
 SUMMARY_MAX_BYTES = 12_000
-"""Issue 25: a compact default answer of <= 12 KB for 10 results."""
+"""The compact default answer's bound: <= 12 KB for 10 results."""
 
 
 def _without_time(answer: dict[str, Any]) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def test_black_holed_database_gives_503_fast_and_recovers(
 
 
 DEFAULT_BOUND_S = 5.5
-"""Issue 23: with the default settings (query deadline 5 s, connect timeout 3 s) a black-holed
+"""With the default settings (query deadline 5 s, connect timeout 3 s) a black-holed
 database answered 503 after up to 6.3 s (pre-ping cut at the connect timeout, then a reconnect
 that timed out too); the pre-ping now has 1 s, so the goal is the 5 s deadline (+0.5 s for a
 loaded machine)."""

@@ -1,4 +1,4 @@
-"""Slow, huge and many clients against a live `gpu-advisor serve --workers 2` (issue 23).
+"""Slow, huge and many clients against a live `gpu-advisor serve --workers 2`.
 
 1. A slow upload holds no admission slot (the body is received before a slot is taken), and an
    upload refused while others hold the slots gets 408/413/503 problem+json, never a 500.

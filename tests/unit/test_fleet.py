@@ -468,7 +468,7 @@ def test_seeded_percentile_fleet_is_cheaper_and_keeps_the_share() -> None:
             if bl.fraction - bl.outside_fraction > 1e-6:
                 assert est.latency_ok is True
             assert est.fits
-    # at 100% no option is given a capacity without the limits: the program of issue 22
+    # at 100% no option is given a capacity without the limits: the mixed-fleet program
     assert all(o.capacity_any is None for o in pool_options(
         at(100.0), load_gpus(), load_offers(), c, CostSettings(), Memo(cache)))
 
