@@ -12,6 +12,7 @@ model's, bit for bit.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -50,28 +51,35 @@ def _variants(workload: Workload) -> list[Workload]:
                 spec.target_requests_per_s or 5.0) * 37.0))]
 
 
+def _contexts(workload: Workload) -> Iterator[tuple[inf.Context, inf.Context, int]]:
+    """(a context, a second one with its own cache, a count) for every catalog GPU that runs
+    ``workload``'s precision and every searched count up to 64 where some split fits."""
+    spec = workload.inference
+    assert spec is not None
+    for gpu in load_gpus():
+        rate = peak_rate(gpu, workload.precision)
+        if rate is None:
+            continue
+        fast = inf.Context(workload, gpu, rate.precision_used, rate, Memo(EngineCache()))
+        ref = inf.Context(workload, gpu, rate.precision_used, rate, Memo(EngineCache()))
+        for n in gpu_count_candidates(gpu, 64):
+            if any(ref.fits(tp, pp, spec.batch_size or 1) for tp, pp in ref.splits(n)):
+                yield fast, ref, n
+
+
 @pytest.mark.parametrize("index", range(CASES))
 def test_compiled_split_plan_is_the_reference_choice(index: int) -> None:
     workload = _dense(CASES)[index]
     checked = found = 0
     for w in _variants(workload):
-        for gpu in load_gpus():
-            rate = peak_rate(gpu, w.precision)
-            if rate is None:
-                continue
-            fast = inf.Context(w, gpu, rate.precision_used, rate, Memo(EngineCache()))
-            ref = inf.Context(w, gpu, rate.precision_used, rate, Memo(EngineCache()))
+        for fast, ref, n in _contexts(w):
             assert fast.compiled_splits
-            for n in gpu_count_candidates(gpu, 64):
-                if not any(ref.fits(tp, pp, w.inference.batch_size or 1)  # type: ignore[union-attr]
-                           for tp, pp in ref.splits(n)):
-                    continue
-                for latency_mode in (False, True):
-                    got = fast.split_plan(n, latency_mode, 1.001)
-                    want = split_choice(ref, n, latency_mode)
-                    assert got == want, (w.inference, gpu.slug, n, latency_mode)
-                    checked += 1
-                    found += want is not None
+            for latency_mode in (False, True):
+                got = fast.split_plan(n, latency_mode, 1.001)
+                want = split_choice(ref, n, latency_mode)
+                assert got == want, (w.inference, fast.gpu.slug, n, latency_mode)
+                checked += 1
+                found += want is not None
     assert checked > 0 and found > 0
 
 
@@ -80,16 +88,11 @@ def test_the_comparison_covers_pipelines_and_replicas() -> None:
     would say nothing about those branches)."""
     pipelines = groups = 0
     for workload in _dense(CASES):
-        for gpu in load_gpus():
-            rate = peak_rate(gpu, workload.precision)
-            if rate is None:
-                continue
-            ctx = inf.Context(workload, gpu, rate.precision_used, rate, Memo(EngineCache()))
-            for n in gpu_count_candidates(gpu, 64):
-                got = ctx.split_plan(n, False, 1.001)
-                if got is not None:
-                    pipelines += got[1] > 1
-                    groups += got[4] > 1
+        for fast, _, n in _contexts(workload):
+            got = fast.split_plan(n, False, 1.001)
+            if got is not None:
+                pipelines += got[1] > 1
+                groups += got[4] > 1
     assert pipelines > 0 and groups > 0, (pipelines, groups)
 
 

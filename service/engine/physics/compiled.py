@@ -500,8 +500,14 @@ def timing(sm: ServingModel, batch: int) -> tuple[
     """(prefill phase, decode phase or None, busiest stage [s]) of :meth:`ServingModel.timing`
     at ``batch``, the same floats, compiled."""
     pk = pack(sm)
-    pre, dec, stage = _timing(pk.params, pk.gemms, float(batch))
-    return pre, (dec if sm.decoder else None), stage
+    return packed_timing(pk.params, pk.gemms, batch)
+
+
+def packed_timing(params: Array, gemms: Array, batch: int) -> tuple[
+        tuple[float, float, float, float], tuple[float, float, float, float] | None, float]:
+    """:func:`timing` of a model's packed figures (whether it decodes read from them)."""
+    pre, dec, stage = _timing(params, gemms, float(batch))
+    return pre, (dec if params[_DECODER] > 0.0 else None), stage
 
 
 def check(sm: ServingModel, batch: int) -> tuple[bool, float, float]:

@@ -204,12 +204,9 @@ class SplitTable:
     first asked), with the memo arrays :func:`split_plan` fills. Grows as larger counts bring
     new splits (a few times per context); mutable, one request's, like its context."""
 
-    __slots__ = ("rows", "splits", "params", "gemms", "caps", "limits", "capacities", "orders",
-                 "decoder")
+    __slots__ = ("rows", "splits", "params", "gemms", "caps", "limits", "capacities", "orders")
 
-    def __init__(self, decoder: bool) -> None:
-        self.decoder = decoder
-        """The model decodes (the timings have a decode phase)."""
+    def __init__(self) -> None:
         self.rows: dict[tuple[int, int], int] = {}
         self.splits: list[tuple[int, int]] = []
         """Row -> split (tp, pp)."""

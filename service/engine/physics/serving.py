@@ -263,6 +263,13 @@ def lengths(model: TransformerModel, spec: InferenceSpec, tp: int, act_b: float,
                    float(math.ceil(s / c.SCHEDULED_TOKENS_PER_ITERATION)))
 
 
+def packed_timing(params: np.ndarray, gemms: np.ndarray, batch: int) -> Timing:
+    """The :class:`Timing` at ``batch`` of a serving model's packed figures
+    (:class:`compiled.Packed`, or a split table's row), compiled."""
+    pre, dec, stage = compiled.packed_timing(params, gemms, batch)
+    return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch, stage)
+
+
 class ServingModel:
     """The one inference cost model: time of a forward pass or a continuous-batching iteration
     as a function of the batch, for one split (TP degree ``tp``, PP degree ``pp``, TP link
@@ -449,9 +456,8 @@ class ServingModel:
         found = self._timings.get(batch)
         if found is None:
             if batched.supported(self):  # compiled: the same floats as timing_scalar's
-                pre, dec, stage = compiled.timing(self, batch)
-                found = Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec),
-                               batch, stage)
+                pk = compiled.pack(self)
+                found = packed_timing(pk.params, pk.gemms, batch)
             else:
                 found = self.timing_scalar(batch)
             self._timings[batch] = found
@@ -798,10 +804,7 @@ class Context:
             table = self._table
             row = None if table is None else table.rows.get((tp, pp))
             if table is not None and row is not None:  # the split table's packed model
-                pre, dec, stage = compiled._timing(table.params[row], table.gemms[row],
-                                                   float(batch))
-                found = Timing(PhaseTime(*pre), PhaseTime(*dec) if table.decoder else None,
-                               batch, stage)
+                found = packed_timing(table.params[row], table.gemms[row], batch)
             else:
                 found = self.model(tp, pp).timing(batch)
             self._timings[local] = found
@@ -906,10 +909,7 @@ class Context:
         assert spec is not None
         table = self._table
         if table is None:
-            model = self.workload.model
-            assert isinstance(model, TransformerModel)
-            table = self._table = cs.SplitTable(not model.encoder_only and
-                                                spec.output_tokens > 0)
+            table = self._table = cs.SplitTable()
         order = table.order(self, gpu_count, spec.batch_size or 1)
         found, cap_b, load_b, group = cs.split_plan(
             table.params, table.gemms, table.caps, table.limits, table.capacities, order,
