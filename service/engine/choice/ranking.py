@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import get_args
 
@@ -134,6 +134,24 @@ def _round_rel(x: float) -> float:
     return round(x, -int(math.floor(math.log10(abs(x)))) + 9)
 
 
+Rounder = Callable[[float], float]
+
+
+def rounder() -> Rounder:
+    """:func:`_round_rel` with a memo of one call's values: a ranking by cost or time picks
+    from what is left again and again (:func:`order`), rounding the same options' figures
+    each time."""
+    seen: dict[float, float] = {}
+
+    def rounded(x: float) -> float:
+        got = seen.get(x)
+        if got is None:
+            got = seen[x] = _round_rel(x)
+        return got
+
+    return rounded
+
+
 def _metrics(
     workload: Workload, est: Estimate, cost: CostBreakdown
 ) -> tuple[float | None, float, float, float]:
@@ -193,7 +211,7 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
     if rate is None and first > max(1, gpu.max_gpus_per_node):
         return _network_failure(gpu, first)
     # bounds hold for every offer: at the fastest network any of them has
-    floor = bd.floors(workload, co.fastest_network_gpu(gpu, usable), first, cap,
+    floor = bd.floors(workload, index.fastest_network_gpu(gpu, c), first, cap,
                       req.objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
     # the time objective's unit: latency [ms] for inference, hours to finish otherwise
@@ -493,11 +511,12 @@ def _minima(options: Iterable[Ranked]) -> bd.Minima:
     )
 
 
-def _key(opt: Ranked, value: float, objective: Objective) -> tuple[object, ...]:
+def _key(opt: Ranked, value: float, objective: Objective,
+         rnd: Rounder = _round_rel) -> tuple[object, ...]:
     tier = 1 if opt.money is None and objective in ("cost", "balanced") else 0
     return (
         tier,
-        _round_rel(value),
+        rnd(value),
         opt.usd_per_hour if opt.usd_per_hour is not None else INF,
         opt.gpu_count,
         opt.gpu.slug,
@@ -522,7 +541,7 @@ def ranking_slack(objective: Objective, constraints: Constraints) -> float:
 
 
 def choose(opts: list[Ranked], objective: Objective, mins: bd.Minima,
-           constraints: Constraints) -> Ranked:
+           constraints: Constraints, rnd: Rounder = _round_rel) -> Ranked:
     """The option an expert takes from ``opts`` under ``objective``.
 
     * ``time``: the fastest; among the options within ``time_tolerance`` of it, the cheapest
@@ -532,14 +551,15 @@ def choose(opts: list[Ranked], objective: Objective, mins: bd.Minima,
     * ``cost``: the cheapest (priced first); among options within :data:`COST_TIE` of it, the
       fastest.
     * ``balanced``, ``energy``: the least score.
-    Ties end on the same key as the order (:func:`_key`): deterministic."""
+    Ties end on the same key as the order (:func:`_key`): deterministic. ``rnd``:
+    :func:`_round_rel`, or a :func:`rounder` shared by one call's choices."""
     def key(o: Ranked) -> tuple[object, ...]:
-        return _key(o, _value(o, objective, mins), objective)
+        return _key(o, _value(o, objective, mins), objective, rnd)
 
     if objective == "time":
         fastest = min(o.time for o in opts)
-        window = [o for o in opts if _round_rel(o.time) <= _round_rel(
-            fastest * (1 + constraints.time_tolerance))]
+        edge = rnd(fastest * (1 + constraints.time_tolerance))
+        window = [o for o in opts if rnd(o.time) <= edge]
         pick = min(window, key=lambda o: (_cheapness(o), o.time, key(o)))
         if pick.money is not None:
             cheaper = [o for o in opts if o.money is not None
@@ -550,24 +570,25 @@ def choose(opts: list[Ranked], objective: Objective, mins: bd.Minima,
         return pick
     if objective == "cost":
         tier, least = min(_cheapness(o) for o in opts)
+        edge = rnd(least * (1 + COST_TIE))
         window = [o for o in opts if _cheapness(o)[0] == tier
-                  and _round_rel(_cheapness(o)[1]) <= _round_rel(least * (1 + COST_TIE))]
+                  and rnd(_cheapness(o)[1]) <= edge]
         return min(window, key=lambda o: (o.time, key(o)))
     return min(opts, key=key)
 
 
 def order(chosen: list[tuple[Ranked, float, list[Notice]]], objective: Objective,
-          mins: bd.Minima, constraints: Constraints
+          mins: bd.Minima, constraints: Constraints, rnd: Rounder = _round_rel
           ) -> list[tuple[Ranked, float, list[Notice]]]:
     """Rank the GPUs' chosen options: balanced and energy by score; cost and time by
     :func:`choose` applied again and again to what is left (rank 1 is the option an expert
     takes from all of them, rank 2 from the rest, ...)."""
     if objective not in ("cost", "time"):
-        return sorted(chosen, key=lambda t: _key(t[0], t[1], objective))
-    rest = sorted(chosen, key=lambda t: _key(t[0], t[1], objective))
+        return sorted(chosen, key=lambda t: _key(t[0], t[1], objective, rnd))
+    rest = sorted(chosen, key=lambda t: _key(t[0], t[1], objective, rnd))
     out = []
     while rest:
-        pick = choose([t[0] for t in rest], objective, mins, constraints)
+        pick = choose([t[0] for t in rest], objective, mins, constraints, rnd)
         i = next(i for i, t in enumerate(rest) if t[0] is pick)
         out.append(rest.pop(i))
     return out
@@ -659,11 +680,12 @@ def recommend(
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
                         state.value, state.probe, slack=ranking_slack(objective, c))
     mins = state.minima()
+    rnd = rounder()
     chosen: list[tuple[Ranked, float, list[Notice]]] = []
     for _, opts, warns in state.evaluated:
-        best = choose(opts, objective, mins, c)
+        best = choose(opts, objective, mins, c, rnd)
         chosen.append((best, _value(best, objective, mins), warns))
-    chosen = order(chosen, objective, mins, c)
+    chosen = order(chosen, objective, mins, c, rnd)
 
     front = _pareto([o for o, _, _ in chosen], limit)
     # the listed options are built in full (a LightOption's estimate and cost), with the

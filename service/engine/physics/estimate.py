@@ -722,7 +722,12 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     memo = memo_of(memo)
     if workload.kind == "compute":  # one division: cheaper than any cache lookup
         return _min_compute_count(workload, gpu, memo)
-    return memo.get("min_gpus_to_fit", (workload, gpu), lambda: _min_gpus(workload, gpu, memo))
+    rate = workload_rate(workload, gpu)
+    if rate is None:
+        return None
+    # once per memory configuration: every GPU type of the same one fits at the same count
+    twin = par.memory_twin(gpu, rate.precision_used, memo)
+    return memo.get("min_gpus_to_fit", (workload, twin), lambda: _min_gpus(workload, twin, memo))
 
 
 def _min_compute_count(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:

@@ -41,6 +41,20 @@ def fast_domain_size(gpu: GpuSpec) -> int:
     return max(1, gpu.max_gpus_per_node)
 
 
+def memory_twin(gpu: GpuSpec, precision_used: str | None, memo: Memo) -> GpuSpec:
+    """The first GPU type of this call with ``gpu``'s memory and node figures (memory size,
+    GPUs per node, form factor, fast-domain size) at the same precision: whether a workload
+    fits on ``n`` of them reads only those (usable memory, the searched counts, the TP
+    degrees and splits a node allows, the runtime's sequence cap), so a memory search or a
+    split list made for the twin holds for every GPU type that shares them. A catalog has a
+    few dozen memory configurations and up to thousands of GPU types (33 types, 20
+    configurations in the seeded one): the fit searches run once per configuration.
+    tests/unit/test_memory_twin.py perturbs every other figure and checks the answers stay."""
+    key = (gpu.memory_gb, gpu.max_gpus_per_node, gpu.form_factor, fast_domain_size(gpu),
+           precision_used)
+    return memo.scratch("memory_twin", key, lambda: gpu)
+
+
 def pcie_gb_s(gpu: GpuSpec) -> float:
     """Achievable one-way PCIe bandwidth [GB/s] for the card's generation."""
     gen = gpu.pcie_gen or c.DEFAULT_PCIE_GEN

@@ -961,12 +961,15 @@ def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
                  rate: PeakRate | None, memo: Memo) -> Context:
     """A context of this call whose memory figures are shared: a split's sizing with every
     GPU type of the same precision (it depends on the workload, precision and split only),
-    the splits and fits with the rate-less context of the same GPU (the memory probes' own,
-    :func:`fits_any`), so each is computed once per call."""
+    the splits and fits with the rate-less context of the GPU's memory twin (the memory
+    probes' own, :func:`fits_any`, :func:`parallelism.memory_twin`), so each is computed once
+    per call and memory configuration."""
     ctx = Context(workload, gpu, precision_used, rate, memo)
     ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
     if rate is not None:
-        sized = context(workload, gpu, precision_used, None, memo)
+        # the memory twin's (par.memory_twin): its splits and fits are this GPU's
+        sized = context(workload, par.memory_twin(gpu, precision_used, memo), precision_used,
+                        None, memo)
         ctx._fits, ctx._splits = sized._fits, sized._splits
     return ctx
 
