@@ -98,7 +98,8 @@ def request_by_stage(engine: Engine, text: str, settings: Settings, caches: AppC
     lap("snapshots")
     rec = recommend(workload, catalog.specs, offers, objective=body.objective,
                     constraints=constraints, settings=cost, limit=body.limit,
-                    skypilot_names=catalog.skypilot_names, cache=caches.engine, validated=True)
+                    skypilot_names=catalog.skypilot_names, cache=caches.engine, validated=True,
+                    explained=view != "summary")
     lap("recommend")
     data = Answer(rec=rec, constraints=body.constraints,
                   catalog_revision=_revision(catalog.fingerprint, quotes.fingerprint),

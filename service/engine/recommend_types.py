@@ -202,6 +202,12 @@ class Provision:
     kubernetes_note: str | None = None
 
 
+NOT_PROVISIONED = Provision(
+    None, (), skypilot_note="not built: the ranked summary lists no provisioning",
+    kubernetes_note="not built: the ranked summary lists no provisioning")
+"""A summary's candidates' :class:`Provision` (see :attr:`Recommendation.explained`)."""
+
+
 @dataclass(frozen=True)
 class Candidate:
     rank: int
@@ -244,3 +250,7 @@ class Recommendation:
     recommendations: tuple[Candidate, ...]
     rejected: tuple[Rejection, ...]
     warnings: tuple[str, ...] = ()
+    explained: bool = True
+    """False: built for a ranked summary (``recommend(explained=False)``): each candidate's
+    ``reasons`` are empty, its ``provision`` is :data:`NOT_PROVISIONED` and a training
+    estimate's ``parallel_efficiency`` is None; every other figure is the explained answer's."""

@@ -252,6 +252,8 @@ class Answer:
         """The answer in ``view`` as plain data, typed as its response model serializes."""
         # rare (traffic histograms only): the fleet's model, dumped as it serializes
         fleet = None if self.fleet is None else fleet_out(self.fleet).model_dump(mode="json")
+        if view != "summary" and not self.rec.explained:
+            raise ValueError(f"view {view!r} needs an explained ranking (explained=True)")
         if view != "summary":
             return result_data(self.rec, constraints=self.constraints,
                                catalog_revision=self.catalog_revision,

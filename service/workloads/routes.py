@@ -133,7 +133,7 @@ def recommend_workload(
     _, _, answer = service.recommend_stored(
         session, workload_id=workload_id, caller=caller, objective=objective, limit=limit,
         settings=request.app.state.settings, caches=caches, now=utcnow(),
-        metrics=request.app.state.metrics, end_read=True,
+        metrics=request.app.state.metrics, end_read=True, explained=view != "summary",
     )
     return answer.response(view)
 
@@ -192,6 +192,6 @@ def recommend_once(body: QueryBody, request: Request, session: SessionDep, cache
     answer = service.rank_for(
         session, submission=body, objective=body.objective, limit=body.limit,
         settings=request.app.state.settings, caches=caches, now=utcnow(),
-        metrics=request.app.state.metrics, end_read=True,
+        metrics=request.app.state.metrics, end_read=True, explained=view != "summary",
     )
     return answer.response(view)

@@ -262,9 +262,12 @@ def rank_for(
     now: datetime,
     metrics: Any = None,
     end_read: bool = False,
+    explained: bool = True,
 ) -> Answer:
     """Rank every catalog GPU for the submission on the current catalog and quotes, with
-    the app's ``caches``; the answer in any view (``end_read``: see :func:`snapshots`)."""
+    the app's ``caches``; the answer in any view (``end_read``: see :func:`snapshots`;
+    ``explained`` False: only for the ``summary`` view, which shows no reasons or
+    provisioning, so they are not built: ``recommend(explained=False)``)."""
     workload = to_engine_workload(submission, prefix="body")
     catalog, quotes, offers = snapshots(session, now=now, settings=settings, caches=caches,
                                         end_read=end_read)
@@ -276,7 +279,8 @@ def rank_for(
     )
     # the ranking is a pure function of these (the offers' ages are taken to the minute)
     key = (workload, objective, constraints, cost_settings, limit, catalog.fingerprint,
-           quotes.fingerprint, now.replace(second=0, microsecond=0), settings.stale_quote_days)
+           quotes.fingerprint, now.replace(second=0, microsecond=0), settings.stale_quote_days,
+           explained)
     rec = caches.rankings.get(key)
     if rec is None:
         rec = recommend(
@@ -290,6 +294,7 @@ def rank_for(
             skypilot_names=catalog.skypilot_names,
             cache=caches.engine,
             validated=True,  # by to_engine_workload above, amounts required
+            explained=explained,
         )
         caches.rankings.put(key, rec)
     fleet = None
@@ -357,6 +362,7 @@ def recommend_stored(
     now: datetime,
     metrics: Any = None,
     end_read: bool = False,
+    explained: bool = True,
 ) -> tuple[StoredWorkload, str, Answer]:
     """Rank a stored workload on the current catalog; nothing is written.
 
@@ -368,7 +374,7 @@ def recommend_stored(
     chosen = objective or row.objective
     answer = rank_for(session, submission=submission, objective=chosen, limit=limit,
                       settings=settings, caches=caches, now=now, metrics=metrics,
-                      end_read=end_read)
+                      end_read=end_read, explained=explained)
     return row, chosen, answer
 
 

@@ -18,6 +18,7 @@ from service.engine.physics.kernels import sustained_clock_fraction
 from service.engine.physics.memory import usable_memory_bytes
 from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import (
+    NOT_PROVISIONED,
     Candidate,
     Constraints,
     CostBreakdown,
@@ -603,19 +604,23 @@ def candidate(
     skypilot_names: Mapping[str, str] | None,
     node_labels: Mapping[str, str] | None,
     memo: Memo | None = None,
+    explained: bool = True,
 ) -> Candidate:
-    """The returned candidate for ``opt``: reasons, warnings and provisioning specs."""
+    """The returned candidate for ``opt``: reasons, warnings and provisioning specs
+    (``explained`` False: warnings only, for a ranked summary; see
+    :attr:`Recommendation.explained`)."""
     gpu, est, offer = opt.gpu, opt.est, opt.offer
     reasons = [
         score_reason(objective, score, opt.money, opt.time, opt.energy, opt.proxy, mins, workload),
         *memory_reasons(workload, gpu, est, opt.first_fit, memo),
         bound_reason(workload, gpu, est),
         performance_reason(workload, est, opt.cost.replicas),
-    ]
+    ] if explained else []
     warnings = [Notice("estimate", w) for w in est.warnings] + extra_warnings
     if offer is not None:
-        reasons.append(co.describe_offer(offer, opt.instances, settings))
-        if est.parallelism.nodes > 1:
+        if explained:
+            reasons.append(co.describe_offer(offer, opt.instances, settings))
+        if explained and est.parallelism.nodes > 1:
             reasons.append(network_reason(offer, est))
         if offer.stale:
             warnings.append(Notice("stale_quote", stale_offer_message(offer)))
@@ -625,8 +630,9 @@ def candidate(
     else:
         warnings.append(Notice("no_price", "no usable price quote; cost unknown"))
     warnings += guardrails.notices(workload, est, offer, constraints)
-    reasons.append(co.describe_cost(workload, opt.cost, est))
-    if opt.cost.break_even_months is not None:
+    if explained:
+        reasons.append(co.describe_cost(workload, opt.cost, est))
+    if explained and opt.cost.break_even_months is not None:
         reasons.append(
             f"buying breaks even with the cheapest rental after "
             f"{opt.cost.break_even_months:,.1f} months of 24/7 use"
@@ -657,5 +663,5 @@ def candidate(
             skypilot_names=skypilot_names,
             node_labels=node_labels,
             memo=memo,
-        ),
+        ) if explained else NOT_PROVISIONED,
     )

@@ -637,6 +637,7 @@ def recommend(
     exhaustive: bool = False,
     cache: EngineCache | None = None,
     validated: bool = False,
+    explained: bool = True,
 ) -> Recommendation:
     """Rank GPU types (with count and offer) for ``workload``; see the module docstring.
 
@@ -647,7 +648,9 @@ def recommend(
     tables live for this call only). ``validated``: the caller has just checked ``workload``
     with :func:`validate_workload` (amounts required) and got no errors, so it is not checked
     again (the service converts and checks each request's workload once, to name the bad
-    fields in its 422).
+    fields in its 422). ``explained`` False: for a ranked summary, the listed candidates
+    without what it does not show (reasons, provisioning specs, a training estimate's
+    parallel efficiency; :attr:`Recommendation.explained`): the same ranking and figures.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -690,11 +693,13 @@ def recommend(
     front = _pareto([o for o, _, _ in chosen], limit)
     # the listed options are built in full (a LightOption's estimate and cost), with the
     # figure the search never reads (estimate(efficiency=False))
-    listed = [(_listed(req, o.full()), score, warns) for o, score, warns in chosen[:limit]]
+    listed = [(_listed(req, o.full()) if explained else o.full(), score, warns)
+              for o, score, warns in chosen[:limit]]
     candidates = [
         ex.candidate(workload, rank, opt, score, pareto=rank - 1 in front, extra_warnings=warns,
                      objective=objective, mins=mins, settings=req.settings, constraints=c,
-                     skypilot_names=skypilot_names, node_labels=node_labels, memo=req.memo)
+                     skypilot_names=skypilot_names, node_labels=node_labels, memo=req.memo,
+                     explained=explained)
         for rank, (opt, score, warns) in enumerate(listed, start=1)
     ]
     warnings: list[str] = []
@@ -709,4 +714,5 @@ def recommend(
     for s in skipped:
         rejected[s.gpu.slug] = se.outranked(s, limit, objective)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
-    return Recommendation(objective, tuple(candidates), rejections, tuple(warnings))
+    return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),
+                          explained)
