@@ -83,7 +83,7 @@ def test_light_figures_are_the_full_options(workload: Workload,
     memo = Memo(cache)
     settings = CostSettings()
     index = co.offer_index(OFFERS, memo)
-    req = ranking.Request(workload, constraints, settings, "cost", memo, False)
+    req = ranking.Request(workload, constraints, settings, "cost", memo, False, index)
     compared = light = 0
     for gpu in GPUS:
         usable = index.usable(gpu.slug, constraints)

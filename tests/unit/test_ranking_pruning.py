@@ -183,15 +183,17 @@ def test_pruned_top_equals_exhaustive_with_constraints(
         _check_same_top(pruned, full)
 
 
-def _req(workload: Workload, objective: Objective) -> rk.Request:
-    return rk.Request(workload, Constraints(), CostSettings(), objective, Memo(), False)
+def _req(workload: Workload, objective: Objective, index: OfferIndex | None = None
+         ) -> rk.Request:
+    return rk.Request(workload, Constraints(), CostSettings(), objective, Memo(), False,
+                      index or OfferIndex(load_offers()))
 
 
 def _screened(workload: Workload, objective: Objective) -> list[Pending]:
     index = OfferIndex(load_offers())
     out = []
     for gpu in load_gpus():
-        got = rk._screen(_req(workload, objective), gpu, index)
+        got = rk._screen(_req(workload, objective, index), gpu, index)
         if isinstance(got, Pending):
             out.append(got)
     return out

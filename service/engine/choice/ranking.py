@@ -183,6 +183,8 @@ class Request:
     memo: Memo
     needs_price: bool
     """A money limit or a place filter was given: a GPU without a usable quote is rejected."""
+    offers: co.OfferIndex
+    """The offers, indexed (:func:`cost.offer_index`)."""
 
 
 def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Failure:
@@ -245,7 +247,7 @@ def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, in
     """Counts to estimate, each with its offer and instances; a warning when the offers
     cover none. Without an offer only single-node counts are planned (no network known)."""
     plan: dict[int, tuple[Offer | None, int]] = dict(
-        co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
+        req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
     )
     if plan:
         return plan, None
@@ -344,7 +346,7 @@ def _probe(
     """Balanced (see :class:`search.BalancedSearch`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
     options are found, and the floors of the other counts."""
-    plan = co.cheapest_offers(p.gpu, p.usable, p.counts, p.cap)
+    plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
     opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
     for n in sorted(plan):
@@ -669,9 +671,9 @@ def recommend(
     needs_price = any(
         x is not None for x in (c.budget_usd, c.max_usd_per_hour, c.providers, c.regions)
     )
-    req = Request(workload, c, cost_settings, objective, memo, needs_price)
+    index = co.offer_index(offers, memo)
+    req = Request(workload, c, cost_settings, objective, memo, needs_price, index)
     state = Search(req)
-    index = co.offer_index(offers, req.memo)
     pending: list[bd.Pending] = []
     for gpu in co.by_slug(gpus).values():
         got = _screen(req, gpu, index)

@@ -706,6 +706,7 @@ class Context:
         self._rates: dict[tuple[int, int], dict[int, float]] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
         self._splits: dict[int, list[tuple[int, int]]] = {}
+        self._lengths: dict[tuple[int, float, float], Lengths] = {}
         self._table: cs.SplitTable | None = None
         self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
                                 and model.experts <= 1)
@@ -893,9 +894,13 @@ class Context:
         assert isinstance(model, TransformerModel) and spec is not None
         bases = [self.packed_base(tp, pp) for tp, pp in splits]
         params = np.stack([base.params for base in bases])  # a copy: the kept stay as they are
+        known = self._lengths
         for k, ((tp, _), base) in enumerate(zip(splits, bases, strict=True)):
-            compiled.write_request(params[k], lengths(model, spec, tp, base.act_b,
-                                                      base.kv_token_bytes), spec)
+            key = (tp, base.act_b, base.kv_token_bytes)
+            found = known.get(key)
+            if found is None:
+                found = known[key] = lengths(model, spec, tp, base.act_b, base.kv_token_bytes)
+            compiled.write_request(params[k], found, spec)
         return params, np.stack([base.gemms for base in bases])
 
     def split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
@@ -961,11 +966,14 @@ def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
                  rate: PeakRate | None, memo: Memo) -> Context:
     """A context of this call whose memory figures are shared: a split's sizing with every
     GPU type of the same precision (it depends on the workload, precision and split only),
+    the request's lengths (:func:`lengths`) with every GPU type,
     the splits and fits with the rate-less context of the GPU's memory twin (the memory
     probes' own, :func:`fits_any`, :func:`parallelism.memory_twin`), so each is computed once
     per call and memory configuration."""
     ctx = Context(workload, gpu, precision_used, rate, memo)
     ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
+    # the request's lengths per (TP, element sizes): the same for every GPU type
+    ctx._lengths = memo.scratch("inference_lengths", workload, dict)
     if rate is not None:
         # the memory twin's (par.memory_twin): its splits and fits are this GPU's
         sized = context(workload, par.memory_twin(gpu, precision_used, memo), precision_used,
