@@ -199,10 +199,15 @@ def split_plan(
     return found, cap_b, load_b, group
 
 
+_FIRST_ROWS = 8
+"""Rows a split table starts with (a GPU type's counts up to 64 bring ~4-8 splits)."""
+
+
 class SplitTable:
     """The packed serving models of a context's splits, stacked (one row per split, in the order
-    first asked), with the memo arrays :func:`split_plan` fills. Grows as larger counts bring
-    new splits (a few times per context); mutable, one request's, like its context."""
+    first asked; rows past the last split are spare), with the memo arrays :func:`split_plan`
+    fills. Grows as larger counts bring new splits (a few times per context); mutable, one
+    request's, like its context."""
 
     __slots__ = ("rows", "splits", "params", "gemms", "caps", "limits", "capacities", "orders")
 
@@ -231,22 +236,34 @@ class SplitTable:
         return found
 
     def _extend(self, ctx: Context, splits: list[tuple[int, int]]) -> None:
-        """Rows for ``splits`` (:meth:`serving.Context.packed_rows`)."""
-        params, gemms = ctx.packed_rows(splits)
-        start = len(self.rows)
+        """Rows for ``splits`` (:meth:`serving.Context.packed_rows`), written in place: the
+        arrays keep spare rows (doubling), so a new count's splits cost no copy of the rows
+        already there."""
+        start = len(self.splits)
+        end = start + len(splits)
+        if end > len(self.caps):
+            self._grow(ctx, splits[0], max(end, 2 * len(self.caps), _FIRST_ROWS))
+        ctx.packed_rows(splits, self.params, self.gemms, start)
         for k, s in enumerate(splits):
             self.rows[s] = start + k
+            self.caps[start + k] = ctx.batch_cap(*s)
         self.splits += splits
-        caps = np.array([ctx.batch_cap(tp, pp) for tp, pp in splits], np.int64)
-        fresh = np.full(len(splits), -1, np.int64)
-        if start:
-            params = np.concatenate([self.params, params])
-            gemms = np.concatenate([self.gemms, gemms])
-            caps = np.concatenate([self.caps, caps])
+        self.limits[start:end] = -1
+        self.capacities[start:end] = _UNKNOWN
+
+    def _grow(self, ctx: Context, split: tuple[int, int], size: int) -> None:
+        """Room for ``size`` rows, the rows written so far kept."""
+        width, (rows, cols) = ctx.packed_shapes(*split)
+        used = len(self.splits)
+        params, gemms = np.empty((size, width)), np.empty((size, rows, cols))
+        caps, limits = np.empty(size, np.int64), np.empty(size, np.int64)
+        capacities = np.empty(size, np.int64)
+        if used:
+            params[:used], gemms[:used] = self.params[:used], self.gemms[:used]
+            caps[:used], limits[:used] = self.caps[:used], self.limits[:used]
+            capacities[:used] = self.capacities[:used]
         self.params, self.gemms, self.caps = params, gemms, caps
-        self.limits = np.concatenate([self.limits, fresh])
-        self.capacities = np.concatenate([self.capacities, np.full(len(splits), _UNKNOWN,
-                                                                   np.int64)])
+        self.limits, self.capacities = limits, capacities
 
 
 def warm_up() -> None:

@@ -886,22 +886,32 @@ class Context:
 
         return memo_of(self.memo).get("serving_base", key, build)
 
-    def packed_rows(self, splits: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-        """The packed figures of ``splits`` stacked (a row each) for the compiled split loop:
-        each split's kept across requests (:meth:`packed_base`), this request's entries
-        rewritten (:func:`compiled.write_request` of :func:`lengths`); and their GEMM tables."""
+    def packed_rows(self, splits: list[tuple[int, int]], params: np.ndarray,
+                    gemms: np.ndarray, start: int) -> None:
+        """Write the packed figures of ``splits`` into rows ``start``... of ``params`` and
+        their GEMM tables into ``gemms`` (a split table's arrays, for the compiled split
+        loop): each split's kept across requests (:meth:`packed_base`, copied: the kept stay
+        as they are), this request's entries rewritten (:func:`compiled.write_request` of
+        :func:`lengths`)."""
         model, spec = self.workload.model, self.workload.inference
         assert isinstance(model, TransformerModel) and spec is not None
-        bases = [self.packed_base(tp, pp) for tp, pp in splits]
-        params = np.stack([base.params for base in bases])  # a copy: the kept stay as they are
         known = self._lengths
-        for k, ((tp, _), base) in enumerate(zip(splits, bases, strict=True)):
+        for k, (tp, pp) in enumerate(splits):
+            base = self.packed_base(tp, pp)
+            row = params[start + k]
+            row[:] = base.params
+            gemms[start + k] = base.gemms
             key = (tp, base.act_b, base.kv_token_bytes)
             found = known.get(key)
             if found is None:
                 found = known[key] = lengths(model, spec, tp, base.act_b, base.kv_token_bytes)
-            compiled.write_request(params[k], found, spec)
-        return params, np.stack([base.gemms for base in bases])
+            compiled.write_request(row, found, spec)
+
+    def packed_shapes(self, tp: int, pp: int) -> tuple[int, tuple[int, int]]:
+        """(params per row, one GEMM table's rows and columns) of a split table's rows."""
+        base = self.packed_base(tp, pp)
+        rows, cols = base.gemms.shape
+        return len(base.params), (rows, cols)
 
     def split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
             int, int, int, int, int] | None:
