@@ -184,7 +184,13 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     degrees = tuple(par.powers_of_two_upto(par.fast_domain_size(gpu)))
     tables = _tables(model, dev, act_b, degrees, memo)
     first = tables.ops[0]
-    p, tps = pack_memory(workload, gpu, rate_precision, micro.recompute)
+    # the memory columns are the GPU's memory twin's (par.memory_twin), packed once per call
+    # and configuration (least_fitting_count packs the same); copied: the rest is this GPU's
+    twin = par.memory_twin(gpu, rate_precision, memo)
+    kept = memo.scratch("training_packed_memory", (workload, twin, rate_precision,
+                                                   micro.recompute),
+                        lambda: pack_memory(workload, twin, rate_precision, micro.recompute))
+    p, tps = kept[0].copy(), kept[1].copy()
     p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
     p[_BYTES_S], p[_ATTN_FLOPS_S], p[_KERNELS_S] = dev.bytes_s, dev.attention_flops_s, \
         first.kernels_s

@@ -346,8 +346,9 @@ def least_fitting_count(
     (:func:`compiled_training.least_fitting`, the same probes and sums)."""
     ckpt, wanted = _resolve(workload, None, None)
     if ct.supported(workload):
-        packed = memo.scratch("training_packed_memory", (workload, gpu, precision_used, ckpt),
-                              lambda: ct.pack_memory(workload, gpu, precision_used, ckpt))
+        twin = par.memory_twin(gpu, precision_used, memo)  # its memory columns are gpu's
+        packed = memo.scratch("training_packed_memory", (workload, twin, precision_used, ckpt),
+                              lambda: ct.pack_memory(workload, twin, precision_used, ckpt))
         i = ct.least_fitting(packed, counts, wanted)
         return counts[i] if i >= 0 else None
 
