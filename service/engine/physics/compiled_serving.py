@@ -235,6 +235,14 @@ class SplitTable:
         found = self.orders[n] = np.array([self.rows[s] for s in fitting], np.int64)
         return found
 
+    def row(self, ctx: Context, tp: int, pp: int) -> int:
+        """The table row of split (tp, pp), added first when it is not there yet."""
+        found = self.rows.get((tp, pp))
+        if found is None:
+            self._extend(ctx, [(tp, pp)])
+            found = self.rows[tp, pp]
+        return found
+
     def _extend(self, ctx: Context, splits: list[tuple[int, int]]) -> None:
         """Rows for ``splits`` (:meth:`serving.Context.packed_rows`), written in place: the
         arrays keep spare rows (doubling), so a new count's splits cost no copy of the rows

@@ -802,9 +802,11 @@ class Context:
         local = (tp, pp, batch)
         found = self._timings.get(local)
         if found is None:
-            table = self._table
-            row = None if table is None else table.rows.get((tp, pp))
-            if table is not None and row is not None:  # the split table's packed model
+            if self.compiled_splits:  # the split table's packed model (the same figures)
+                table = self._table
+                if table is None:
+                    table = self._table = cs.SplitTable()
+                row = table.row(self, tp, pp)
                 found = packed_timing(table.params[row], table.gemms[row], batch)
             else:
                 found = self.model(tp, pp).timing(batch)
