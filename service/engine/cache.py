@@ -34,7 +34,7 @@ an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096, "training_tables": 512,
-                                "serving_base": 40960}
+                                "serving_base": 40960, "cnn_network": 8192}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
@@ -48,13 +48,16 @@ for each TP degree, :mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~
 synthetic 5,000-type one: 31,843 entries, ~190 MB, one LLM ranking's working set; FIFO
 eviction of a smaller table keeps none of it: 4,096 or 16,384 entries left its 5,000-type
 ranking at 8.6-9.5 s, 40,960 at 4.6 s). On the seeded catalog 300 varied LLM serving
-requests left 504 entries, ~3 MB."""
+requests left 504 entries, ~3 MB.
+A ``cnn_network`` entry (a CNN's layer table on one device for inference, :class:`physics.cnn.Net`,
+~31 KB; ~0.4 ms to build) : 8,192 of them, up to ~250 MB, only on a catalog of thousands of
+GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen."""
 
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
-    "serving_base",
+    "serving_base", "cnn_network",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -63,7 +66,8 @@ process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.
 ``peak_share``: a float per (GPU, peak rate), the power model's sustained share of the peak;
 ``training_tables``: a model's training GEMM rows per TP degree on one device;
 ``serving_base``: a serving split's packed figures less the request's lengths and limits,
-:meth:`physics.serving.Context.packed_base`);
+:meth:`physics.serving.Context.packed_base`; ``cnn_network``: a CNN's tabulated layers on one
+device, its batch memo left out, :meth:`physics.cnn.Net.fresh`);
 every other table is
 one call's
 (:meth:`Memo.get`)."""

@@ -29,6 +29,7 @@ Units: seconds [s], bytes [B], FLOP.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -313,6 +314,14 @@ class Net:
         self._convs = tuple(convs)
         self._times: dict[float, Timing] = {}
 
+    def fresh(self) -> Net:
+        """This network with an empty batch memo: the tabulated layers are shared (read only;
+        the engine's shared cache keeps them per model and device), the timings asked of it
+        are the asker's."""
+        out = copy.copy(self)
+        out._times = {}
+        return out
+
     def time(self, batch: float) -> Timing:
         """(compute_s, memory_s, total_s) of one training micro-step (forward, backward and
         a recomputed forward with checkpointing) or one inference forward of ``batch``
@@ -377,6 +386,10 @@ class Aggregate:
             self.kernels_s = passes * 3.0 * layers * dev.kernel_s
         else:
             self.kernels_s = layers * dev.kernel_s
+
+    def fresh(self) -> Aggregate:
+        """Itself (it keeps no memo)."""
+        return self
 
     def time(self, batch: float) -> Timing:
         dev, b = self.dev, float(batch)

@@ -358,8 +358,12 @@ class ServingModel:
 
     def _init_generic(self, model: GenericModel, memo: Memo | None) -> None:
         key = (model, self.dev, self.act_b, self.wbpp)
-        self.cnn = memo_of(memo).get("cnn_inference", key, lambda: cnn.network(
-            model, self.dev, self.act_b, self.wbpp, training=False))
+        m = memo_of(memo)
+        # the tabulated network is kept across requests (shared table cnn_network); its
+        # batch memo is this context's
+        self.cnn = m.scratch("cnn_inference", key, lambda: m.get(
+            "cnn_network", key, lambda: cnn.network(model, self.dev, self.act_b, self.wbpp,
+                                                    training=False)).fresh())
         self.fixed_s = self.cnn.kernels_s
 
     # ------------------------------------------------------------------ pieces
