@@ -161,7 +161,7 @@ def _floors(
     if workload.kind == "compute":
         out = _compute(workload, gpu, rate, cap, memo)
     elif workload.kind == "training":
-        out = _training(workload, gpu, rate, first, cap)
+        out = _training(workload, gpu, rate, first, cap, memo)
     else:
         out = _inference(workload, gpu, rate, first, cap, throughput, memo)
     low = 1 - BOUND_SLACK
@@ -187,7 +187,8 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: M
                   serial_fraction=f, weak_scaling=weak)
 
 
-def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int) -> Floors:
+def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int,
+              memo: Memo) -> Floors:
     """``training.step_time``: every micro-step runs its GEMM / attention / conv FLOPs (less
     the input-embedding lookup, :func:`training.training_floor_flops`) at no more than the
     fastest of those kernels' rates (:func:`training.training_floor_rate`), split over at
@@ -196,7 +197,7 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     one_gpu_step_s = tr.training_floor_flops(workload) / tr.training_floor_rate(
-        workload, gpu, rate)
+        workload, gpu, rate, memo)  # the device kept in the shared cache
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     if not 0 < one_gpu_step_s < math.inf:
         return NO_FLOORS  # no finite floor: never prune on it

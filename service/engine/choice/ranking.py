@@ -349,16 +349,22 @@ def _probe(
     plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
     opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
-    for n in sorted(plan):
+    counts = sorted(plan)
+    floors = [bd.count_floors(req.workload.kind, p, n, co.usd_per_gpu_hour(
+        plan[n][0], p.gpu, req.settings) if plan[n][0] is not None else None) for n in counts]
+    # the figures of every count below the minima as given, at once (the minima only fall
+    # below, so the counts the loop estimates are among them)
+    asked = [n for n, (lbc, lbt) in zip(counts, floors, strict=True)
+             if not (lbc >= c_min and lbt >= t_min)]
+    light = dict(zip(asked, fg.figures_of(req.workload, p.gpu, [(n, *plan[n]) for n in asked],
+                                          req.settings, req.constraints, req.memo),
+                     strict=True))
+    for n, (lbc, lbt) in zip(counts, floors, strict=True):
         offer, instances = plan[n]
-        lbc, lbt = bd.count_floors(req.workload.kind, p, n, co.usd_per_gpu_hour(
-            offer, p.gpu, req.settings) if offer is not None else None)
         if lbc >= c_min and lbt >= t_min:
             rest.append((lbc, lbt))
             continue
-        fig = fg.figures(req.workload, p.gpu, n, offer, instances, req.settings,
-                         req.constraints, req.memo)
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=fig)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=light[n])
         serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
                 idle_gpus(req.workload, opt.est)
