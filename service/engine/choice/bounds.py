@@ -108,6 +108,11 @@ class Floors:
     proven, ideal scaling)."""
     weak_scaling: bool = False
     """Compute jobs without a working set: :func:`scaling.scaled_time`'s scaled-speedup form."""
+    paid_per_gpu: float = 0.0
+    """Inference with a target: GPU-hours per unit of work that each GPU paid for adds at
+    least (the work served is at most the target, :func:`cost.unit_rates`), so an option on
+    ``n`` GPUs costs at least ``n x paid_per_gpu`` per unit (:func:`count_floors`); 0 for
+    no target and for training/compute."""
 
     def time_at(self, n: int) -> float:
         """Training/compute: hours no option on ``n`` GPUs beats: the one-GPU hours ``H``
@@ -166,7 +171,7 @@ def _floors(
         out = _inference(workload, gpu, rate, first, cap, throughput, memo)
     low = 1 - BOUND_SLACK
     return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low,
-                  out.serial_fraction, out.weak_scaling)
+                  out.serial_fraction, out.weak_scaling, out.paid_per_gpu * low)
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo) -> Floors:
@@ -211,20 +216,31 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
 def _latency_floor(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo | None
 ) -> float:
-    """Least latency [ms] of any option (no latency mode).
+    """Least latency [ms] of any option on up to ``cap`` GPUs (no latency mode).
 
     ``estimate._estimate_inference`` runs a split (tp, pp) at a fixed ``batch_size``, else at
     a batch from 1 up to its capacity batch (the throughput-best batch meeting the limits,
     :meth:`serving.Context.capacity_batch`; with a target, the operating batch below it).
-    Latency grows with the batch, so the least over the splits of the counts up to ``cap``
-    of the latency at batch 1 (or the fixed batch) bounds every option from below. The
-    arithmetic is the estimate's own (:class:`serving.Context`, shared with it)."""
+    Latency grows with the batch, so the least over the splits of ``cap`` GPUs (which hold
+    those of every smaller count: :meth:`serving.Context.splits`) of the latency at batch 1
+    (or the fixed batch) bounds every option from below; over the splits of one count ``n``
+    it bounds that count's options (:func:`count_latency_floor`). The arithmetic is the
+    estimate's own (:class:`serving.Context`, shared with it)."""
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
-    batch = spec.batch_size or 1
-    return min((inf.latencies(spec, ctx.timing(tp, pp, batch))[2]
-                for tp, pp in ctx.splits(max(1, cap))), default=INF)
+    return ctx.least_latency_ms(max(1, cap), spec.batch_size or 1)
+
+
+def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | None) -> float:
+    """Least latency [ms] of any option on ``n`` GPUs of ``gpu`` (no latency mode): the least
+    batch-1 (or fixed-batch) latency over the splits of ``n`` GPUs (:func:`_latency_floor`),
+    lowered by :data:`BOUND_SLACK`; 0 (no bound) without a rate. A small count cannot reach
+    the latency of a TP degree only a larger one holds."""
+    rate = workload_rate(workload, gpu)
+    if rate is None or workload.inference is None:
+        return 0.0
+    return _latency_floor(workload, gpu, rate, n, memo) * (1 - BOUND_SLACK)
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
@@ -259,11 +275,12 @@ def _inference(
     units = float(spec.output_tokens) if llm else 1.0
     scale = co.TOKENS_PER_MILLION if llm else co.REQUESTS_PER_UNIT
     gpu_hours = per_request_s / (units * SECONDS_PER_HOUR) * scale
+    paid = 0.0
     if spec.target_requests_per_s:
         # >= first GPUs paid for, at most the target served
-        served = spec.target_requests_per_s * units * SECONDS_PER_HOUR
-        gpu_hours = max(gpu_hours, first / served * scale)
-    return Floors(gpu_hours, latency_ms=latency_ms)
+        paid = scale / (spec.target_requests_per_s * units * SECONDS_PER_HOUR)
+        gpu_hours = max(gpu_hours, first * paid)
+    return Floors(gpu_hours, latency_ms=latency_ms, paid_per_gpu=paid)
 
 
 def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:
@@ -299,14 +316,20 @@ class Pending:
     """The objective-independent floors behind the bounds (see :func:`count_floors`)."""
 
 
-def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None) -> tuple[
-        float, float]:
+def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
+                 latency_ms: float = 0.0) -> tuple[float, float]:
     """(cost, time) no option of ``p`` on ``n`` GPUs rented at ``usd_per_gpu_hour`` can
-    beat: the GPU's floors with that count's rate; training/compute time >= H / n (ideal
-    scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``; compute jobs
-    with their serial part, :meth:`Floors.time_at`); inference:
-    the GPU's latency floor. No rate: 0 (no bound)."""
+    beat: the GPU's floors with that count's rate (inference with a target: at least ``n``
+    GPUs paid for the target's work, :attr:`Floors.paid_per_gpu`); training/compute time >=
+    H / n (ideal scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``;
+    compute jobs with their serial part, :meth:`Floors.time_at`); inference: ``latency_ms``
+    (:func:`count_latency_floor` of the count; 0: none known), at least the GPU's latency
+    floor. No rate: 0 (no bound)."""
     f = p.floor
-    lbc = 0.0 if usd_per_gpu_hour is None else f.gpu_hours * usd_per_gpu_hour
-    lbt = f.time_at(n) if kind != "inference" and f.time_hours > 0 else p.lb_time
+    hours = max(f.gpu_hours, n * f.paid_per_gpu)
+    lbc = 0.0 if usd_per_gpu_hour is None else hours * usd_per_gpu_hour
+    if kind != "inference":
+        lbt = f.time_at(n) if f.time_hours > 0 else p.lb_time
+    else:
+        lbt = latency_ms
     return lbc, max(lbt, p.lb_time)

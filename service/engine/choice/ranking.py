@@ -350,8 +350,7 @@ def _probe(
     opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
     counts = sorted(plan)
-    floors = [bd.count_floors(req.workload.kind, p, n, co.usd_per_gpu_hour(
-        plan[n][0], p.gpu, req.settings) if plan[n][0] is not None else None) for n in counts]
+    floors = _count_floors(req, p, plan, counts)
     # the figures of every count below the minima as given, at once (the minima only fall
     # below, so the counts the loop estimates are among them)
     asked = [n for n, (lbc, lbt) in zip(counts, floors, strict=True)
@@ -372,6 +371,31 @@ def _probe(
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest
+
+
+def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | None, int]],
+                  counts: list[int]) -> list[tuple[float, float]]:
+    """:func:`bounds.count_floors` of each of ``counts`` at its offer in ``plan`` (serving:
+    with the count's own latency floor, at the fastest network any offer has, as the GPU's
+    floors are taken)."""
+    workload = req.workload
+    kind = workload.kind
+    fast = (req.offers.fastest_network_gpu(p.gpu, req.constraints) if kind == "inference"
+            else None)
+    out = []
+    for n in counts:
+        offer = plan[n][0]
+        usd = co.usd_per_gpu_hour(offer, p.gpu, req.settings) if offer is not None else None
+        latency = 0.0 if fast is None else bd.count_latency_floor(workload, fast, n, req.memo)
+        out.append(bd.count_floors(kind, p, n, usd, latency))
+    return out
+
+
+def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:
+    """The (cost, time) floors of every count of ``p`` the offers plan (the balanced
+    search's bound of a GPU not yet evaluated: :class:`search.BalancedSearch`)."""
+    plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+    return _count_floors(req, p, plan, sorted(plan))
 
 
 def _option(
@@ -487,6 +511,9 @@ class Search:
         opts, rest = _probe(self.req, p, c_min, t_min)
         self.probed.extend(opts)
         return opts, rest
+
+    def floors(self, p: bd.Pending) -> list[tuple[float, float]]:
+        return balanced_floors(self.req, p)
 
     def minima(self) -> bd.Minima:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
@@ -689,7 +716,8 @@ def recommend(
             pending.append(got)
 
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
-                        state.value, state.probe, slack=ranking_slack(objective, c))
+                        state.value, state.probe, slack=ranking_slack(objective, c),
+                        floors=state.floors)
     mins = state.minima()
     rnd = rounder()
     chosen: list[tuple[Ranked, float, list[Notice]]] = []

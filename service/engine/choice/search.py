@@ -28,6 +28,8 @@ Value = Callable[[Ranked, Minima], float]
 Probe = Callable[[Pending, float, float], tuple[list[Ranked], list[tuple[float, float]]]]
 """Balanced: evaluates only the counts of a GPU whose (cost, time) floors are below the given
 minima (C, T); returns their feasible priced options and the floors of the counts left out."""
+CountFloors = Callable[[Pending], list[tuple[float, float]]]
+"""Balanced: the (cost, time) floors of each count of a GPU (:func:`bounds.count_floors`)."""
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,16 @@ def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
 
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value,
-    probe: Probe | None = None, slack: float = 1.0,
+    probe: Probe | None = None, slack: float = 1.0, floors: CountFloors | None = None,
 ) -> list[Skipped]:
     """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
     ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds.
     ``slack``: a GPU is skipped only when its bound exceeds the ``limit``-th best value times
     ``slack`` (cost and time rank within a tolerance of the best, not by the value alone:
-    :func:`service.engine.choice.ranking.ranking_slack`)."""
+    :func:`service.engine.choice.ranking.ranking_slack`). ``floors``: balanced, each count's
+    floors of a GPU, which bound it tighter than its own (cost, time) floors."""
     if objective == "balanced":
-        return BalancedSearch(pending, limit, evaluate, value, probe).run()
+        return BalancedSearch(pending, limit, evaluate, value, probe, floors).run()
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
     worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
     for i, p in enumerate(order):
@@ -147,14 +150,21 @@ class BalancedSearch:
     is above the last test's cut is passed over (every later test still checks it); if the
     search runs out with some passed over, those are evaluated best bound first.
 
+    A GPU's own floors bound its cost and time apart (the cheapest count and the fastest
+    one); where that bound is not above the cut, its counts' floors (``floors``: each count's
+    cost and time together) are taken, once per GPU, and its bound is the least of theirs.
+
     GPUs are named by their index into :attr:`order`."""
 
     def __init__(self, pending: list[Pending], limit: int, evaluate: Evaluate, value: Value,
-                 probe: Probe | None) -> None:
+                 probe: Probe | None, floors: CountFloors | None = None) -> None:
         self.limit = limit
         self.evaluate = evaluate
         self.value = value
         self.probe = probe
+        self.floors = floors
+        self.count_floors: dict[int, list[tuple[float, float]]] = {}
+        """GPU -> its counts' (cost, time) floors, where taken (:meth:`_bound`)."""
         self.order = _balanced_order(pending)
         self.mins = Minima()
         """C and T: the least cost and time of the priced options found so far (unpriced
@@ -220,6 +230,14 @@ class BalancedSearch:
         if probed is not None:
             floors = probed.floors
             best = probed.scored.best(mins, self.value)
+        elif self.floors is not None:
+            coarse = BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
+            if coarse > self.cut:
+                return coarse
+            found = self.count_floors.get(j)
+            if found is None:
+                found = self.count_floors[j] = self.floors(q)
+            floors = found or floors
         for lbc, lbt in floors:
             best = min(best, BALANCED_WEIGHT * lbc / c_min + (1 - BALANCED_WEIGHT) * lbt / t_min)
         return best

@@ -144,6 +144,18 @@ def _latency_ms(p: Array, g: Array, b: int) -> float:
 
 
 @_jit
+def least_latency_ms(params: Array, gemms: Array, rows: Ints, b: int) -> float:
+    """The least :func:`_latency_ms` at batch ``b`` over the table rows ``rows``."""
+    best = math.inf
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        value = _latency_ms(params[i], gemms[i], b)
+        if value < best:
+            best = value
+    return best
+
+
+@_jit
 def split_plan(
     params: Array, gemms: Array, caps: Ints, limits: Ints, capacities: Ints, order: Ints,
     n: int, target: float, fixed: int, latency_mode: bool, top_auto: int, step: float,
@@ -235,6 +247,13 @@ class SplitTable:
         found = self.orders[n] = np.array([self.rows[s] for s in fitting], np.int64)
         return found
 
+    def rows_of(self, ctx: Context, splits: list[tuple[int, int]]) -> Ints:
+        """The table rows of ``splits``, those not there yet added first (at once)."""
+        new = [s for s in splits if s not in self.rows]
+        if new:
+            self._extend(ctx, new)
+        return np.array([self.rows[s] for s in splits], np.int64)
+
     def row(self, ctx: Context, tp: int, pp: int) -> int:
         """The table row of split (tp, pp), added first when it is not there yet."""
         found = self.rows.get((tp, pp))
@@ -281,3 +300,4 @@ def warm_up() -> None:
     one = np.ones(1, np.int64)
     split_plan(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
                np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001)
+    least_latency_ms(p, g, np.zeros(1, np.int64), 1)

@@ -712,6 +712,7 @@ class Context:
         self._splits: dict[int, list[tuple[int, int]]] = {}
         self._lengths: dict[tuple[int, float, float], Lengths] = {}
         self._table: cs.SplitTable | None = None
+        self._least: dict[tuple[int, int], float] = {}
         self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
                                 and model.experts <= 1)
         """Whether :meth:`split_plan` runs (dense transformers: see :mod:`compiled_serving`)."""
@@ -815,6 +816,29 @@ class Context:
             else:
                 found = self.model(tp, pp).timing(batch)
             self._timings[local] = found
+        return found
+
+    def least_latency_ms(self, gpu_count: int, batch: int) -> float:
+        """The least end-to-end latency [ms] at ``batch`` over the splits of ``gpu_count``
+        (:func:`latencies` of :meth:`timing`; inf for none), once per context and count: the
+        split table's rows timed in one compiled pass where :attr:`compiled_splits` (the same
+        floats)."""
+        key = (gpu_count, batch)
+        found = self._least.get(key)
+        if found is None:
+            splits = self.splits(gpu_count)
+            if self.compiled_splits and splits:
+                table = self._table
+                if table is None:
+                    table = self._table = cs.SplitTable()
+                rows = table.rows_of(self, splits)  # first: it may grow the arrays
+                found = cs.least_latency_ms(table.params, table.gemms, rows, batch)
+            else:
+                spec = self.workload.inference
+                assert spec is not None
+                found = min((latencies(spec, self.timing(tp, pp, batch))[2]
+                             for tp, pp in splits), default=math.inf)
+            self._least[key] = found
         return found
 
     def capacity_batch(self, tp: int, pp: int = 1) -> int | None:
