@@ -256,7 +256,11 @@ class BalancedSearch:
             if not self.maybe:
                 break
             for j in list(self.maybe):
-                self._settle(j)
+                # the minima fell since the list was taken: a GPU whose floors are no longer
+                # below them would be probed for nothing (its counts' floors are its bound)
+                q = order[j]
+                if q.lb_cost < self.mins.money or q.lb_time < self.mins.time:
+                    self._settle(j)
         if self.maybe or not 0 < self.mins.time < INF:
             return None
         mins, limit = self.mins, self.limit
