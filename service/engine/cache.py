@@ -33,14 +33,15 @@ DEFAULT_MAX_ENTRIES = 16_384
 an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
-TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 4096, "training_tables": 512,
+TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 16384, "training_tables": 512,
                                 "serving_base": 40960, "cnn_network": 8192}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
 and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
-4,096 of them, ~8 MB. A ``training_tables`` entry (a model's training GEMM rows on one device
+16,384 of them, up to ~32 MB (a serving ranking's bounds take one per GPU type at TP 1: at
+4,096 a 5,000-type catalog rebuilt all of them on every request, ~0.4 s of its profile). A ``training_tables`` entry (a model's training GEMM rows on one device
 for each TP degree, :mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A
 ``serving_base`` entry (a split's packed serving figures, 43 floats, and its GEMM table,
 ~5 KB, which ``layer_ops`` holds too while it keeps it) is ~6 KB as ``stats`` counts it:
