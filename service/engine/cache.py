@@ -41,15 +41,15 @@ entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the curre
 and the last.
 A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree) is ~2 KB:
 16,384 of them, up to ~32 MB (a serving ranking's bounds take one per GPU type at TP 1: at
-4,096 a 5,000-type catalog rebuilt all of them on every request, ~0.4 s of its profile). A ``training_tables`` entry (a model's training GEMM rows on one device
-for each TP degree, :mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A
-``serving_base`` entry (a split's packed serving figures, 43 floats, and its GEMM table,
-~5 KB, which ``layer_ops`` holds too while it keeps it) is ~6 KB as ``stats`` counts it:
-40,960 of them, up to ~240 MB, which only a catalog of thousands of GPU types fills (the
-synthetic 5,000-type one: 31,843 entries, ~190 MB, one LLM ranking's working set; FIFO
-eviction of a smaller table keeps none of it: 4,096 or 16,384 entries left its 5,000-type
-ranking at 8.6-9.5 s, 40,960 at 4.6 s). On the seeded catalog 300 varied LLM serving
-requests left 504 entries, ~3 MB.
+4,096 a 5,000-type catalog rebuilt all of them on every request, ~0.4 s of its profile). A
+``training_tables`` entry (a model's training GEMM rows on one device for each TP degree,
+:mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A ``serving_base`` entry (a
+split's packed serving figures, 43 floats, and its GEMM table, ~5 KB, which ``layer_ops`` holds
+too while it keeps it) is ~6 KB as ``stats`` counts it: 40,960 of them, up to ~240 MB, which
+only a catalog of thousands of GPU types fills (the synthetic 5,000-type one: 31,843 entries,
+~190 MB, one LLM ranking's working set; FIFO eviction of a smaller table keeps none of it:
+4,096 or 16,384 entries left its 5,000-type ranking at 8.6-9.5 s, 40,960 at 4.6 s). On the
+seeded catalog 300 varied LLM serving requests left 504 entries, ~3 MB.
 A ``cnn_network`` entry (a CNN's layer table on one device for inference, :class:`physics.cnn.Net`,
 ~31 KB; ~0.4 ms to build) : 8,192 of them, up to ~250 MB, only on a catalog of thousands of
 GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen."""

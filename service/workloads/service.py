@@ -297,6 +297,7 @@ def rank_for(
             explained=explained,
         )
         caches.rankings.put(key, rec)
+        caches.settle_collector()
     fleet = None
     if workload.inference is not None and workload.inference.traffic:
         fleet = _fleet(workload, catalog.specs, offers, constraints, cost_settings,
