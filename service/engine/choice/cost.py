@@ -391,14 +391,25 @@ def unit_rates(
     workload: Workload, est: Estimate, replicas: int, usd_per_hour: float | None
 ) -> tuple[float | None, float | None, float | None]:
     """(usd_per_million_output_tokens, usd_per_1k_requests, kWh per the same unit)."""
-    spec = workload.inference
-    if workload.kind != "inference" or spec is None:
+    if workload.kind != "inference" or workload.inference is None:
         return None, None, None
-    kw = (est.power_w or 0.0) / 1000.0 * replicas
-    capacity_rps = (est.requests_per_s or 0.0) * replicas
+    return unit_rates_of(workload, est.power_w, est.requests_per_s, est.tokens_per_s, replicas,
+                         usd_per_hour)
+
+
+def unit_rates_of(
+    workload: Workload, power_w: float | None, requests_s: float | None,
+    tokens_s: float | None, replicas: int, usd_per_hour: float | None,
+) -> tuple[float | None, float | None, float | None]:
+    """:func:`unit_rates` of a serving option from its estimate's figures (power [W],
+    requests/s and output tokens/s of one group) rather than the estimate."""
+    spec = workload.inference
+    assert spec is not None
+    kw = (power_w or 0.0) / 1000.0 * replicas
+    capacity_rps = (requests_s or 0.0) * replicas
     served = served_fraction(spec.target_requests_per_s, capacity_rps)
     if is_llm_serving(workload):
-        per_hour_units = (est.tokens_per_s or 0.0) * replicas * served * SECONDS_PER_HOUR
+        per_hour_units = (tokens_s or 0.0) * replicas * served * SECONDS_PER_HOUR
         scale = TOKENS_PER_MILLION
     else:
         per_hour_units = capacity_rps * served * SECONDS_PER_HOUR

@@ -117,15 +117,18 @@ class LightOption:
     is then dropped."""
 
     __slots__ = ("gpu", "offer", "instances", "money", "time", "energy", "proxy", "first_fit",
-                 "gpu_count", "usd_per_hour", "_made", "_make")
+                 "gpu_count", "usd_per_hour", "idle_gpus", "padded", "_made", "_make")
 
     def __init__(self, gpu: GpuSpec, offer: Offer | None, instances: int, gpu_count: int,
                  usd_per_hour: float | None, money: float | None, time: float, energy: float,
-                 proxy: float, first_fit: int, make: Callable[[], Option]) -> None:
+                 proxy: float, first_fit: int, make: Callable[[], Option],
+                 idle_gpus: bool = False, padded: bool = False) -> None:
         self.gpu, self.offer, self.instances = gpu, offer, instances
         self.gpu_count, self.usd_per_hour = gpu_count, usd_per_hour
         self.money, self.time, self.energy, self.proxy = money, time, energy, proxy
         self.first_fit = first_fit
+        self.idle_gpus, self.padded = idle_gpus, padded
+        """Serving: what ``ranking.idle_gpus`` and ``ranking.padded`` read off the estimate."""
         self._made: Option | None = None
         self._make: Callable[[], Option] | None = make
 

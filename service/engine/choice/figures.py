@@ -15,8 +15,11 @@ the same functions the estimate and the costing call in the same order
 counts of a GPU type a ranking evaluates at once (the rate once per network, the steps planned
 together). The ranking keeps such options as :class:`~service.engine.choice.explain.LightOption`
 and builds the full option only for the ones it lists (tests/differential.py holds every answer
-byte for byte). Inference options are always built in full: their figures come out of the
-serving searches that build the estimate.
+byte for byte). Serving options in throughput mode likewise (:func:`serving_figures`): their
+figures come out of the serving searches (:func:`estimate.serving_point`, the split chosen
+and its capacity and load timings, the estimate's own code) and the same costing, without the
+estimate's layout, memory breakdown, warnings, fixes and assumptions; latency mode and the
+serving models without a compiled split table (MoE, CNNs) are built in full.
 
 An option that misses a limit (memory, idle replicas, max_gpus, deadline, budget, $/h), a
 single-module device asked for several modules and a GPU without the job's rate get None: the
@@ -38,8 +41,11 @@ from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
+    ServingPoint,
     compute_job_seconds,
+    copies_needed,
     power_w,
+    serving_point,
     sustained_samples_s,
     training_hours,
     workload_rate,
@@ -63,7 +69,11 @@ class Figures:
     energy: float
     """kWh to finish (inf: no stated length)."""
     proxy: float
-    """GPU-hours to finish (GPUs for a job of no stated length)."""
+    """GPU-hours to finish (GPUs for a job of no stated length); serving: per unit of work."""
+    idle_gpus: bool = False
+    """Serving: some of the GPUs hold no replica (:func:`ranking.idle_gpus`)."""
+    padded: bool = False
+    """Serving: more replicas or pipeline stages than the load needs (:func:`ranking.padded`)."""
 
 
 Count = tuple[int, Offer | None, int]
@@ -154,6 +164,50 @@ def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _
         return None
     energy = None if hours is None else power * hours / 1000.0  # the estimate's kWh
     return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
+
+
+def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | None,
+                    instances: int, settings: CostSettings, constraints: Constraints,
+                    memo: Memo) -> Figures | None:
+    """The ranked figures of a serving option of ``n`` x ``gpu_n`` (the GPU as the count runs
+    it) on ``instances`` of ``offer``, as :func:`ranking._metrics` gives them from the full
+    estimate and cost, in throughput mode (the same floats: :func:`estimate.serving_point`,
+    :func:`cost.unit_rates_of`); None where the full option is needed: no serving point,
+    a latency limit or a cost limit missed (their failures carry the reason and the fix)."""
+    point = serving_point(workload, gpu_n, n, memo)
+    if point is None or point.latency_ok is False:
+        return None
+    spec = workload.inference
+    assert spec is not None
+    replicas = copies_needed(spec.target_requests_per_s, point.requests_s)  # cost's copies
+    gpus = n * replicas
+    usd_h = None
+    if offer is not None:
+        usd_h = co.hourly_usd(offer, instances, replicas, point.power_w, settings)[0]
+    # explain.limit_failure's limits after memory and latency (no deadline or total here)
+    if first_cost_limit(constraints, gpus, None, None, usd_h) is not None:
+        return None
+    per_mtok, per_1k, energy = co.unit_rates_of(workload, point.power_w, point.requests_s,
+                                                point.tokens_s, replicas, usd_h)
+    g_mtok, g_1k, _ = co.unit_rates_of(workload, point.power_w, point.requests_s,
+                                       point.tokens_s, replicas, float(gpus))
+    unit_proxy = g_mtok if g_mtok is not None else g_1k
+    unit_money = per_mtok if per_mtok is not None else per_1k
+    padded = point.deeper or _more_replicas(spec.target_requests_per_s, point)
+    return Figures(n, usd_h, unit_money if offer is not None else None, point.latencies[2],
+                   energy if energy is not None else math.inf,
+                   unit_proxy if unit_proxy is not None else math.inf,
+                   n % (point.tp * point.pp) != 0, padded)
+
+
+def _more_replicas(target: float | None, point: ServingPoint) -> bool:
+    """:func:`ranking.padded`'s replica test: more replicas than the target needs."""
+    if not target or not point.replicas or point.replicas <= 1:
+        return False
+    per_replica = point.requests_s / point.replicas
+    if per_replica <= 0:
+        return False
+    return copies_needed(target, per_replica) < point.replicas
 
 
 def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: float | None,

@@ -291,10 +291,10 @@ def _evaluate_gpu(
             # allow: fall back to the throughput-optimal one, the lowest latency they leave
             opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
         serving = workload.inference is not None
-        if serving and idle_gpus(workload, opt.est):
+        if serving and _idle(workload, opt):
             skipped_idle = True
             continue
-        if serving and n > smallest and padded(workload, opt.est):
+        if serving and n > smallest and _padded(workload, opt):
             continue
         if miss is None:
             options.append(opt)
@@ -340,6 +340,16 @@ def padded(workload: Workload, est: Estimate) -> bool:
     return copies_needed(spec.target_requests_per_s, per_replica) < est.replicas
 
 
+def _idle(workload: Workload, opt: Ranked) -> bool:
+    """:func:`idle_gpus` of an option, read off its light figures when it has no estimate."""
+    return opt.idle_gpus if isinstance(opt, LightOption) else idle_gpus(workload, opt.est)
+
+
+def _padded(workload: Workload, opt: Ranked) -> bool:
+    """:func:`padded` of an option, read off its light figures when it has no estimate."""
+    return opt.padded if isinstance(opt, LightOption) else padded(workload, opt.est)
+
+
 def _probe(
     req: Request, p: bd.Pending, c_min: float, t_min: float
 ) -> tuple[list[Ranked], list[tuple[float, float]]]:
@@ -366,8 +376,8 @@ def _probe(
         opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=light[n])
         serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
-                idle_gpus(req.workload, opt.est)
-                or (n > min(plan) and padded(req.workload, opt.est)))):
+                _idle(req.workload, opt)
+                or (n > min(plan) and _padded(req.workload, opt)))):
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest
@@ -409,16 +419,23 @@ def _option(
     fig: fg.Figures | None = None,
 ) -> tuple[Ranked, Failure | None]:
     """The option of ``n`` GPUs of ``p.gpu`` on ``instances`` of ``offer`` (estimated at the
-    offer's network when they span nodes), and the first limit it misses. A compute or
-    training job's option that misses no limit is a :class:`LightOption` (its figures
-    ``fig``, :mod:`figures`; None: it needs building); the estimate and cost are built if it
-    is listed."""
-    if req.workload.kind != "inference":
-        if fig is not None:
-            return LightOption(
-                p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,
-                fig.energy, fig.proxy, p.first,
-                lambda: _full_option(req, p, n, offer, instances, latency_mode)[0]), None
+    offer's network when they span nodes), and the first limit it misses. An option that
+    misses no limit is a :class:`LightOption` where its figures are known without the
+    estimate (compute and training jobs: ``fig``, :func:`figures.figures_of`; None: it needs
+    building; serving in throughput mode: :func:`figures.serving_figures`); the estimate and
+    cost are built if it is listed."""
+    if req.workload.kind == "inference" and not latency_mode:
+        # a GPU probed and then evaluated in full asks twice
+        key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints)
+        fig = req.memo.get("serving_figures", key, lambda: fg.serving_figures(
+            req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, offer, instances,
+            req.settings, req.constraints, req.memo))
+    if fig is not None:
+        return LightOption(
+            p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,
+            fig.energy, fig.proxy, p.first,
+            lambda: _full_option(req, p, n, offer, instances, latency_mode)[0],
+            fig.idle_gpus, fig.padded), None
     return _full_option(req, p, n, offer, instances, latency_mode)
 
 

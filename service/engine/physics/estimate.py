@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
@@ -595,21 +595,10 @@ def _estimate_inference(
     cap_timing, timing, in_group = found
     placement, size = ctx.placement(n, tp, pp), ctx.sizing(tp, pp)
     batch = timing.batch
-    ttft, tpot, latency = inf.latencies(spec, timing)
-    has_limits = any(
-        x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
-    )
-    latency_ok = inf.meets(spec, timing) if has_limits else None
-    requests_s = inf.requests_per_s(spec, cap_timing, placement.pp, placement.replicas)
-    tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
-    offered = None
-    deeper = False
-    if target:
-        copies = copies_needed(target, requests_s)
-        offered = target / copies
-        if spec.batch_size is None and pp > 1:
-            deeper = _shallower_pipeline_carries(ctx, tp, pp, target,
-                                                 copies * placement.replicas)
+    point = _point(ctx, n, tp, pp, cap_timing, timing)
+    ttft, tpot, latency = point.latencies
+    latency_ok, requests_s, tokens_s = point.latency_ok, point.requests_s, point.tokens_s
+    offered, deeper = point.offered, point.deeper
     if target is not None and requests_s < target:
         replicas_needed = math.ceil(target / (requests_s / placement.replicas))
         warnings.append(
@@ -621,7 +610,7 @@ def _estimate_inference(
     dominant = timing.prefill
     if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
         dominant = timing.decode
-    power = power_w(gpu, n)
+    power = point.power_w
     # memory is sized for the capacity batch: the replica must hold the load's peaks
     breakdown = size.breakdown(cap_timing.batch)
     fixes, reasons, needed = _inference_fixes(workload, gpu, n, prec, fits, breakdown, memo)
@@ -657,6 +646,77 @@ def _estimate_inference(
                      if spec.runtime == "llama.cpp" else _assumptions(c.INFERENCE_KEYS)),
         compute_tflops_used=rate.tflops,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ServingPoint:
+    """What an inference estimate derives from its split and timings, and a ranking compares:
+    :func:`serving_point` gives it without the rest of the estimate."""
+
+    tp: int
+    pp: int
+    replicas: int
+    """Replicas in the group of ``gpu_count`` GPUs (the placement's)."""
+    latencies: tuple[float, float | None, float]
+    """(ttft_ms, tpot_ms, latency_ms) at the batch the load runs at."""
+    latency_ok: bool | None
+    """Whether that batch meets the latency limits (None: the workload sets none)."""
+    requests_s: float
+    """Requests/s of the group at its capacity batch."""
+    tokens_s: float | None
+    offered: float | None
+    """Requests/s each copy of the group carries under the target (None: no target)."""
+    deeper: bool
+    """The pipeline is deeper than the model and the load need."""
+    power_w: float
+
+
+def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
+           timing: inf.Timing) -> ServingPoint:
+    """The figures of split (tp, pp) on ``n`` GPUs at its capacity and load timings."""
+    spec = ctx.workload.inference
+    assert spec is not None
+    replicas = max(1, n // (tp * pp))  # the placement's (serving.Context.placement)
+    has_limits = any(
+        x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
+    )
+    latency_ok = inf.meets(spec, timing) if has_limits else None
+    requests_s = inf.requests_per_s(spec, cap_timing, pp, replicas)
+    tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
+    offered = None
+    deeper = False
+    target = spec.target_requests_per_s
+    if target:
+        copies = copies_needed(target, requests_s)
+        offered = target / copies
+        if spec.batch_size is None and pp > 1:
+            deeper = _shallower_pipeline_carries(ctx, tp, pp, target, copies * replicas)
+    return ServingPoint(tp, pp, replicas, inf.latencies(spec, timing), latency_ok, requests_s,
+                        tokens_s, offered, deeper, power_w(ctx.gpu, n))
+
+
+def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> ServingPoint | None:
+    """:func:`estimate`'s serving figures for ``n`` x ``gpu`` (throughput mode, the same
+    floats), without building the estimate: None where the estimate is needed for what it
+    explains or runs another path (a single-module device asked for several, no rate, no
+    compiled split table (MoE, CNNs), no split that fits, no batch)."""
+    if n > 1 and par.single_module(gpu):
+        return None
+    rate = workload_rate(workload, gpu)
+    spec = workload.inference
+    if rate is None or spec is None:
+        return None
+    ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
+    if not ctx.compiled_splits:
+        return None
+    min_batch = spec.batch_size or 1
+    if not any(ctx.fits(tp, pp, min_batch) for tp, pp in ctx.splits(n)):
+        return None
+    chosen = ctx.split_plan(n, False, SPLIT_TIE)
+    if chosen is None:
+        return None
+    tp, pp, cap_b, load_b, _ = chosen
+    return _point(ctx, n, tp, pp, ctx.timing(tp, pp, cap_b), ctx.timing(tp, pp, load_b))
 
 
 def _inference_fixes(
