@@ -734,7 +734,9 @@ def recommend(
 
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
                         state.value, state.probe, slack=ranking_slack(objective, c),
-                        floors=state.floors)
+                        # serving's counts differ in GPUs paid and latency; a job's counts
+                        # only in the time floor H / n, which pruned nothing more (5,000 types)
+                        floors=state.floors if workload.kind == "inference" else None)
     mins = state.minima()
     rnd = rounder()
     chosen: list[tuple[Ranked, float, list[Notice]]] = []

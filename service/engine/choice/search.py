@@ -232,8 +232,8 @@ class BalancedSearch:
             best = probed.scored.best(mins, self.value)
         elif self.floors is not None:
             coarse = BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
-            if coarse > self.cut:
-                return coarse
+            if coarse > self.cut or self.cut == INF:
+                return coarse  # no test yet (cut inf): nothing to compare a tighter bound with
             found = self.count_floors.get(j)
             if found is None:
                 found = self.count_floors[j] = self.floors(q)
