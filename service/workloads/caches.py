@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -38,12 +39,16 @@ SNAPSHOT_SLOTS = 8
 """Snapshots kept per kind (one per database and revision in use)."""
 
 FREEZE_GROWTH = 5_000
-"""Engine cache entries added since the collector last froze the heap before
-:meth:`AppCaches.settle_collector` freezes it again. A ranking over the seeded catalog adds a
-few hundred at most (a varied stream of them ~500 in its first 300 requests); one over 5,000
-GPU types adds 10,000-60,000 (a device, layer GEMMs, packed serving figures or a CNN's layer
-table per type: up to ~1 million objects the collector would walk). The tables are bounded
-(~300,000 entries in all), so this happens a bounded number of times in a process's life."""
+"""Engine cache entries added since :meth:`AppCaches.settle_collector` last looked before it
+looks again. A ranking over the seeded catalog adds a few dozen to a few hundred; one over
+5,000 GPU types adds 10,000-60,000 (a device, layer GEMMs, packed serving figures or a CNN's
+layer table per type: up to ~1 million objects the collector would walk). The tables are
+bounded (~300,000 entries in all), so it looks a bounded number of times in a process's
+life."""
+FREEZE_PAUSE_S = 0.05
+"""A full collection at least this long [s] means the heap it walked is worth freezing
+(5,000 GPU types: 0.25-0.8 s; the seeded catalog's: a few ms, where freezing gained nothing
+and the more frequent full collections that follow a freeze cost ~3% of a ranking)."""
 
 
 @dataclass
@@ -68,39 +73,40 @@ class AppCaches:
     catalog and quote fingerprints and the minute their offers' ages were taken at."""
     fleets: Fleets = field(default_factory=lambda: SnapshotCache(slots=RANKING_SLOTS))
     """Recent mixed fleets (traffic histograms), keyed like the rankings."""
-    frozen_entries: int = 0
-    """Engine cache entries when :meth:`settle_collector` last froze the heap."""
+    settled_entries: int = 0
+    """Engine cache entries when :meth:`settle_collector` last looked."""
     _freeze_lock: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                          compare=False)
 
-    def settle_collector(self) -> bool:
+    def settle_collector(self, pause_s: float = FREEZE_PAUSE_S) -> bool:
         """After a ranking: when the engine cache has grown by :data:`FREEZE_GROWTH` entries
-        since the last time, collect once and move everything alive into the collector's
-        permanent generation (``gc.freeze``); returns whether it did.
+        since the last look, collect once, and if that took ``pause_s`` or longer, move
+        everything alive into the collector's permanent generation (``gc.freeze``); returns
+        whether it froze.
 
         Why: the server freezes its start-up state (``warm_up_and_freeze``), but a catalog of
         thousands of GPU types fills the engine's tables on its first rankings with ~1 million
-        objects that every later full collection walked again: 0.25-0.8 s inside one ranking
-        in two at 5,000 types. Cache entries are immutable and acyclic, so refcounting still
-        frees a frozen one when its table evicts it. The collection first frees the garbage
-        cycles there are; a cycle that an in-flight request forms later out of objects alive
-        now would not be collected, and the tables are bounded, so this happens a bounded
-        number of times (see :data:`FREEZE_GROWTH`: once full, FIFO eviction keeps their size)
-        and such a leak cannot grow with time."""
+        objects that every later full collection walked again: 0.25-0.8 s inside about one
+        ranking in two at 5,000 types. Cache entries are immutable and acyclic, so
+        refcounting still frees a frozen one when its table evicts it. The collection first
+        frees the garbage cycles there are; a cycle that an in-flight request forms later out
+        of objects alive now would not be collected, and the tables are bounded, so this
+        happens a bounded number of times (see :data:`FREEZE_GROWTH`: once full, FIFO
+        eviction keeps their size) and such a leak cannot grow with time."""
         total = sum(self.engine.sizes().values())
-        if not self._grown(total):
+        if total - self.settled_entries < FREEZE_GROWTH:
             return False
         with self._freeze_lock:
             total = sum(self.engine.sizes().values())
-            if not self._grown(total):
-                return False  # another thread froze it meanwhile
+            if total - self.settled_entries < FREEZE_GROWTH:
+                return False  # another thread looked meanwhile
+            self.settled_entries = total
+            start = time.perf_counter()
             gc.collect()
+            if time.perf_counter() - start < pause_s:
+                return False
             gc.freeze()
-            self.frozen_entries = total
         return True
-
-    def _grown(self, total: int) -> bool:
-        return total - self.frozen_entries >= FREEZE_GROWTH
 
     def clear(self) -> None:
         self.engine.clear()
@@ -109,7 +115,7 @@ class AppCaches:
         self.offer_lists.clear()
         self.rankings.clear()
         self.fleets.clear()
-        self.frozen_entries = 0
+        self.settled_entries = 0
 
 
 async def get_caches(request: Request) -> AppCaches:
