@@ -41,9 +41,9 @@ from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
-    ServingPoint,
     compute_job_seconds,
     copies_needed,
+    more_replicas_than_needed,
     power_w,
     serving_point,
     sustained_samples_s,
@@ -193,21 +193,12 @@ def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | N
                                        point.tokens_s, replicas, float(gpus))
     unit_proxy = g_mtok if g_mtok is not None else g_1k
     unit_money = per_mtok if per_mtok is not None else per_1k
-    padded = point.deeper or _more_replicas(spec.target_requests_per_s, point)
+    padded = point.deeper or more_replicas_than_needed(spec.target_requests_per_s,
+                                                       point.requests_s, point.replicas)
     return Figures(n, usd_h, unit_money if offer is not None else None, point.latencies[2],
                    energy if energy is not None else math.inf,
                    unit_proxy if unit_proxy is not None else math.inf,
                    n % (point.tp * point.pp) != 0, padded)
-
-
-def _more_replicas(target: float | None, point: ServingPoint) -> bool:
-    """:func:`ranking.padded`'s replica test: more replicas than the target needs."""
-    if not target or not point.replicas or point.replicas <= 1:
-        return False
-    per_replica = point.requests_s / point.replicas
-    if per_replica <= 0:
-        return False
-    return copies_needed(target, per_replica) < point.replicas
 
 
 def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: float | None,

@@ -74,10 +74,10 @@ from service.engine.choice import search as se
 from service.engine.choice.explain import Failure, LightOption, Ranked
 from service.engine.choice.explain import Option as _Option
 from service.engine.physics.estimate import (
-    copies_needed,
     estimate,
     gpu_count_candidates,
     min_gpus_to_fit,
+    more_replicas_than_needed,
     with_efficiency,
 )
 from service.engine.physics.memory_only import memory_estimate
@@ -332,12 +332,10 @@ def padded(workload: Workload, est: Estimate) -> bool:
     spec = workload.inference
     if est.pipeline_deeper_than_needed:
         return True  # 64 H100s in 8 stages where 2 stages carry the load
-    if spec is None or not spec.target_requests_per_s or not est.replicas or est.replicas <= 1:
+    if spec is None:
         return False
-    per_replica = (est.requests_per_s or 0.0) / est.replicas
-    if per_replica <= 0:
-        return False
-    return copies_needed(spec.target_requests_per_s, per_replica) < est.replicas
+    return more_replicas_than_needed(spec.target_requests_per_s, est.requests_per_s or 0.0,
+                                     est.replicas or 0)
 
 
 def _idle(workload: Workload, opt: Ranked) -> bool:

@@ -241,10 +241,7 @@ class SplitTable:
         if found is not None:
             return found
         fitting = [s for s in ctx.splits(n) if ctx.fits(s[0], s[1], batch)]
-        new = [s for s in fitting if s not in self.rows]
-        if new:
-            self._extend(ctx, new)
-        found = self.orders[n] = np.array([self.rows[s] for s in fitting], np.int64)
+        found = self.orders[n] = self.rows_of(ctx, fitting)
         return found
 
     def rows_of(self, ctx: Context, splits: list[tuple[int, int]]) -> Ints:

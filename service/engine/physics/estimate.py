@@ -449,6 +449,17 @@ def copies_needed(spec_target: float | None, capacity_rps: float) -> int:
     return max(1, math.ceil(spec_target / capacity_rps - 1e-9))
 
 
+def more_replicas_than_needed(target: float | None, requests_s: float, replicas: int) -> bool:
+    """Whether ``replicas`` replicas that complete ``requests_s`` requests/s together hold
+    more of them than ``target`` requests/s needs (False without a target or one replica)."""
+    if not target or not replicas or replicas <= 1:
+        return False
+    per_replica = requests_s / replicas
+    if per_replica <= 0:
+        return False
+    return copies_needed(target, per_replica) < replicas
+
+
 def operating_batch(
     ctx: inf.Context, tp: int, pp: int, capacity_batch: int, load_rps: float
 ) -> int:
