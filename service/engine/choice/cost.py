@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from service.engine.cache import Memo, memo_of
 from service.engine.constants import POWER_UTILIZATION
@@ -83,6 +84,9 @@ class OfferIndex:
 
     MAX_ENTRIES = 65_536
     """Remembered answers per index; past it they are computed and not stored."""
+    MAX_SCREENS = 16
+    """Screen tables per index (:mod:`screen`: one per catalog, place and price filter, count
+    cap and precision; each ~1 MB at 5,000 GPU types); past it the oldest is dropped."""
 
     def __init__(self, offers: Iterable[Offer]) -> None:
         self.groups = group_offers(offers)
@@ -90,6 +94,8 @@ class OfferIndex:
         self._cheapest: dict[tuple[object, ...], float | None] = {}
         self._fastest: dict[tuple[object, ...], GpuSpec] = {}
         self._plans: dict[tuple[object, ...], dict[int, tuple[Offer, int]]] = {}
+        self.screens: dict[tuple[object, ...], tuple[object, Any]] = {}
+        """The screen tables of this offer list (:func:`screen.table`)."""
 
     @staticmethod
     def _place(slug: str, c: Constraints) -> tuple[object, ...]:

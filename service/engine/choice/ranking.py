@@ -70,6 +70,7 @@ from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import figures as fg
+from service.engine.choice import screen as sc
 from service.engine.choice import search as se
 from service.engine.choice.explain import Failure, LightOption, Ranked
 from service.engine.choice.explain import Option as _Option
@@ -228,19 +229,7 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
                       bound.get(req.objective, 0.0), floor)
 
 
-def _network_failure(gpu: GpuSpec, first: int) -> Failure:
-    """Memory needs more GPUs than one node holds, and no offer joins nodes."""
-    per_node = max(1, gpu.max_gpus_per_node)
-    return Failure(
-        0, "network",
-        f"needs {first} GPUs, more than one node holds ({per_node}); no usable quote of it "
-        "offers multi-node clusters over a known network (fabric and rate), so no plan "
-        "spans nodes",
-        Fix("multi_node_offer", first,
-            f"add a quote for an instance of whole nodes whose clusters are offered over a "
-            f"known fabric (InfiniBand, EFA, RoCE, or ethernet with its rate) for {first}+ "
-            "GPUs", "quotes"),
-    )
+_network_failure = sc.network_failure
 
 
 def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, int]], str | None]:
@@ -722,13 +711,13 @@ def recommend(
     index = co.offer_index(offers, memo)
     req = Request(workload, c, cost_settings, objective, memo, needs_price, index)
     state = Search(req)
-    pending: list[bd.Pending] = []
-    for gpu in co.by_slug(gpus).values():
-        got = _screen(req, gpu, index)
-        if isinstance(got, Failure):
-            state.reject(gpu, got)
-        else:
-            pending.append(got)
+    # every GPU type's _screen at once, over the catalog's columns (screen.py)
+    default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
+    pending, failed = sc.screen(workload, gpus if isinstance(gpus, tuple) else list(gpus),
+                                index, c, cost_settings, objective, needs_price,
+                                c.max_gpus or default_cap, memo)
+    for gpu, failure in failed:
+        state.reject(gpu, failure)
 
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
                         state.value, state.probe, slack=ranking_slack(objective, c),

@@ -396,18 +396,22 @@ def _training_efficiency(
     return (samples_s / n) / best
 
 
-def training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
+def training_samples(workload: Workload, seq: int) -> float | None:
+    """Samples (sequences of ``seq`` tokens) the training job runs; None: no length given."""
     spec = workload.training
     assert spec is not None
     if spec.tokens is not None:
-        samples = spec.tokens / seq
-    elif spec.samples is not None:
-        samples = spec.samples
-    elif spec.epochs is not None and spec.dataset_samples is not None:
-        samples = spec.epochs * spec.dataset_samples
-    else:
-        return None
-    return samples / samples_s / 3600.0
+        return spec.tokens / seq
+    if spec.samples is not None:
+        return spec.samples
+    if spec.epochs is not None and spec.dataset_samples is not None:
+        return spec.epochs * spec.dataset_samples
+    return None
+
+
+def training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
+    samples = training_samples(workload, seq)
+    return None if samples is None else samples / samples_s / 3600.0
 
 
 def _training_fixes(
@@ -836,4 +840,5 @@ def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
     return par.least_count(counts, lambda n: _fits(workload, gpu, n, prec, memo))
 
 
-__all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism", "workload_rate"]
+__all__ = ["estimate", "gpu_count_candidates", "min_gpus_to_fit", "Parallelism", "workload_rate",
+           "training_samples"]

@@ -1,0 +1,346 @@
+"""The screen over a catalog's columns: every GPU type's cheap checks and bounds in one pass.
+
+:func:`service.engine.choice.ranking._screen` checks one GPU type at a time and stays the
+reference (tests/unit/test_screen_columns.py compares the two on every GPU of seeded and
+perturbed catalogs, field by field, bit for bit). On a catalog of thousands of types that
+walk cost ~25 us a type (~130 ms of a 5,000-type training ranking), most of it looking up,
+per GPU and per request, facts that do not depend on the workload. Here they are columns:
+
+* :class:`ScreenTable`, one per (GPU list, offer index, constraints, cost settings, count
+  cap, precision), kept by the offer index (:attr:`cost.OfferIndex.screens`, dropped with
+  it when the offer list changes): each GPU type's
+  constraint, precision and quote failures, usable offers, counts, the fastest network its
+  offers give, its rate and memory twin, the cheapest GPU-hour per smallest count, and the
+  per-GPU figures the job floors read (:func:`bounds.training_floor_rate` column, a compute
+  job's sustained rate and bandwidth), as numpy arrays.
+* Per request, the memory search runs once per memory twin (a few dozen, not thousands), and
+  the training and compute floors are array operations in the order the scalar bounds take
+  them (IEEE operations on the same operands give the same bits). Inference floors, which need
+  a serving model per type, stay scalar (:func:`bounds.floors`).
+
+Only the GPU types that pass become :class:`bounds.Pending` objects; failures are the same
+:class:`explain.Failure` values the scalar screen returns.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from service.engine.cache import Memo
+from service.engine.choice import bounds as bd
+from service.engine.choice import cost as co
+from service.engine.choice import explain as ex
+from service.engine.choice.explain import Failure
+from service.engine.physics import kernels, scaling
+from service.engine.physics import parallelism as par
+from service.engine.physics import training as tr
+from service.engine.physics.estimate import (
+    compute_job_efficiency,
+    gpu_count_candidates,
+    min_gpus_to_fit,
+    training_samples,
+)
+from service.engine.physics.memory_only import memory_estimate
+from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
+from service.engine.recommend_types import Constraints, CostSettings, Objective, Offer
+from service.engine.types import Fix, GpuSpec, TransformerModel, Workload
+
+SCREENED_TOLERANCE = Constraints().time_tolerance
+"""The time tolerance of the constraints a table is keyed by (the table never reads it)."""
+
+
+@dataclass
+class ScreenTable:
+    """What the screen reads of one catalog that no workload changes (see the module
+    docstring). Built once per key; its lazily filled parts (:meth:`cheapest`,
+    :meth:`floor_rates`, :meth:`compute_columns`) are pure functions of the key, so two
+    threads filling one store equal values."""
+
+    gpus: tuple[GpuSpec, ...]
+    """Every GPU type, in the ranking's order (:func:`cost.by_slug`)."""
+    failure: tuple[Failure | None, ...]
+    """Per GPU: its constraint, precision or (a price being needed) quote failure."""
+    live: tuple[int, ...]
+    """Indices of the GPUs without such a failure."""
+    usable: tuple[tuple[Offer, ...], ...]
+    counts: tuple[tuple[int, ...], ...]
+    fast: tuple[GpuSpec, ...]
+    """:meth:`cost.OfferIndex.fastest_network_gpu` of each live GPU."""
+    rent: tuple[float | None, ...]
+    rate: tuple[PeakRate | None, ...]
+    """:func:`estimate.workload_rate` of each live GPU (None: no rate at the job's units)."""
+    twin: tuple[int, ...]
+    """Each live GPU's memory twin group (:func:`parallelism.memory_twin`'s key), numbered
+    in order of first appearance; -1: no rate."""
+    twins: tuple[int, ...]
+    """Per twin group, its first live GPU's position in :attr:`live`."""
+    index: co.OfferIndex
+    constraints: Constraints
+    settings: CostSettings
+    cap: int
+    _cheapest: dict[int, list[float | None]] = field(default_factory=dict)
+    _floor_rates: dict[bool, np.ndarray] = field(default_factory=dict)
+    _compute: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def cheapest(self, i: int, smallest: int) -> float | None:
+        """:meth:`cost.OfferIndex.cheapest_gpu_hour` of live GPU ``i`` from ``smallest``."""
+        row = self._cheapest.get(i)
+        if row is None:
+            row = self._cheapest[i] = [None] * (len(self.counts[i]) + 1)
+        k = bisect.bisect_left(self.counts[i], smallest)
+        got = row[k]
+        if got is None:
+            got = self.index.cheapest_gpu_hour(self.gpus[self.live[i]], self.constraints,
+                                               smallest, self.cap, self.settings)
+            row[k] = got if got is not None else _NONE
+        return None if got is _NONE else got
+
+    def floor_rates(self, workload: Workload, memo: Memo) -> np.ndarray:
+        """:func:`training.training_floor_rate` of each live GPU's fastest-network variant
+        (0 where it has no rate)."""
+        transformer = isinstance(workload.model, TransformerModel)
+        got = self._floor_rates.get(transformer)
+        if got is None:
+            got = np.array([
+                tr.training_floor_rate(workload, fast, rate, memo) if rate is not None else 0.0
+                for fast, rate in zip(self.fast, self.rate, strict=True)], dtype=np.float64)
+            self._floor_rates[transformer] = got
+        return got
+
+    def compute_columns(self, workload: Workload, memo: Memo) -> tuple[np.ndarray, np.ndarray]:
+        """Per live GPU: the sustained compute rate x the job's efficiency (the divisor of
+        :func:`estimate.compute_job_seconds`), and the achieved memory bandwidth (1 where
+        it has no rate: never read)."""
+        key = workload.precision == "fp64"
+        got = self._compute.get(key)
+        if got is None:
+            rates, bws = [], []
+            for fast, rate in zip(self.fast, self.rate, strict=True):
+                if rate is None:
+                    rates.append(1.0)
+                    bws.append(1.0)
+                    continue
+                share = _peak_share(fast, rate, memo)
+                sustained = rate.tflops * share * kernels.vendor_factor(fast)
+                rates.append(sustained * compute_job_efficiency(workload, rate))
+                bws.append(bandwidth_gb_s(fast))
+            got = self._compute[key] = (np.array(rates, dtype=np.float64),
+                                        np.array(bws, dtype=np.float64))
+        return got
+
+
+def _peak_share(gpu: GpuSpec, rate: PeakRate, memo: Memo) -> float:
+    """:func:`kernels.peak_share`, from the shared cache as :func:`compute_job_seconds`
+    takes it."""
+    return memo.get("peak_share", (gpu, rate), lambda: kernels.peak_share(gpu, rate))
+
+
+_NONE: float = float("nan")
+"""Marks a cheapest GPU-hour looked up and found missing (a float, so rows stay floats)."""
+
+
+def table(
+    gpus: Sequence[GpuSpec], index: co.OfferIndex, workload: Workload, constraints: Constraints,
+    settings: CostSettings, cap: int, needs_price: bool, memo: Memo,
+) -> ScreenTable:
+    """The :class:`ScreenTable` of ``gpus`` (kept in the shared cache for a tuple the caller
+    passes again unchanged, as the service does with its catalog snapshot's)."""
+    matmul = not (workload.kind == "compute" and workload.compute is not None
+                  and workload.compute.fp64_units != "matrix")
+    # only the fields the table reads: a new budget, deadline or max_gpus (its cap is
+    # apart) shares the table
+    read = replace(constraints, max_gpus=None, budget_usd=None, max_usd_per_hour=None,
+                   deadline_hours=None, time_tolerance=SCREENED_TOLERANCE)
+    args = (index, workload.precision, matmul, read, settings, cap, needs_price)
+    if not isinstance(gpus, tuple):
+        return _build(gpus, *args, memo)
+    key = (id(gpus), len(gpus), *args[1:])
+    found = index.screens.get(key)
+    # the entry holds the tuple itself, so its id cannot be reused while the entry lives
+    if found is not None and found[0] is gpus:
+        held: ScreenTable = found[1]
+        return held
+    got = _build(gpus, *args, memo)
+    if len(index.screens) >= index.MAX_SCREENS:
+        index.screens.pop(next(iter(index.screens)), None)  # the oldest
+    index.screens[key] = (gpus, got)
+    return got
+
+
+def _build(
+    gpus: Iterable[GpuSpec], index: co.OfferIndex, precision: str, matmul: bool,
+    constraints: Constraints, settings: CostSettings, cap: int, needs_price: bool, memo: Memo,
+) -> ScreenTable:
+    ordered = tuple(co.by_slug(gpus).values())
+    failures: list[Failure | None] = []
+    live: list[int] = []
+    usable_l, counts_l, fast_l, rent_l, rate_l, twin_l = [], [], [], [], [], []
+    twin_ids: dict[tuple[object, ...], int] = {}
+    twins: list[int] = []
+    owns = co.owns(constraints)
+    for j, gpu in enumerate(ordered):
+        failure = ex.constraint_failure(gpu, constraints)
+        if failure is None and peak_rate(gpu, precision) is None:  # type: ignore[arg-type]
+            failure = ex.precision_failure(precision)
+        usable = index.usable(gpu.slug, constraints) if failure is None else ()
+        if failure is None and not usable and needs_price:
+            failure = ex.no_quote_failure()
+        failures.append(failure)
+        if failure is not None:
+            continue
+        live.append(j)
+        usable_l.append(usable)
+        counts_l.append(gpu_count_candidates(gpu, cap, memo) or (1,))
+        fast_l.append(index.fastest_network_gpu(gpu, constraints))
+        rent_l.append(co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), constraints)
+                      if owns else None)
+        rate = peak_rate(gpu, precision, matmul=matmul)  # type: ignore[arg-type]
+        rate_l.append(rate)
+        if rate is None:
+            twin_l.append(-1)
+            continue
+        key = (gpu.memory_gb, gpu.max_gpus_per_node, gpu.form_factor,
+               par.fast_domain_size(gpu), rate.precision_used)
+        t = twin_ids.get(key)
+        if t is None:
+            t = twin_ids[key] = len(twins)
+            twins.append(len(live) - 1)
+        twin_l.append(t)
+    return ScreenTable(ordered, tuple(failures), tuple(live), tuple(usable_l), tuple(counts_l),
+                       tuple(fast_l), tuple(rent_l), tuple(rate_l), tuple(twin_l),
+                       tuple(twins), index, constraints, settings, cap)
+
+
+def _floors_column(
+    t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int], memo: Memo,
+    throughput: bool,
+) -> list[bd.Floors]:
+    """:func:`bounds.floors` at each of ``rows`` (live positions) with its smallest count:
+    training and compute jobs as array operations, inference per GPU."""
+    if not rows:
+        return []
+    low = 1 - bd.BOUND_SLACK
+    if workload.kind == "inference":
+        return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
+                for i, first in zip(rows, firsts, strict=True)]
+    at = np.array(rows, dtype=np.intp)
+    has_rate = np.array([t.rate[i] is not None for i in rows], dtype=bool)
+    if workload.kind == "compute":
+        spec = workload.compute
+        assert spec is not None
+        rates, bws = t.compute_columns(workload, memo)
+        comp = spec.total_tflop / rates[at]
+        mem = spec.total_gb_moved / bws[at]
+        hours = np.maximum(comp, mem) / bd.SECONDS_PER_HOUR
+        f = scaling.serial_fraction(spec)
+        weak = spec.memory_gb <= 0
+        n = max(1, t.cap)
+        if n <= 1:
+            time_h = hours
+        elif weak:
+            time_h = hours / (n - f * (n - 1))
+        else:
+            time_h = f * hours + (1.0 - f) * hours / n
+        gh, th = (hours * low).tolist(), (time_h * low).tolist()
+        return [bd.Floors(g, h, 0.0, f, weak) if ok else bd.NO_FLOORS
+                for g, h, ok in zip(gh, th, has_rate.tolist(), strict=True)]
+    spec_t, model = workload.training, workload.model
+    assert spec_t is not None and model is not None
+    seq = (spec_t.seq_len or 1) if isinstance(model, TransformerModel) else 1
+    floor_rate = t.floor_rates(workload, memo)[at]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = tr.training_floor_flops(workload) / floor_rate
+    finite = has_rate & (step > 0) & (step < np.inf)
+    samples = training_samples(workload, seq)
+    if samples is None:  # no length: the cost is usd_per_hour of >= first GPUs
+        return [bd.Floors(float(first) * low) if ok else bd.NO_FLOORS
+                for first, ok in zip(firsts, finite.tolist(), strict=True)]
+    with np.errstate(divide="ignore", invalid="ignore"):  # estimate.training_hours's order
+        hours_t = samples / (spec_t.batch_size / step) / 3600.0
+    time_t = hours_t / max(1, t.cap)
+    gh, th = (hours_t * low).tolist(), (time_t * low).tolist()
+    return [bd.Floors(g, h) if ok else bd.NO_FLOORS
+            for g, h, ok in zip(gh, th, finite.tolist(), strict=True)]
+
+
+def screen(
+    workload: Workload, gpus: Sequence[GpuSpec], index: co.OfferIndex, constraints: Constraints,
+    settings: CostSettings, objective: Objective, needs_price: bool, cap: int, memo: Memo,
+) -> tuple[list[bd.Pending], list[tuple[GpuSpec, Failure]]]:
+    """:func:`ranking._screen` of every GPU of ``gpus``: the pending GPUs (in the catalog's
+    order) and the failed ones with their failures."""
+    t = table(gpus, index, workload, constraints, settings, cap, needs_price, memo)
+    failed: list[tuple[GpuSpec, Failure]] = [
+        (g, f) for g, f in zip(t.gpus, t.failure, strict=True) if f is not None]
+    # the memory search once per twin group, on its first GPU (as memory_twin keys it)
+    group_first = [min_gpus_to_fit(workload, t.gpus[t.live[i]], memo) for i in t.twins]
+    rows: list[int] = []
+    firsts: list[int] = []
+    fits: list[tuple[int, ...]] = []
+    rates: list[float | None] = []
+    fitted: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+    for i, j in enumerate(t.live):
+        gpu, counts, g = t.gpus[j], t.counts[i], t.twin[i]
+        first = group_first[g] if g >= 0 else None
+        if first is None or first > counts[-1]:
+            est = memory_estimate(workload, gpu, counts[-1], memo)
+            failed.append((gpu, ex.memory_failure(gpu, est, first, cap)))
+            continue
+        key = (counts, first)
+        fitting = fitted.get(key)
+        if fitting is None:
+            fitting = fitted[key] = counts[bisect.bisect_left(counts, first):]
+        rate = t.cheapest(i, fitting[0])
+        if rate is None and needs_price:
+            failed.append((gpu, ex.no_quote_failure(first)))
+            continue
+        if rate is None and first > max(1, gpu.max_gpus_per_node):
+            failed.append((gpu, network_failure(gpu, first)))
+            continue
+        rows.append(i)
+        firsts.append(first)
+        fits.append(fitting)
+        rates.append(rate)
+    floors = _floors_column(t, workload, rows, firsts, memo, objective == "balanced")
+    pending: list[bd.Pending] = []
+    inference = workload.kind == "inference"
+    for i, first, fitting, rate, floor in zip(rows, firsts, fits, rates, floors, strict=True):
+        gpu = t.gpus[t.live[i]]
+        lb_cost = bd.cost_floor(floor, rate)
+        lb_time = floor.latency_ms if inference else floor.time_hours
+        if objective == "cost":
+            bound = lb_cost
+        elif objective == "time":
+            bound = lb_time
+        elif objective == "energy":
+            bound = bd.energy_floor(floor, gpu)
+        else:
+            bound = 0.0
+        tier = 1 if rate is None and objective in ("cost", "balanced") else 0
+        if tier and objective == "balanced":
+            lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned in tier 1
+        pending.append(bd.Pending(gpu, t.usable[i], t.rent[i], first, fitting, cap, tier,
+                                  lb_cost, lb_time, bound, floor))
+    return pending, failed
+
+
+def network_failure(gpu: GpuSpec, first: int) -> Failure:
+    """Memory needs more GPUs than one node holds, and no offer joins nodes."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    return Failure(
+        0, "network",
+        f"needs {first} GPUs, more than one node holds ({per_node}); no usable quote of it "
+        "offers multi-node clusters over a known network (fabric and rate), so no plan "
+        "spans nodes",
+        Fix("multi_node_offer", first,
+            f"add a quote for an instance of whole nodes whose clusters are offered over a "
+            f"known fabric (InfiniBand, EFA, RoCE, or ethernet with its rate) for {first}+ "
+            "GPUs", "quotes"),
+    )
+
+
+__all__ = ["ScreenTable", "network_failure", "screen", "table"]
