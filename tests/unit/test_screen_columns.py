@@ -18,7 +18,7 @@ from service.engine.choice.bounds import Pending
 from service.engine.choice.cost import OfferIndex, by_slug
 from service.engine.choice.explain import Failure
 from service.engine.recommend_types import Constraints, CostSettings, Objective
-from service.engine.types import ComputeSpec, GpuSpec, TrainingSpec, Workload
+from service.engine.types import ComputeSpec, GpuSpec, InferenceSpec, TrainingSpec, Workload
 from service.presets.catalog import PRESETS
 from tests.unit.catalog_data import load_gpus, load_offers
 from tests.unit.test_ranking_pruning import OBJECTIVES, WORKLOADS, synthetic
@@ -34,6 +34,10 @@ MORE = {
         kind="compute", precision="fp64",
         compute=ComputeSpec(total_tflop=2e5, total_gb_moved=1e3, memory_gb=0,
                             fp64_units="matrix", serial_fraction=0.02)),
+    "llama-405b-serve": Workload(
+        kind="inference", precision="bf16", model=PRESETS["llama-3.1-405b"].model,
+        inference=InferenceSpec(prompt_tokens=2048, output_tokens=256, max_ttft_ms=3000,
+                                target_requests_per_s=2)),
     "fp32-compute-large": Workload(
         kind="compute", precision="fp32",
         compute=ComputeSpec(total_tflop=1e6, total_gb_moved=5e5, memory_gb=900)),
@@ -45,7 +49,8 @@ CONSTRAINTS = {
     "budget": Constraints(budget_usd=5e5, deadline_hours=400.0),
     "on_prem": Constraints(deployment="on_prem"),
     "vendors_power": Constraints(vendors=("nvidia",), max_power_w=450.0),
-    "fast_link": Constraints(require_fast_interconnect=True, exclude_gpu_slugs=("nvidia-h100-sxm5-80gb",)),
+    "fast_link": Constraints(require_fast_interconnect=True,
+                             exclude_gpu_slugs=("nvidia-h100-sxm5-80gb",)),
 }
 
 

@@ -283,10 +283,12 @@ def screen(
     fits: list[tuple[int, ...]] = []
     rates: list[float | None] = []
     fitted: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+    no_network: dict[tuple[int, int], Failure] = {}
     for i, j in enumerate(t.live):
         gpu, counts, g = t.gpus[j], t.counts[i], t.twin[i]
         first = group_first[g] if g >= 0 else None
         if first is None or first > counts[-1]:
+            # per GPU: the reason names the layout's links, which twins do not share
             est = memory_estimate(workload, gpu, counts[-1], memo)
             failed.append((gpu, ex.memory_failure(gpu, est, first, cap)))
             continue
@@ -298,8 +300,13 @@ def screen(
         if rate is None and needs_price:
             failed.append((gpu, ex.no_quote_failure(first)))
             continue
-        if rate is None and first > max(1, gpu.max_gpus_per_node):
-            failed.append((gpu, network_failure(gpu, first)))
+        per_node = max(1, gpu.max_gpus_per_node)
+        if rate is None and first > per_node:
+            key_n = (per_node, first)
+            found = no_network.get(key_n)
+            if found is None:
+                found = no_network[key_n] = network_failure(gpu, first)
+            failed.append((gpu, found))
             continue
         rows.append(i)
         firsts.append(first)
@@ -329,7 +336,8 @@ def screen(
 
 
 def network_failure(gpu: GpuSpec, first: int) -> Failure:
-    """Memory needs more GPUs than one node holds, and no offer joins nodes."""
+    """Memory needs more GPUs than one node holds, and no offer joins nodes (reads only the
+    GPUs per node)."""
     per_node = max(1, gpu.max_gpus_per_node)
     return Failure(
         0, "network",
