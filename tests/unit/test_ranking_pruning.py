@@ -273,7 +273,7 @@ def test_memory_rejections_match_the_full_estimate(max_gpus: int | None) -> None
 def test_count_floors_never_exceed_the_real_option(name: str) -> None:
     """The balanced probe skips a count only on these floors: each must hold for its count."""
     workload = WORKLOADS[name]
-    checked = tighter = 0
+    checked = tighter = exact = 0
     for p in _screened(workload, "balanced"):
         req = _req(workload, "balanced")
         options, _, _ = rk._evaluate_gpu(req, p)
@@ -291,8 +291,13 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
                 o.offer, p.gpu, CostSettings()))
             assert lbc >= coarse[0] * (1 - 1e-12) and lbt >= p.lb_time
             tighter += lbt > p.lb_time * 1.01 or lbc > coarse[0] * 1.01
+            exact += lbt >= o.time * (1 - 1e-8)
             checked += 1
     assert checked >= 10
+    if name == "fp64-compute":
+        # a compute job's count floors are its times on the count, exchanges included (at
+        # the fastest network any offer gives: exact where the count stays in one node)
+        assert tighter >= 3 and exact >= checked // 2, (tighter, exact, checked)
     if name == "llama-3.1-8b-serve":
         # LLM serving: a small count cannot reach a larger one's TP latency, nor pay for
         # fewer GPUs than it has (the floors the balanced bound of an unevaluated GPU is taken

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
+from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics import parallelism as par
-from service.engine.physics import scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
@@ -316,20 +316,39 @@ class Pending:
     """The objective-independent floors behind the bounds (see :func:`count_floors`)."""
 
 
+def compute_count_hours(workload: Workload, gpu: GpuSpec, counts: list[int],
+                        memo: Memo) -> list[float]:
+    """A compute job's hours to finish on each of ``counts`` GPUs of ``gpu`` (the fastest
+    network any offer gives: a slower one only lengthens the exchanges), exchanges included,
+    as the estimate times them (:func:`compiled_scaling.hours`), lowered by
+    :data:`BOUND_SLACK`; 0 (no bound) where it has no rate or memory does not hold the job."""
+    spec = workload.compute
+    rate = workload_rate(workload, gpu)
+    if spec is None or rate is None:
+        return [0.0] * len(counts)
+    one = memo.scratch("compute_one_gpu", (workload, gpu),
+                       lambda: compute_job_seconds(workload, gpu, rate, memo))
+    packed = compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used])
+    low = 1 - BOUND_SLACK
+    return [0.0 if h is None else h * low for h in compiled_scaling.hours(packed, counts)]
+
+
 def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
-                 latency_ms: float = 0.0) -> tuple[float, float]:
+                 latency_ms: float = 0.0, job_hours: float = 0.0) -> tuple[float, float]:
     """(cost, time) no option of ``p`` on ``n`` GPUs rented at ``usd_per_gpu_hour`` can
     beat: the GPU's floors with that count's rate (inference with a target: at least ``n``
     GPUs paid for the target's work, :attr:`Floors.paid_per_gpu`); training/compute time >=
     H / n (ideal scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``;
-    compute jobs with their serial part, :meth:`Floors.time_at`); inference: ``latency_ms``
+    compute jobs with their serial part, :meth:`Floors.time_at`), or ``job_hours`` where
+    known (a compute job's time on ``n`` GPUs, :func:`compute_count_hours`, for which its
+    ``n`` GPUs are paid); inference: ``latency_ms``
     (:func:`count_latency_floor` of the count; 0: none known), at least the GPU's latency
     floor. No rate: 0 (no bound)."""
     f = p.floor
-    hours = max(f.gpu_hours, n * f.paid_per_gpu)
+    hours = max(f.gpu_hours, n * f.paid_per_gpu, n * job_hours)
     lbc = 0.0 if usd_per_gpu_hour is None else hours * usd_per_gpu_hour
     if kind != "inference":
-        lbt = f.time_at(n) if f.time_hours > 0 else p.lb_time
+        lbt = max(job_hours, f.time_at(n)) if f.time_hours > 0 else p.lb_time
     else:
         lbt = latency_ms
     return lbc, max(lbt, p.lb_time)

@@ -377,14 +377,17 @@ def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | 
     floors are taken)."""
     workload = req.workload
     kind = workload.kind
-    fast = (req.offers.fastest_network_gpu(p.gpu, req.constraints) if kind == "inference"
-            else None)
+    fast = (req.offers.fastest_network_gpu(p.gpu, req.constraints)
+            if kind in ("inference", "compute") else None)
+    job = (bd.compute_count_hours(workload, fast, counts, req.memo)
+           if kind == "compute" and fast is not None else [0.0] * len(counts))
     out = []
-    for n in counts:
+    for n, hours in zip(counts, job, strict=True):
         offer = plan[n][0]
         usd = co.usd_per_gpu_hour(offer, p.gpu, req.settings) if offer is not None else None
-        latency = 0.0 if fast is None else bd.count_latency_floor(workload, fast, n, req.memo)
-        out.append(bd.count_floors(kind, p, n, usd, latency))
+        latency = (0.0 if fast is None or kind != "inference"
+                   else bd.count_latency_floor(workload, fast, n, req.memo))
+        out.append(bd.count_floors(kind, p, n, usd, latency, hours))
     return out
 
 
@@ -721,9 +724,10 @@ def recommend(
 
     skipped = se.search(pending, objective, 0 if exhaustive else limit, state.evaluate,
                         state.value, state.probe, slack=ranking_slack(objective, c),
-                        # serving's counts differ in GPUs paid and latency; a job's counts
-                        # only in the time floor H / n, which pruned nothing more (5,000 types)
-                        floors=state.floors if workload.kind == "inference" else None)
+                        # serving's counts differ in GPUs paid and latency, a compute job's
+                        # in their time with exchanges; a training job's only in the time
+                        # floor H / n, which pruned nothing more (5,000 types)
+                        floors=state.floors if workload.kind != "training" else None)
     mins = state.minima()
     rnd = rounder()
     chosen: list[tuple[Ranked, float, list[Notice]]] = []
