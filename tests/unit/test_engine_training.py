@@ -301,3 +301,38 @@ def test_goodput_falls_with_scale_and_is_kept_apart_from_the_step() -> None:
     assert est.samples_per_s is not None and est.step_time_ms is not None
     healthy = 1024 / (est.step_time_ms / 1e3)
     assert est.samples_per_s / healthy == pytest.approx(tr.goodput(1024, None), rel=1e-3)
+
+
+@given(st.integers(min_value=2, max_value=4096), st.integers(min_value=1, max_value=4095))
+@settings(max_examples=300, deadline=None)
+def test_even_micro_takes_the_fewest_steps_and_pads_less_than_one_sample_a_step(
+        batch: int, most: int) -> None:
+    from service.engine.physics.training_splits import even_micro
+
+    most = min(most, batch - 1)
+    micro = even_micro(batch, most)
+    steps = math.ceil(batch / micro)
+    assert 1 <= micro <= most  # memory holds it
+    assert steps == math.ceil(batch / most)  # no fewer steps can hold the batch
+    assert 0 <= steps * micro - batch < steps  # the samples paid for that do not exist
+
+
+def test_a_per_gpu_batch_that_does_not_fit_runs_in_even_micro_steps() -> None:
+    # MPT-13B, 8 x A100-80GB, 240 x 4096 with full checkpointing (llm-foundry's benchmark
+    # setup): 30 sequences per GPU, about 14 fit at once. Even steps run 10 x 3 (llm-foundry's
+    # own setting); the largest power of 2 ran 8 x 4 = 32 and paid for 2 sequences per GPU
+    # that do not exist, plus a fourth micro-step's gathers
+    w = Workload(
+        kind="training",
+        precision="bf16",
+        model=PRESETS["llama-2-13b"].model,
+        training=TrainingSpec(batch_size=240, seq_len=4096, tokens=1e10,
+                              activation_checkpointing=True, sharding="zero3"),
+    )
+    est = estimate(w, A100_SXM, 8)
+    assert est.fits and est.parallelism.data_parallel == 8
+    micro, steps = est.micro_batch_size, est.gradient_accumulation_steps
+    assert micro is not None and steps is not None and steps > 1
+    assert micro * steps - 30 < steps and micro * (steps - 1) < 30
+    assert micro & (micro - 1) != 0  # not the largest power of 2 (8 x 4)
+    assert f"micro-batch {micro} x {steps}" in " ".join(est.warnings)

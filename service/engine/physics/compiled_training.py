@@ -382,10 +382,8 @@ def _largest_micro(p: Array, s: Array, i: int) -> float:
     batch: float = s[i, _S_BATCH]
     if batch <= limit:
         return batch
-    micro = 1.0
-    while micro * 2.0 <= limit:
-        micro *= 2.0
-    return micro
+    steps = np.ceil(batch / np.floor(limit))  # training_splits.even_micro
+    return float(np.ceil(batch / steps))
 
 
 @_jit

@@ -58,18 +58,27 @@ class Split(NamedTuple):
         )
 
     def largest_micro(self, usable_gb: float) -> int:
-        """Largest candidate micro-batch that fits (0: none): the whole per-GPU batch or a
-        power of 2 below it."""
+        """The micro-batch the per-GPU batch runs in (0: none fits): the whole batch when it
+        fits, else :func:`even_micro` of the largest micro-batch memory holds."""
         room = usable_gb - self.fixed_gb
         if room < self.act_gb:
             return 0
         limit = room / self.act_gb if self.act_gb > 0 else math.inf
         if self.per_gpu_batch <= limit:
             return self.per_gpu_batch
-        micro = 1
-        while micro * 2 <= limit:
-            micro *= 2
-        return micro
+        return even_micro(self.per_gpu_batch, math.floor(limit))
+
+
+def even_micro(batch: int, most: int) -> int:
+    """The micro-batch of ``batch`` samples per GPU when at most ``most`` (1 <= most < batch)
+    fit at once: the fewest accumulation steps that hold the batch, k = ceil(batch / most),
+    with the batch spread evenly over them, ceil(batch / k) <= most. A step time counts k
+    micro-batches of that size, so the padding is under k samples: 30 samples with room for
+    15 run as 15 x 2, where the largest power of 2 (8 x 4 = 32) would pay for 2 samples that
+    do not exist and twice the micro-steps (Megatron-LM and DeepSpeed take any micro-batch
+    that divides the per-GPU batch; llm-foundry's MPT-13B A100 run uses 10 x 3)."""
+    steps = -(-batch // most)
+    return -(-batch // steps)
 
 
 def seq_len(spec: TrainingSpec, model: TransformerModel | GenericModel) -> int:
