@@ -19,6 +19,7 @@ from service.presets import PRESETS
 from tests.unit.gpus import (
     A100_PCIE_40,
     A100_SXM,
+    A100_SXM_40,
     H100_SXM,
     H200,
     L4,
@@ -336,3 +337,50 @@ def test_a_per_gpu_batch_that_does_not_fit_runs_in_even_micro_steps() -> None:
     assert micro * steps - 30 < steps and micro * (steps - 1) < 30
     assert micro & (micro - 1) != 0  # not the largest power of 2 (8 x 4)
     assert f"micro-batch {micro} x {steps}" in " ".join(est.warnings)
+
+
+@given(st.integers(min_value=2, max_value=4096), st.integers(min_value=1, max_value=4095))
+@settings(max_examples=300, deadline=None)
+def test_exact_micro_is_the_largest_divisor_within_twice_the_fewest_steps(
+        batch: int, most: int) -> None:
+    from service.engine.physics.training_splits import exact_micro
+
+    most = min(most, batch - 1)
+    fewest = math.ceil(batch / most)
+    divisors = [m for m in range(1, most + 1) if batch % m == 0 and batch // m <= 2 * fewest]
+    assert exact_micro(batch, most) == (max(divisors) if divisors else 0)
+
+
+def test_the_step_keeps_the_faster_of_the_exact_and_the_even_micro_batch() -> None:
+    # MPT-13B on 8 x A100-40GB, 256 x 4096, full checkpointing (llm-foundry's benchmark
+    # setup, which runs 2 x 16): 32 sequences per GPU and room for 3; the even split pays
+    # for 33 in 11 steps, the exact one for 32 in 16. Both are timed, the faster is kept
+    from service.engine.cache import EngineCache
+    from service.engine.physics import training_splits as sp
+
+    w = Workload(
+        kind="training", precision="bf16", model=PRESETS["llama-2-13b"].model,
+        training=TrainingSpec(batch_size=256, seq_len=4096, tokens=1e10,
+                              activation_checkpointing=True, sharding="zero3"),
+    )
+    gpu = A100_SXM_40
+    rate = peak_rate(gpu, "bf16")
+    assert rate is not None
+    memo = Memo(EngineCache())
+    option = next(o for o in sp.splits(w, gpu, 8, rate.precision_used, True, "zero3", memo)
+                  if o.tp == 1)
+    exact, even = option.micro_choices(sp.usable_gb(gpu))
+    assert 32 % exact == 0 and 32 % even != 0 and exact < even
+    timed = {}
+    for micro in (exact, even):
+        steps = math.ceil(32 / micro)
+        state = option.weights + option.gradients + option.optimizer
+        timed[micro] = tr._total(tr._step(
+            w, tr._job(w, gpu, rate, True, memo), (1, 8, "zero3"), (micro, steps), state,
+            (tr.par.group_link(gpu, 1, spans_nodes=False)[1],
+             tr.par.group_link(gpu, 8, spans_nodes=False)[1])))
+    found = tr.fastest_scalar(w, gpu, 8, rate, True, "zero3", memo)
+    assert found is not None and found[0].tp == 1
+    assert found[1] == min(timed, key=timed.__getitem__)
+    assert tr._total(found[2]) == min(timed.values())
+    assert repr(tr._fastest(w, gpu, 8, rate, True, "zero3", memo)) == repr(found)

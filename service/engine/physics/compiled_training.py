@@ -387,6 +387,24 @@ def _largest_micro(p: Array, s: Array, i: int) -> float:
 
 
 @_jit
+def _exact_micro(p: Array, s: Array, i: int, even: float) -> float:
+    """The first of :meth:`Split.micro_choices` when there are two (0: one), given the second,
+    ``even`` (:func:`training_splits.exact_micro`)."""
+    batch: float = s[i, _S_BATCH]
+    if even == 0.0 or even == batch:
+        return 0.0
+    fixed = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB]
+    most = np.floor((p[_USABLE_GB] - fixed) / s[i, _S_ACT])
+    whole = int(batch)
+    fewest = int(np.ceil(batch / most))
+    for steps in range(fewest, 2 * fewest + 1):
+        if whole % steps == 0:
+            exact = float(whole // steps)
+            return exact if exact != even else 0.0
+    return 0.0
+
+
+@_jit
 def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float, out: Array,
           row: Array) -> int:
     """:func:`training.fastest_scalar` over the first ``n`` packed splits ``s``: each walked
@@ -406,37 +424,49 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
         ti = int(s[i, _S_TI])
         if settled & (1 << ti):
             continue
-        micro = _largest_micro(p, s, i)
-        if micro == 0.0:
+        even = _largest_micro(p, s, i)
+        if even == 0.0:
             continue
+        exact = _exact_micro(p, s, i, even)
         tp, dp, batch = s[i, _S_TP], s[i, _S_DP], s[i, _S_BATCH]
-        accumulation = np.ceil(batch / micro)
         state_gb = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM]
-        kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
-        compute_s = accumulation * kc
-        optimizer_s = 2.0 * state_gb / p[_BANDWIDTH]
-        memory_s = accumulation * km + optimizer_s
-        total = accumulation * kt + optimizer_s
-        dp_comm = _dp_comm(p, dp, s[i, _S_SHARDING], p[_GRAD_BYTES] / tp,
-                           p[_WEIGHT_BYTES] / tp, accumulation, dp_link)
-        tp_comm = 0.0
-        if tp > 1.0 and p[_LAYERS] != 0.0:
-            per_layer = p[_TP_PER_LAYER] * _all_reduce(p, p[_TP_BYTES] * micro, tp,
-                                                       tps[ti, _TP_LINK])
-            tp_comm = per_layer * p[_LAYERS] * accumulation
-        exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * compute_s)
-        busy = max(compute_s, memory_s)
-        stall = max(0.0, total - busy)
-        fed = micro * accumulation / tp / p[_INPUT_SPS] if p[_INPUT_SPS] != 0.0 else 0.0
-        stall += max(0.0, fed - (busy + stall + exposed))
-        out[i, _O_MICRO] = micro
-        out[i, _O_STEP] = compute_s
-        out[i, _O_STEP + 1] = memory_s
-        out[i, _O_STEP + 2] = tp_comm
-        out[i, _O_STEP + 3] = dp_comm
-        out[i, _O_STEP + 4] = exposed
-        out[i, _O_STEP + 5] = stall
-        step_total = busy + stall + exposed
+        step_total = math.inf
+        for pick in range(2):  # Split.micro_choices: exact (when there is one), then even
+            micro = exact if pick == 0 else even
+            if micro == 0.0:
+                continue
+            accumulation = np.ceil(batch / micro)
+            kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
+            compute_s = accumulation * kc
+            optimizer_s = 2.0 * state_gb / p[_BANDWIDTH]
+            memory_s = accumulation * km + optimizer_s
+            total = accumulation * kt + optimizer_s
+            dp_comm = _dp_comm(p, dp, s[i, _S_SHARDING], p[_GRAD_BYTES] / tp,
+                               p[_WEIGHT_BYTES] / tp, accumulation, dp_link)
+            tp_comm = 0.0
+            if tp > 1.0 and p[_LAYERS] != 0.0:
+                per_layer = p[_TP_PER_LAYER] * _all_reduce(p, p[_TP_BYTES] * micro, tp,
+                                                           tps[ti, _TP_LINK])
+                tp_comm = per_layer * p[_LAYERS] * accumulation
+            exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * compute_s)
+            busy = max(compute_s, memory_s)
+            stall = max(0.0, total - busy)
+            fed = micro * accumulation / tp / p[_INPUT_SPS] if p[_INPUT_SPS] != 0.0 else 0.0
+            stall += max(0.0, fed - (busy + stall + exposed))
+            timed = busy + stall + exposed
+            if timed >= step_total:
+                continue
+            step_total = timed
+            out[i, _O_MICRO] = micro
+            out[i, _O_STEP] = compute_s
+            out[i, _O_STEP + 1] = memory_s
+            out[i, _O_STEP + 2] = tp_comm
+            out[i, _O_STEP + 3] = dp_comm
+            out[i, _O_STEP + 4] = exposed
+            out[i, _O_STEP + 5] = stall
+        micro = out[i, _O_MICRO]
+        memory_s = out[i, _O_STEP + 1]
+        compute_s = out[i, _O_STEP]
         if step_total < best:
             best = step_total
         if step_total <= stop_at:

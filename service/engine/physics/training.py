@@ -417,16 +417,22 @@ def _walk(
     for option in options:
         if option.tp in settled:
             continue
-        micro = option.largest_micro(usable)
-        if micro == 0:
+        micros = option.micro_choices(usable)
+        if not micros:
             continue
         tp_link = tp_links.get(option.tp)
         if tp_link is None:
             tp_link = tp_links[option.tp] = par.group_link(gpu, option.tp, spans_nodes=False)[1]
-        accumulation = math.ceil(option.per_gpu_batch / micro)
         state_gb = option.weights + option.gradients + option.optimizer
         split = (option.tp, option.dp, option.sharding)
-        step = _step(workload, job, split, (micro, accumulation), state_gb, (tp_link, dp_link))
+        micro, step = 0, None
+        for candidate in micros:  # the faster; the first on a tie
+            accumulation = math.ceil(option.per_gpu_batch / candidate)
+            timed = _step(workload, job, split, (candidate, accumulation), state_gb,
+                          (tp_link, dp_link))
+            if step is None or _total(timed) < _total(step):
+                micro, step = candidate, timed
+        assert step is not None
         out.append((option, micro, step))
         if _total(step) <= stop_at:
             break

@@ -58,8 +58,9 @@ class Split(NamedTuple):
         )
 
     def largest_micro(self, usable_gb: float) -> int:
-        """The micro-batch the per-GPU batch runs in (0: none fits): the whole batch when it
-        fits, else :func:`even_micro` of the largest micro-batch memory holds."""
+        """The micro-batch the per-GPU batch runs in when spread evenly (0: none fits): the
+        whole batch when it fits, else :func:`even_micro` of the largest micro-batch memory
+        holds."""
         room = usable_gb - self.fixed_gb
         if room < self.act_gb:
             return 0
@@ -68,6 +69,17 @@ class Split(NamedTuple):
             return self.per_gpu_batch
         return even_micro(self.per_gpu_batch, math.floor(limit))
 
+    def micro_choices(self, usable_gb: float) -> tuple[int, ...]:
+        """The micro-batches worth timing (none: none fits): the whole batch when it fits;
+        else :func:`exact_micro` (when there is one and it differs) and :func:`even_micro`,
+        of which the step time keeps the faster."""
+        even = self.largest_micro(usable_gb)
+        if even == 0 or even == self.per_gpu_batch:
+            return (even,) if even else ()
+        most = math.floor((usable_gb - self.fixed_gb) / self.act_gb)
+        exact = exact_micro(self.per_gpu_batch, most)
+        return (exact, even) if exact not in (0, even) else (even,)
+
 
 def even_micro(batch: int, most: int) -> int:
     """The micro-batch of ``batch`` samples per GPU when at most ``most`` (1 <= most < batch)
@@ -75,10 +87,23 @@ def even_micro(batch: int, most: int) -> int:
     with the batch spread evenly over them, ceil(batch / k) <= most. A step time counts k
     micro-batches of that size, so the padding is under k samples: 30 samples with room for
     15 run as 15 x 2, where the largest power of 2 (8 x 4 = 32) would pay for 2 samples that
-    do not exist and twice the micro-steps (Megatron-LM and DeepSpeed take any micro-batch
-    that divides the per-GPU batch; llm-foundry's MPT-13B A100 run uses 10 x 3)."""
+    do not exist and twice the micro-steps."""
     steps = -(-batch // most)
     return -(-batch // steps)
+
+
+def exact_micro(batch: int, most: int) -> int:
+    """The largest micro-batch <= ``most`` that divides ``batch`` in at most twice the fewest
+    accumulation steps (0: none does). Megatron-LM, DeepSpeed and the Hugging Face Trainer
+    take a global batch of micro-batch x accumulation x data-parallel ranks, so the batch an
+    engineer states runs in a divisor of it (llm-foundry's MPT-13B runs: 240 / 8 GPUs in 10 x
+    3; 256 / 8 in 2 x 16). Past twice the fewest steps, :func:`even_micro` pads less than
+    one sample in ``most`` and the divisor is not worth timing."""
+    fewest = -(-batch // most)
+    for steps in range(fewest, 2 * fewest + 1):
+        if batch % steps == 0:
+            return batch // steps
+    return 0
 
 
 def seq_len(spec: TrainingSpec, model: TransformerModel | GenericModel) -> int:
