@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 
 from service.engine.cache import Memo
+from service.engine.choice import figures as fg
 from service.engine.choice import ranking as rk
 from service.engine.choice.bounds import NO_MINIMA, Pending, count_floors
 from service.engine.choice.cost import OfferIndex, group_offers, usd_per_gpu_hour
@@ -330,3 +331,30 @@ def test_boundary_search_equals_bisection(name: str) -> None:
         for tp in (1, 2, 4, 8):
             roof = ServingModel(workload, gpu, rate, tp, 100.0)
             assert largest_meeting(roof) == _bisect(roof, int(MAX_AUTO_BATCH)), (gpu.slug, tp)
+
+
+@pytest.mark.parametrize("name", ["llama-2-70b-pretrain", "fp64-compute"])
+def test_a_job_count_without_light_figures_misses_a_limit(name: str) -> None:
+    """A ranking builds a job count's full option only when the GPU has no feasible count
+    (its failure is then reported): that is exact only if the light figures are None exactly
+    when the full option misses a limit (memory, idle replicas, a cost limit)."""
+    workload = WORKLOADS[name]
+    index = OfferIndex(load_offers())
+    light = missed = 0
+    for max_usd in (None, 40.0, 400.0):
+        constraints = Constraints(max_usd_per_hour=max_usd)
+        for gpu in load_gpus():
+            req = dataclasses.replace(_req(workload, "cost", index), constraints=constraints)
+            p = rk._screen(req, gpu, index)
+            if not isinstance(p, Pending):
+                continue
+            plan, _ = rk._plan(req, p)
+            counts = sorted(plan)
+            figures = fg.figures_of(workload, gpu, [(n, *plan[n]) for n in counts],
+                                    req.settings, constraints, req.memo)
+            for n, fig in zip(counts, figures, strict=True):
+                _, miss = rk._full_option(req, p, n, *plan[n], False)
+                assert (fig is None) == (miss is not None), (gpu.slug, n, max_usd, miss)
+                light += fig is not None
+                missed += fig is None
+    assert light >= 10 and missed >= 3, (light, missed)

@@ -96,6 +96,12 @@ def figures(
     return figures_of(workload, gpu, ((n, offer, instances),), settings, constraints, memo)[0]
 
 
+LIGHT_KINDS = ("compute", "training")
+"""Kinds whose counts :func:`figures_of` figures: a count of theirs gets None exactly when its
+full option misses a limit (memory, idle replicas, a cost limit), so a ranking can skip its
+estimate unless it needs the failure."""
+
+
 def figures_of(
     workload: Workload,
     gpu: GpuSpec,
@@ -107,7 +113,7 @@ def figures_of(
     """:func:`figures` of each of ``counts`` of one GPU type: the rate looked up once per
     network the counts run on, a training job's steps planned together
     (:func:`training.fitted_steps`), the same floats."""
-    if workload.kind not in ("compute", "training"):
+    if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
     # the GPU as each count runs it: with its offer's network when it spans nodes
     gpus = [co.network_gpu(gpu, offer, n, memo) for n, offer, _ in counts]

@@ -267,30 +267,41 @@ def _evaluate_gpu(
     # compute and training jobs: every count's ranked figures at once (None for inference)
     light = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts], req.settings,
                           req.constraints, req.memo)
-    for n, fig in zip(counts, light, strict=True):
-        offer, instances = plan[n]
-        if options and best < INF:
-            bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances)
-            slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
-            if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
+    # a job's count without light figures misses a limit (figures_of's contract): its full
+    # estimate, which only its failure needs, is built only if no count is feasible
+    job = workload.kind in fg.LIGHT_KINDS
+    figured = [(n, fig) for n, fig in zip(counts, light, strict=True)
+               if fig is not None or not job]
+    missing = [(n, fig) for n, fig in zip(counts, light, strict=True) if fig is None and job]
+    for batch in (figured, missing):
+        if options:
+            break
+        for n, fig in batch:
+            offer, instances = plan[n]
+            if options and best < INF:
+                bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer,
+                                                 instances)
+                slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
+                if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
+                    continue
+            opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode,
+                                fig=fig)
+            if latency_mode and miss is not None:
+                # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
+                # allow: fall back to the throughput-optimal one, the lowest latency they leave
+                opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
+            serving = workload.inference is not None
+            if serving and _idle(workload, opt):
+                skipped_idle = True
                 continue
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=fig)
-        if latency_mode and miss is not None:
-            # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
-            # allow: fall back to the throughput-optimal one, the lowest latency they leave
-            opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-        serving = workload.inference is not None
-        if serving and _idle(workload, opt):
-            skipped_idle = True
-            continue
-        if serving and n > smallest and _padded(workload, opt):
-            continue
-        if miss is None:
-            options.append(opt)
-            if objective in PRUNED_OBJECTIVES:
-                best = min(best, _value(opt, objective, bd.NO_MINIMA))
-        else:
-            failure = ex.closest(failure, miss)
+            if serving and n > smallest and _padded(workload, opt):
+                continue
+            if miss is None:
+                options.append(opt)
+                if objective in PRUNED_OBJECTIVES:
+                    best = min(best, _value(opt, objective, bd.NO_MINIMA))
+            else:
+                failure = ex.closest(failure, miss)
     if not options and failure is None and skipped_idle:
         failure = Failure(
             0, "constraint",
