@@ -358,3 +358,33 @@ def test_a_job_count_without_light_figures_misses_a_limit(name: str) -> None:
                 light += fig is not None
                 missed += fig is None
     assert light >= 10 and missed >= 3, (light, missed)
+
+
+def test_a_serving_count_marked_missed_misses_a_limit() -> None:
+    """Serving in throughput mode: figures.MISS (no batch meets the latency limits, the batch
+    at the load misses them, or a cost limit) is skipped like a job's missing figures, so the
+    full option must miss a limit exactly then; light figures mean it misses none."""
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    assert base.inference is not None
+    index = OfferIndex(load_offers())
+    seen = {"light": 0, "miss": 0}
+    for tpot in (60.0, 12.0):
+        workload = dataclasses.replace(base, inference=dataclasses.replace(
+            base.inference, max_tpot_ms=tpot))
+        for max_usd in (None, 30.0):
+            constraints = Constraints(max_usd_per_hour=max_usd)
+            for gpu in load_gpus():
+                req = dataclasses.replace(_req(workload, "cost", index), constraints=constraints)
+                p = rk._screen(req, gpu, index)
+                if not isinstance(p, Pending):
+                    continue
+                plan, _ = rk._plan(req, p)
+                for n in sorted(plan):
+                    fig = rk._serving_figures(req, p, n, *plan[n])
+                    if fig is None:
+                        continue
+                    _, miss = rk._full_option(req, p, n, *plan[n], False)
+                    missed = isinstance(fig, fg.Miss)
+                    assert missed == (miss is not None), (gpu.slug, n, tpot, max_usd, miss)
+                    seen["miss" if missed else "light"] += 1
+    assert seen["light"] >= 10 and seen["miss"] >= 10, seen

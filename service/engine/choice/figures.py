@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from service.engine import constants as c
 from service.engine.cache import Memo
@@ -41,6 +42,7 @@ from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
+    NO_BATCH,
     compute_job_seconds,
     copies_needed,
     more_replicas_than_needed,
@@ -172,17 +174,28 @@ def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _
     return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
 
 
+class Miss(NamedTuple):
+    """A serving option that misses a latency or cost limit (:func:`serving_figures`)."""
+
+
+MISS = Miss()
+
+
 def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | None,
                     instances: int, settings: CostSettings, constraints: Constraints,
-                    memo: Memo) -> Figures | None:
+                    memo: Memo) -> Figures | Miss | None:
     """The ranked figures of a serving option of ``n`` x ``gpu_n`` (the GPU as the count runs
     it) on ``instances`` of ``offer``, as :func:`ranking._metrics` gives them from the full
     estimate and cost, in throughput mode (the same floats: :func:`estimate.serving_point`,
-    :func:`cost.unit_rates_of`); None where the full option is needed: no serving point,
-    a latency limit or a cost limit missed (their failures carry the reason and the fix)."""
+    :func:`cost.unit_rates_of`); None where the full option is needed (no serving point);
+    :data:`MISS` where it misses a latency limit (no batch meets it, or the batch at the
+    load does not) or a cost limit: its full estimate is needed only for the failure, which
+    carries the reason and the fix."""
     point = serving_point(workload, gpu_n, n, memo)
-    if point is None or point.latency_ok is False:
+    if point is None:
         return None
+    if point == NO_BATCH or point.latency_ok is False:
+        return MISS
     spec = workload.inference
     assert spec is not None
     replicas = copies_needed(spec.target_requests_per_s, point.requests_s)  # cost's copies
@@ -192,7 +205,7 @@ def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | N
         usd_h = co.hourly_usd(offer, instances, replicas, point.power_w, settings)[0]
     # explain.limit_failure's limits after memory and latency (no deadline or total here)
     if first_cost_limit(constraints, gpus, None, None, usd_h) is not None:
-        return None
+        return MISS
     per_mtok, per_1k, energy = co.unit_rates_of(workload, point.power_w, point.requests_s,
                                                 point.tokens_s, replicas, usd_h)
     g_mtok, g_1k, _ = co.unit_rates_of(workload, point.power_w, point.requests_s,

@@ -248,6 +248,52 @@ def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, in
     return dict.fromkeys(single, (None, 1)), warning
 
 
+def _walk_counts(
+    req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | None, int]],
+    counts: list[int], light: list[fg.Figures | None], latency_mode: bool, defer: bool,
+) -> tuple[list[Ranked], Failure | None, bool, bool]:
+    """:func:`_evaluate_gpu`'s walk over ``counts``: (feasible options, the nearest failure,
+    whether a count was skipped for idle GPUs, whether a count known to miss a limit was
+    skipped, ``defer``)."""
+    workload, objective = req.workload, req.objective
+    options: list[Ranked] = []
+    failure: Failure | None = None
+    best = INF
+    smallest = min(plan)
+    skipped_idle = deferred = False
+    job = workload.kind in fg.LIGHT_KINDS
+    serving = workload.inference is not None
+    for n, fig in zip(counts, light, strict=True):
+        offer, instances = plan[n]
+        if options and best < INF:
+            bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances)
+            slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
+            if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
+                continue
+        if defer and (
+                (job and fig is None) or (serving and not latency_mode and isinstance(
+                    _serving_figures(req, p, n, offer, instances), fg.Miss))):
+            deferred = True
+            continue
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=fig)
+        if latency_mode and miss is not None:
+            # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
+            # allow: fall back to the throughput-optimal one, the lowest latency they leave
+            opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
+        if serving and _idle(workload, opt):
+            skipped_idle = True
+            continue
+        if serving and n > smallest and _padded(workload, opt):
+            continue
+        if miss is None:
+            options.append(opt)
+            if objective in PRUNED_OBJECTIVES:
+                best = min(best, _value(opt, objective, bd.NO_MINIMA))
+        else:
+            failure = ex.closest(failure, miss)
+    return options, failure, skipped_idle, deferred
+
+
 def _evaluate_gpu(
     req: Request, p: bd.Pending
 ) -> tuple[list[Ranked], Failure | None, Notice | None]:
@@ -256,52 +302,21 @@ def _evaluate_gpu(
     plan, warning = _plan(req, p)
     if not plan:
         return [], _network_failure(p.gpu, p.first), None
-    options: list[Ranked] = []
-    failure: Failure | None = None
     spec = workload.inference
     latency_mode = objective == "time" and spec is not None and spec.batch_size is None
-    best = INF
-    smallest = min(plan)
-    skipped_idle = False
     counts = sorted(plan)
     # compute and training jobs: every count's ranked figures at once (None for inference)
     light = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts], req.settings,
                           req.constraints, req.memo)
-    # a job's count without light figures misses a limit (figures_of's contract): its full
-    # estimate, which only its failure needs, is built only if no count is feasible
-    job = workload.kind in fg.LIGHT_KINDS
-    figured = [(n, fig) for n, fig in zip(counts, light, strict=True)
-               if fig is not None or not job]
-    missing = [(n, fig) for n, fig in zip(counts, light, strict=True) if fig is None and job]
-    for batch in (figured, missing):
-        if options:
-            break
-        for n, fig in batch:
-            offer, instances = plan[n]
-            if options and best < INF:
-                bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer,
-                                                 instances)
-                slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
-                if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
-                    continue
-            opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode,
-                                fig=fig)
-            if latency_mode and miss is not None:
-                # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
-                # allow: fall back to the throughput-optimal one, the lowest latency they leave
-                opt, miss = _option(req, p, n, offer, instances, latency_mode=False)
-            serving = workload.inference is not None
-            if serving and _idle(workload, opt):
-                skipped_idle = True
-                continue
-            if serving and n > smallest and _padded(workload, opt):
-                continue
-            if miss is None:
-                options.append(opt)
-                if objective in PRUNED_OBJECTIVES:
-                    best = min(best, _value(opt, objective, bd.NO_MINIMA))
-            else:
-                failure = ex.closest(failure, miss)
+    # a count known to miss a limit (a job's without light figures, figures_of's contract;
+    # a serving count's fg.MISS) needs its full estimate only for its failure: skipped
+    # unless no count is feasible, and then every count is walked again in order (the
+    # failure kept on a tie is the first)
+    options, failure, skipped_idle, deferred = _walk_counts(req, p, plan, counts, light,
+                                                            latency_mode, defer=True)
+    if deferred and not options:
+        options, failure, skipped_idle, _ = _walk_counts(req, p, plan, counts, light,
+                                                         latency_mode, defer=False)
     if not options and failure is None and skipped_idle:
         failure = Failure(
             0, "constraint",
@@ -426,11 +441,8 @@ def _option(
     building; serving in throughput mode: :func:`figures.serving_figures`); the estimate and
     cost are built if it is listed."""
     if req.workload.kind == "inference" and not latency_mode:
-        # a GPU probed and then evaluated in full asks twice
-        key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints)
-        fig = req.memo.get("serving_figures", key, lambda: fg.serving_figures(
-            req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, offer, instances,
-            req.settings, req.constraints, req.memo))
+        got = _serving_figures(req, p, n, offer, instances)
+        fig = None if isinstance(got, fg.Miss) else got
     if fig is not None:
         return LightOption(
             p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,
@@ -438,6 +450,16 @@ def _option(
             lambda: _full_option(req, p, n, offer, instances, latency_mode)[0],
             fig.idle_gpus, fig.padded), None
     return _full_option(req, p, n, offer, instances, latency_mode)
+
+
+def _serving_figures(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int
+                     ) -> fg.Figures | fg.Miss | None:
+    """:func:`figures.serving_figures` of a count, memoized (a GPU probed and then evaluated
+    in full asks twice, a count walked again asks again)."""
+    key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints)
+    return req.memo.get("serving_figures", key, lambda: fg.serving_figures(
+        req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, offer, instances,
+        req.settings, req.constraints, req.memo))
 
 
 def _full_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,

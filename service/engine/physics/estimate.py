@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, replace
+from typing import Final, Literal
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
@@ -710,11 +711,18 @@ def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
                         tokens_s, offered, deeper, power_w(ctx.gpu, n))
 
 
-def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> ServingPoint | None:
+NO_BATCH: Final = "no batch"
+""":func:`serving_point` where splits fit memory but none has a batch that meets the latency
+limits: the estimate misses a latency limit."""
+
+
+def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo
+                  ) -> ServingPoint | Literal["no batch"] | None:
     """:func:`estimate`'s serving figures for ``n`` x ``gpu`` (throughput mode, the same
-    floats), without building the estimate: None where the estimate is needed for what it
-    explains or runs another path (a single-module device asked for several, no rate, no
-    compiled split table (MoE, CNNs), no split that fits, no batch)."""
+    floats), without building the estimate: :data:`NO_BATCH` where no fitting split has a
+    batch; None where the estimate is needed for what it explains or runs another path (a
+    single-module device asked for several, no rate, no compiled split table (MoE, CNNs), no
+    split that fits)."""
     if n > 1 and par.single_module(gpu):
         return None
     rate = workload_rate(workload, gpu)
@@ -729,7 +737,7 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> Servi
         return None
     chosen = ctx.split_plan(n, False, SPLIT_TIE)
     if chosen is None:
-        return None
+        return NO_BATCH
     tp, pp, cap_b, load_b, _ = chosen
     return _point(ctx, n, tp, pp, ctx.timing(tp, pp, cap_b), ctx.timing(tp, pp, load_b))
 
