@@ -395,13 +395,22 @@ def _exact_micro(p: Array, s: Array, i: int, even: float) -> float:
         return 0.0
     fixed = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB]
     most = np.floor((p[_USABLE_GB] - fixed) / s[i, _S_ACT])
-    whole = int(batch)
+    whole, top = int(batch), int(most)
     fewest = int(np.ceil(batch / most))
-    for steps in range(fewest, 2 * fewest + 1):
-        if whole % steps == 0:
-            exact = float(whole // steps)
-            return exact if exact != even else 0.0
-    return 0.0
+    found = 0
+    if top < fewest:  # the shorter range, as exact_micro walks it
+        for micro in range(top, 0, -1):
+            if whole // micro > 2 * fewest:
+                break
+            if whole % micro == 0:
+                found = micro
+                break
+    else:
+        for steps in range(fewest, 2 * fewest + 1):
+            if whole % steps == 0:
+                found = whole // steps
+                break
+    return float(found) if found != 0 and float(found) != even else 0.0
 
 
 @_jit

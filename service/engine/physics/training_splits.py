@@ -100,6 +100,13 @@ def exact_micro(batch: int, most: int) -> int:
     3; 256 / 8 in 2 x 16). Past twice the fewest steps, :func:`even_micro` pads less than
     one sample in ``most`` and the divisor is not worth timing."""
     fewest = -(-batch // most)
+    if most < fewest:  # walk the shorter range: micro-batches down from ``most``
+        for micro in range(most, 0, -1):
+            if batch // micro > 2 * fewest:
+                break
+            if batch % micro == 0:
+                return micro
+        return 0
     for steps in range(fewest, 2 * fewest + 1):
         if batch % steps == 0:
             return batch // steps
