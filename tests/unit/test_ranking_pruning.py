@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterator
 from functools import cache
 
 import pytest
@@ -333,6 +334,17 @@ def test_boundary_search_equals_bisection(name: str) -> None:
             assert largest_meeting(roof) == _bisect(roof, int(MAX_AUTO_BATCH)), (gpu.slug, tp)
 
 
+def _planned(workload: Workload, constraints: Constraints, index: OfferIndex
+             ) -> Iterator[tuple[rk.Request, Pending, dict[int, tuple[Offer | None, int]]]]:
+    """Each seeded GPU type a cost ranking under ``constraints`` evaluates: its request, its
+    screen and the counts it plans with their offers."""
+    for gpu in load_gpus():
+        req = dataclasses.replace(_req(workload, "cost", index), constraints=constraints)
+        p = rk._screen(req, gpu, index)
+        if isinstance(p, Pending):
+            yield req, p, rk._plan(req, p)[0]
+
+
 @pytest.mark.parametrize("name", ["llama-2-70b-pretrain", "fp64-compute"])
 def test_a_job_count_without_light_figures_misses_a_limit(name: str) -> None:
     """A ranking builds a job count's full option only when the GPU has no feasible count
@@ -342,19 +354,13 @@ def test_a_job_count_without_light_figures_misses_a_limit(name: str) -> None:
     index = OfferIndex(load_offers())
     light = missed = 0
     for max_usd in (None, 40.0, 400.0):
-        constraints = Constraints(max_usd_per_hour=max_usd)
-        for gpu in load_gpus():
-            req = dataclasses.replace(_req(workload, "cost", index), constraints=constraints)
-            p = rk._screen(req, gpu, index)
-            if not isinstance(p, Pending):
-                continue
-            plan, _ = rk._plan(req, p)
+        for req, p, plan in _planned(workload, Constraints(max_usd_per_hour=max_usd), index):
             counts = sorted(plan)
-            figures = fg.figures_of(workload, gpu, [(n, *plan[n]) for n in counts],
-                                    req.settings, constraints, req.memo)
+            figures = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts],
+                                    req.settings, req.constraints, req.memo)
             for n, fig in zip(counts, figures, strict=True):
                 _, miss = rk._full_option(req, p, n, *plan[n], False)
-                assert (fig is None) == (miss is not None), (gpu.slug, n, max_usd, miss)
+                assert (fig is None) == (miss is not None), (p.gpu.slug, n, max_usd, miss)
                 light += fig is not None
                 missed += fig is None
     assert light >= 10 and missed >= 3, (light, missed)
@@ -373,18 +379,13 @@ def test_a_serving_count_marked_missed_misses_a_limit() -> None:
             base.inference, max_tpot_ms=tpot))
         for max_usd in (None, 30.0):
             constraints = Constraints(max_usd_per_hour=max_usd)
-            for gpu in load_gpus():
-                req = dataclasses.replace(_req(workload, "cost", index), constraints=constraints)
-                p = rk._screen(req, gpu, index)
-                if not isinstance(p, Pending):
-                    continue
-                plan, _ = rk._plan(req, p)
+            for req, p, plan in _planned(workload, constraints, index):
                 for n in sorted(plan):
                     fig = rk._serving_figures(req, p, n, *plan[n])
                     if fig is None:
                         continue
                     _, miss = rk._full_option(req, p, n, *plan[n], False)
                     missed = isinstance(fig, fg.Miss)
-                    assert missed == (miss is not None), (gpu.slug, n, tpot, max_usd, miss)
+                    assert missed == (miss is not None), (p.gpu.slug, n, tpot, max_usd, miss)
                     seen["miss" if missed else "light"] += 1
     assert seen["light"] >= 10 and seen["miss"] >= 10, seen

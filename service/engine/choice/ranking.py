@@ -254,7 +254,7 @@ def _walk_counts(
 ) -> tuple[list[Ranked], Failure | None, bool, bool]:
     """:func:`_evaluate_gpu`'s walk over ``counts``: (feasible options, the nearest failure,
     whether a count was skipped for idle GPUs, whether a count known to miss a limit was
-    skipped, ``defer``)."""
+    skipped). ``defer``: skip such counts (their full estimate serves only the failure)."""
     workload, objective = req.workload, req.objective
     options: list[Ranked] = []
     failure: Failure | None = None

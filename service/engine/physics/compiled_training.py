@@ -8,8 +8,9 @@ operator by operator (:class:`training.MicroStep`) and their steps (:func:`train
 and keeps the first within :data:`training.LAYOUT_TIE` of the fastest
 (:func:`training.fastest_scalar`). In Python that was ~50 us a plan, most of a training
 request. Here it runs as one compiled loop over the counts asked
-(:func:`plans`): per count its splits (:func:`training_splits.splits`), per split the largest
-micro-batch that fits (:meth:`training_splits.Split.largest_micro`), the micro-step's GEMMs
+(:func:`plans`): per count its splits (:func:`training_splits.splits`), per split the
+micro-batches worth timing (:meth:`training_splits.Split.micro_choices`, the faster kept), the
+micro-step's GEMMs
 through the tile loop of :meth:`kernels.GemmShape.time` (data gradients from the layer's
 shapes, weight gradients built at the micro-step's token count as :func:`kernels.gemm` builds
 them), attention, elementwise traffic, the LM head and the loss, then the step's collectives,
@@ -370,47 +371,27 @@ def _dp_comm(p: Array, dp: float, sharding: float, grad_bytes: float, weight_byt
     return _all_reduce(p, grad_bytes, dp, link)
 
 
+_even_micro = _jit(splits.even_micro)
+_exact_micro = _jit(splits.exact_micro)
+
+
 @_jit
-def _largest_micro(p: Array, s: Array, i: int) -> float:
-    """:meth:`Split.largest_micro` (0: none fits)."""
+def _micro_choices(p: Array, s: Array, i: int) -> tuple[float, float]:
+    """:meth:`Split.micro_choices` as (exact, even): even 0 when none fits, exact 0 when
+    there is one choice."""
     fixed = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB]
     room = p[_USABLE_GB] - fixed
     act = s[i, _S_ACT]
     if room < act:
-        return 0.0
+        return 0.0, 0.0
     limit = room / act if act > 0.0 else math.inf
     batch: float = s[i, _S_BATCH]
     if batch <= limit:
-        return batch
-    steps = np.ceil(batch / np.floor(limit))  # training_splits.even_micro
-    return float(np.ceil(batch / steps))
-
-
-@_jit
-def _exact_micro(p: Array, s: Array, i: int, even: float) -> float:
-    """The first of :meth:`Split.micro_choices` when there are two (0: one), given the second,
-    ``even`` (:func:`training_splits.exact_micro`)."""
-    batch: float = s[i, _S_BATCH]
-    if even == 0.0 or even == batch:
-        return 0.0
-    fixed = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM] + p[_OVERHEAD_GB]
-    most = np.floor((p[_USABLE_GB] - fixed) / s[i, _S_ACT])
-    whole, top = int(batch), int(most)
-    fewest = int(np.ceil(batch / most))
-    found = 0
-    if top < fewest:  # the shorter range, as exact_micro walks it
-        for micro in range(top, 0, -1):
-            if whole // micro > 2 * fewest:
-                break
-            if whole % micro == 0:
-                found = micro
-                break
-    else:
-        for steps in range(fewest, 2 * fewest + 1):
-            if whole % steps == 0:
-                found = whole // steps
-                break
-    return float(found) if found != 0 and float(found) != even else 0.0
+        return 0.0, batch
+    whole, most = int(batch), int(np.floor(limit))
+    even = _even_micro(whole, most)
+    exact = _exact_micro(whole, most)
+    return (float(exact) if exact != 0 and exact != even else 0.0), float(even)
 
 
 @_jit
@@ -433,12 +414,12 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
         ti = int(s[i, _S_TI])
         if settled & (1 << ti):
             continue
-        even = _largest_micro(p, s, i)
+        exact, even = _micro_choices(p, s, i)
         if even == 0.0:
             continue
-        exact = _exact_micro(p, s, i, even)
         tp, dp, batch = s[i, _S_TP], s[i, _S_DP], s[i, _S_BATCH]
         state_gb = s[i, _S_WEIGHTS] + s[i, _S_GRADS] + s[i, _S_OPTIM]
+        optimizer_s = 2.0 * state_gb / p[_BANDWIDTH]
         step_total = math.inf
         for pick in range(2):  # Split.micro_choices: exact (when there is one), then even
             micro = exact if pick == 0 else even
@@ -447,7 +428,6 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
             accumulation = np.ceil(batch / micro)
             kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
             compute_s = accumulation * kc
-            optimizer_s = 2.0 * state_gb / p[_BANDWIDTH]
             memory_s = accumulation * km + optimizer_s
             total = accumulation * kt + optimizer_s
             dp_comm = _dp_comm(p, dp, s[i, _S_SHARDING], p[_GRAD_BYTES] / tp,

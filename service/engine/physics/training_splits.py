@@ -61,10 +61,9 @@ class Split(NamedTuple):
         """The micro-batch the per-GPU batch runs in when spread evenly (0: none fits): the
         whole batch when it fits, else :func:`even_micro` of the largest micro-batch memory
         holds."""
-        room = usable_gb - self.fixed_gb
-        if room < self.act_gb:
+        limit = self._limit(usable_gb)
+        if not limit:
             return 0
-        limit = room / self.act_gb if self.act_gb > 0 else math.inf
         if self.per_gpu_batch <= limit:
             return self.per_gpu_batch
         return even_micro(self.per_gpu_batch, math.floor(limit))
@@ -76,9 +75,16 @@ class Split(NamedTuple):
         even = self.largest_micro(usable_gb)
         if even == 0 or even == self.per_gpu_batch:
             return (even,) if even else ()
-        most = math.floor((usable_gb - self.fixed_gb) / self.act_gb)
-        exact = exact_micro(self.per_gpu_batch, most)
+        exact = exact_micro(self.per_gpu_batch, math.floor(self._limit(usable_gb)))
         return (exact, even) if exact not in (0, even) else (even,)
+
+    def _limit(self, usable_gb: float) -> float:
+        """Samples of micro-batch the room beside the fixed states holds (0: not one; inf:
+        activations take no memory)."""
+        room = usable_gb - self.fixed_gb
+        if room < self.act_gb:
+            return 0.0
+        return room / self.act_gb if self.act_gb > 0 else math.inf
 
 
 def even_micro(batch: int, most: int) -> int:
