@@ -262,7 +262,10 @@ TRAINING_KERNEL_FACTOR = _const(
     "CALIBRATION.md rows 1-2 (Llama 2 pre-training GPU-hours on A100, Touvron et al. 2023, "
     "Table 2: 39-43% MFU) after dividing out their goodput (0.998 at 256 GPUs, 0.994 at "
     "1,024): failure statistics explain under 1% of those GPU-hours. Re-set with the "
-    "power-limited clock model (physics/power.py), which holds the A100 nearer boost",
+    "power-limited clock model (physics/power.py), which holds the A100 nearer boost. "
+    "GeForce cards, whose catalog tensor rates are half the array's full rate, reach "
+    "min(1, this x geforce_fp16_accumulate_speedup) (physics/training.py, "
+    "training_kernel_factor)",
 )
 TRAINING_INTERRUPTIONS_PER_GPU_HOUR = _const(
     "training_interruptions_per_gpu_hour",
@@ -883,6 +886,8 @@ INFERENCE_KEYS = (
 LLAMACPP_KEYS = ("llamacpp_stream_bytes_per_sm_cycle", "llamacpp_prompt_efficiency",
                  "geforce_fp16_accumulate_speedup")
 """Listed beside :data:`INFERENCE_KEYS` when the workload runs on llama.cpp."""
+GEFORCE_KEYS = ("geforce_fp16_accumulate_speedup",)
+"""Listed beside :data:`TRAINING_KEYS` on GeForce cards (their training kernel factor)."""
 COMPUTE_KEYS = (
     "efficiency_compute_job",
     "efficiency_fp64_tensor",

@@ -384,3 +384,35 @@ def test_the_step_keeps_the_faster_of_the_exact_and_the_even_micro_batch() -> No
     assert found[1] == min(timed, key=timed.__getitem__)
     assert tr._total(found[2]) == min(timed.values())
     assert repr(tr._fastest(w, gpu, 8, rate, True, "zero3", memo)) == repr(found)
+
+
+def test_geforce_training_gemms_reach_their_inference_share_of_the_half_rate() -> None:
+    # the catalog's GeForce tensor rate is half the array's full rate (FP32 accumulation): the
+    # losses training_kernel_factor stands for hide under the slower math while factor x 2
+    # >= 1, so the 4090's training GEMM rate is its inference one; the A6000 (the same
+    # generation's professional card, full rate) keeps the factor
+    w = _bert_large_fp16()
+    for gpu, factor in ((RTX_4090, min(1.0, 2.0 * c.TRAINING_KERNEL_FACTOR)),
+                        (RTX_A6000, c.TRAINING_KERNEL_FACTOR)):
+        rate = peak_rate(gpu, "fp16")
+        assert rate is not None
+        inference = tr.kernels.device(gpu, rate)
+        trained = tr.training_device(w, gpu, rate)
+        assert trained.matrix_flops_s == pytest.approx(inference.matrix_flops_s * factor)
+        assert trained.attention_flops_s == pytest.approx(inference.attention_flops_s * factor)
+    assert tr.training_kernel_factor(RTX_4090) == 1.0
+    assert tr.training_kernel_factor(RTX_A6000) == c.TRAINING_KERNEL_FACTOR
+    # and the answer says which datasheet ratio it rests on, on the GeForce card only
+    names = {a.name for a in estimate(w, RTX_4090, 1).assumptions}
+    assert "geforce_fp16_accumulate_speedup" in names
+    assert "geforce_fp16_accumulate_speedup" not in {
+        a.name for a in estimate(w, RTX_A6000, 1).assumptions}
+
+
+def _bert_large_fp16() -> Workload:
+    return Workload(
+        kind="training",
+        precision="fp16",
+        model=PRESETS["bert-large"].model,
+        training=TrainingSpec(batch_size=28, seq_len=384, samples=100_000, optimizer="adamw"),
+    )

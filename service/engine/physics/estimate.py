@@ -43,8 +43,8 @@ def _assumption_set(*groups: tuple[str, ...]) -> tuple[Assumption, ...]:
 
 _ASSUMPTION_SETS: dict[tuple[tuple[str, ...], ...], tuple[Assumption, ...]] = {
     groups: _assumption_set(*groups)
-    for groups in ((), (c.COMPUTE_KEYS,), (c.TRAINING_KEYS,), (c.INFERENCE_KEYS,),
-                   (c.INFERENCE_KEYS, c.LLAMACPP_KEYS))
+    for groups in ((), (c.COMPUTE_KEYS,), (c.TRAINING_KEYS,), (c.TRAINING_KEYS, c.GEFORCE_KEYS),
+                   (c.INFERENCE_KEYS,), (c.INFERENCE_KEYS, c.LLAMACPP_KEYS))
 }
 """The constants each kind of estimate lists, built once at import (a table, not a cache)."""
 
@@ -343,7 +343,8 @@ def _estimate_training(
         min_gpus_to_fit=needed,
         micro_batch_size=plan.micro_batch,
         gradient_accumulation_steps=plan.accumulation,
-        assumptions=_assumptions(c.TRAINING_KEYS),
+        assumptions=(_assumptions(c.TRAINING_KEYS, c.GEFORCE_KEYS)
+                     if kernels.fp16_accumulate_doubles(gpu) else _assumptions(c.TRAINING_KEYS)),
     )
 
 

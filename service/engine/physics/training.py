@@ -202,7 +202,7 @@ def training_device(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: Memo | None = None
 ) -> kernels.Device:
     """The :class:`kernels.Device` training kernels run on: transformer training GEMMs and
-    attention at :data:`constants.TRAINING_KERNEL_FACTOR` of their inference rates. With a
+    attention at :func:`training_kernel_factor` of their inference rates. With a
     ``memo``, built once per (GPU, rate, transformer or not) in the shared cache (the power
     model's clocks make a device worth keeping: every layout a request walks asks again)."""
     transformer = isinstance(workload.model, TransformerModel)
@@ -210,13 +210,30 @@ def training_device(
     def build() -> kernels.Device:
         dev = kernels.device(gpu, rate)
         if transformer and rate.tensor:
-            f = c.TRAINING_KERNEL_FACTOR
+            f = training_kernel_factor(gpu)
             dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * f,
                           attention_flops_s=dev.attention_flops_s * f)
         return dev
 
     return build() if memo is None else memo.get("training_device", (gpu, rate, transformer),
                                                  build)
+
+
+def training_kernel_factor(gpu: GpuSpec) -> float:
+    """Share of its inference GEMM / attention rate a transformer training kernel reaches on
+    ``gpu``: :data:`constants.TRAINING_KERNEL_FACTOR`, except on GeForce cards, whose catalog
+    tensor rates (FP32 accumulation, as PyTorch AMP and TransformerEngine run) are half of what
+    the same SM's array retires with FP16 accumulation (:func:`kernels.fp16_accumulate_doubles`,
+    :data:`constants.GEFORCE_FP16_ACCUMULATE_SPEEDUP`). What the factor stands for (operand
+    staging of the transposed backward GEMMs, fp32 main-gradient epilogues, issue and
+    synchronisation between kernels) costs time per FLOP of the full-rate array; an array that
+    retires half the FLOPs per clock hides that cost under its own math while
+    factor x speedup >= 1, so those kernels reach their inference share of the half rate:
+    min(1, factor x speedup). A model choice from the datasheet ratio, not a fitted number."""
+    f = c.TRAINING_KERNEL_FACTOR
+    if kernels.fp16_accumulate_doubles(gpu):
+        return min(1.0, f * c.GEFORCE_FP16_ACCUMULATE_SPEEDUP)
+    return f
 
 
 def goodput(gpu_count: int, healthy_hours: float | None) -> float:
