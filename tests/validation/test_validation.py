@@ -36,7 +36,7 @@ def _tolerance(point_id: str) -> float:
     return NARROWER.get(point_id, WIDER.get(point_id, CALIBRATION_TOLERANCE))
 
 
-# Held-out thresholds, on the validation set disjoint by source from calibration (103 points).
+# Held-out thresholds, on the validation set disjoint by source from calibration (120 points).
 MIN_MEDIAN_SPEARMAN = 0.95
 """Median Spearman over groups of >= 5 GPUs (0.955 there, 11 groups). Groups of 3-4 are
 reported apart and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6."""
