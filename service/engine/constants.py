@@ -654,19 +654,23 @@ ENERGY_RATIO_VECTOR_FP32 = _const(
     "Keckler & Kirk, IEEE Micro 2021: overhead ~20x the op energy for HFMA, 16-22% for "
     "HMMA / IMMA), plus FP32 arithmetic ~3x FP16 (Horowitz 2014); we take 8x [recalled]",
 )
-VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.645}
+VENDOR_EFFICIENCY: dict[str, float] = {"amd": 0.67}
 _note(
     "vendor_efficiency",
-    "amd 0.645 (nvidia 1.0)",
-    "x sustained peak",
-    "software maturity of the vendor stack (ROCm/hipBLASLt/vLLM-ROCm vs CUDA/TensorRT-LLM), "
-    "one factor per vendor: MLPerf Inference v4.1 closed, Llama-2-70B offline, 8x MI300X "
+    "amd 0.67 (nvidia 1.0)",
+    "x sustained peak, achieved bandwidth and collective bandwidth",
+    "software maturity of the vendor stack (ROCm/hipBLASLt/vLLM-ROCm/RCCL vs CUDA/TensorRT-"
+    "LLM/NCCL), one factor per vendor, on every kind of kernel the ML stack runs: its GEMM "
+    "and attention rates, the bandwidth its memory-bound kernels reach, and its collectives' "
+    "bandwidth (latency divided by it); compute jobs' bandwidth (STREAM-like) is the "
+    "hardware's: MLPerf Inference v4.1 closed, Llama-2-70B offline, 8x MI300X "
     "23,514.8 tok/s, within 3-4% of NVIDIA's 8x H100 result of the same round (EE Times / "
     "HPCwire reports of the MLCommons table), although MI300X has 1.32x the FP8 peak and "
     "1.58x the bandwidth; set by CALIBRATION.md rows 9-10 (re-set from 0.78 with the power "
     "model, which holds the 750 W MI300X at 0.85 of its 2,100 MHz on BF16 and at boost on "
     "FP8, where the midpoint rule held 0.74; then to 0.645 when collectives moved to 16-bit "
-    "payloads and the H100's TP all-reduces grew)",
+    "payloads and the H100's TP all-reduces grew; then to 0.67 when it moved from the compute "
+    "rates alone to the bandwidth and collectives too)",
 )
 PCIE_COLLECTIVE_LATENCY_S = _const(
     "pcie_collective_latency_s",

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from service.engine import constants as c
 from service.engine import estimate, min_gpus_to_fit
-from service.engine.physics import serving
-from service.engine.physics.performance import peak_rate
+from service.engine.physics import kernels, serving
+from service.engine.physics.performance import all_reduce_s, peak_rate
 from service.engine.physics.training import training_flops_per_step
 from service.engine.types import (
     ComputeSpec,
@@ -391,3 +391,40 @@ def test_all_fixture_gpus_run_llama_8b() -> None:
         assert est.assumptions
         if est.fits:
             assert est.tokens_per_s and est.tokens_per_s > 0
+
+
+def test_vendor_factor_scales_every_kernel_class_of_the_ml_stack() -> None:
+    # the AMD stack reaches vendor_efficiency of NVIDIA's shares on its GEMMs, on the
+    # bandwidth of its memory-bound kernels and on its collectives (bandwidth x factor,
+    # latency / factor); NVIDIA's figures are the plain ones
+    f = c.VENDOR_EFFICIENCY["amd"]
+    assert kernels.vendor_factor(MI300X) == f and kernels.vendor_factor(H100_SXM) == 1.0
+    for gpu, factor in ((MI300X, f), (H100_SXM, 1.0)):
+        rate = peak_rate(gpu, "bf16")
+        assert rate is not None
+        dev = kernels.device(gpu, rate)
+        assert dev.bytes_s == pytest.approx(
+            gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW * factor, rel=1e-12)
+    link, n, nbytes = 448.0, 8, 64e6
+    plain = all_reduce_s(nbytes, n, link)
+    assert plain == all_reduce_s(nbytes, n, link, 1.0)
+    bandwidth = plain - c.COLLECTIVE_LATENCY_S
+    assert all_reduce_s(nbytes, n, link, f) == pytest.approx(
+        bandwidth / f + c.COLLECTIVE_LATENCY_S / f, rel=1e-12)
+
+
+def test_a_memory_bound_decode_on_the_amd_stack_slows_by_its_factor() -> None:
+    # batch-1 decode of Llama-2-70B at TP8 streams weights and all-reduces tiny messages: all
+    # of it bandwidth and latency, so its time per token grows by ~1 / factor on MI300X when
+    # the factor goes from 1 to its value (within the fixed per-step costs, which it leaves)
+    w = replace(_decode("llama-2-70b"), inference=InferenceSpec(
+        prompt_tokens=128, output_tokens=128, batch_size=1, tensor_parallel=8))
+    f = c.VENDOR_EFFICIENCY["amd"]
+    slow = estimate(w, MI300X, 8).tpot_ms
+    c.VENDOR_EFFICIENCY["amd"] = 1.0
+    try:
+        fast = estimate(w, MI300X, 8).tpot_ms
+    finally:
+        c.VENDOR_EFFICIENCY["amd"] = f
+    assert slow is not None and fast is not None
+    assert 0.8 / f < slow / fast <= 1.0 / f + 1e-9

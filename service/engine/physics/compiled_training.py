@@ -206,8 +206,10 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     p[_BANDWIDTH], p[_GRAD_BYTES], p[_WEIGHT_BYTES] = job.bandwidth, job.grad_bytes, \
         job.weight_bytes
     p[_TP_BYTES], p[_TP_PER_LAYER] = job.tp_bytes, job.tp_per_layer
-    p[_OVERLAP], p[_COLL_EFF], p[_GB] = c.BACKWARD_OVERLAP_FRACTION, c.COLLECTIVE_EFFICIENCY, c.GB
-    p[_COLL_LATENCY], p[_SPLIT_K_MIN] = c.COLLECTIVE_LATENCY_S, c.SPLIT_K_MIN
+    # the vendor's collectives, as training.all_reduce_s takes them (the same floats)
+    p[_OVERLAP], p[_GB] = c.BACKWARD_OVERLAP_FRACTION, c.GB
+    p[_COLL_EFF] = c.COLLECTIVE_EFFICIENCY * job.vendor
+    p[_COLL_LATENCY], p[_SPLIT_K_MIN] = c.COLLECTIVE_LATENCY_S / job.vendor, c.SPLIT_K_MIN
     p[_INPUT_SPS] = spec.input_samples_per_s_per_gpu or 0.0
     p[_TIE], p[_FLOOR_RATE], p[_FLOOR_FLOPS] = tie, job.floor_rate, floor_flops
     p[_FAST_LINK], p[_PCIE_LINK] = par.fast_link_gb_s(gpu), par.pcie_gb_s(gpu)

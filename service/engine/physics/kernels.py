@@ -121,7 +121,7 @@ def device(gpu: GpuSpec, rate: PeakRate) -> Device:
         conv_flops_s=conv,
         conv_inference_flops_s=conv_inference,
         vector_flops_s=vector_peak * c.EFF_NON_TENSOR,
-        bytes_s=gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW,
+        bytes_s=gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW * vendor_factor(gpu),
         sms=max(1, gpu.sm_count or c.SM_COUNT_UNKNOWN),
         kernel_s=c.KERNEL_OVERHEAD_S,
         clock_fraction=clock,

@@ -320,9 +320,13 @@ class ServingModel:
         # even when the GEMMs run in 8 bits (constants.COLLECTIVE_ACTIVATION_BYTES)
         self.coll_b = max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         self.decoder = False
-        self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY
+        # the vendor's collective library reaches its software factor of NCCL's bandwidth
+        # and pays its latency over it (constants.VENDOR_EFFICIENCY)
+        vendor = kernels.vendor_factor(gpu)
+        self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY * vendor
         fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
-        self.coll_latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
+        latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
+        self.coll_latency = latency / vendor
         self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
         self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB
         self.fixed_s = 0.0

@@ -100,6 +100,9 @@ class _Job(NamedTuple):
     """TP all-reduces per layer per micro-step: 2 forward + 2 backward (+2 recompute)."""
     layers: int
     micro: MicroStep
+    vendor: float
+    """The vendor's software factor (:func:`kernels.vendor_factor`): its collectives reach that
+    share of NCCL's (its kernels' rates and bandwidth carry it already, in the device)."""
 
 
 class MicroStep:
@@ -308,13 +311,14 @@ def _new_job(
     return _Job(
         training_flops_per_step(workload, recompute),
         training_floor_rate(workload, gpu, rate, memo),
-        bandwidth_gb_s(gpu),
+        bandwidth_gb_s(gpu) * kernels.vendor_factor(gpu),
         model.params * states.gradients,
         model.params * states.weights,
         tp_bytes,
         6.0 if recompute else 4.0,
         layers,
         MicroStep(workload, training_device(workload, gpu, rate, memo), recompute, memo_of(memo)),
+        kernels.vendor_factor(gpu),
     )
 
 
@@ -659,6 +663,7 @@ def _dp_comm_s(
     weight_bytes: float,
     accumulation: int,
     link: float,
+    vendor: float = 1.0,
 ) -> float:
     """Data-parallel traffic per step [s] over the slowest link spanning the DP group (ZeRO,
     Rajbhandari et al. 2020, §7): none = gradient all-reduce once per step; ZeRO-1
@@ -667,15 +672,16 @@ def _dp_comm_s(
     (gradients are not kept whole between micro-steps); ZeRO-3 = forward and backward weight
     all-gathers and the gradient reduce-scatter every micro-step."""
     if sharding == "zero3":
-        gather = all_gather_s(weight_bytes, dp, link)
-        return accumulation * (2.0 * gather + all_gather_s(grad_bytes, dp, link))
+        gather = all_gather_s(weight_bytes, dp, link, vendor)
+        return accumulation * (2.0 * gather + all_gather_s(grad_bytes, dp, link, vendor))
     if sharding == "zero2":
-        return accumulation * all_gather_s(grad_bytes, dp, link) + all_gather_s(
-            weight_bytes, dp, link
+        return accumulation * all_gather_s(grad_bytes, dp, link, vendor) + all_gather_s(
+            weight_bytes, dp, link, vendor
         )
     if sharding == "zero1":
-        return all_gather_s(grad_bytes, dp, link) + all_gather_s(weight_bytes, dp, link)
-    return all_reduce_s(grad_bytes, dp, link)
+        return all_gather_s(grad_bytes, dp, link, vendor) + all_gather_s(
+            weight_bytes, dp, link, vendor)
+    return all_reduce_s(grad_bytes, dp, link, vendor)
 
 
 def step_time(
@@ -731,11 +737,13 @@ def _step(
     memory_s = accumulation * km + optimizer_s
     total = accumulation * kt + optimizer_s
     dp_comm = _dp_comm_s(
-        dp, sharding, job.grad_bytes / tp, job.weight_bytes / tp, accumulation, links[1]
+        dp, sharding, job.grad_bytes / tp, job.weight_bytes / tp, accumulation, links[1],
+        job.vendor,
     )
     tp_comm = 0.0
     if tp > 1 and job.layers:
-        per_layer = job.tp_per_layer * all_reduce_s(job.tp_bytes * micro_batch, tp, links[0])
+        per_layer = job.tp_per_layer * all_reduce_s(job.tp_bytes * micro_batch, tp, links[0],
+                                                    job.vendor)
         tp_comm = per_layer * job.layers * accumulation
     exposed = max(0.0, tp_comm + dp_comm - c.BACKWARD_OVERLAP_FRACTION * compute_s)
     stall = max(0.0, total - max(compute_s, memory_s))
