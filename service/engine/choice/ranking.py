@@ -790,8 +790,9 @@ def recommend(
             f"top {limit} under {objective} (listed in rejected with code 'outranked')"
         )
     rejected = state.rejected
+    fix = se.outranked_fix(limit)
     for s in skipped:
-        rejected[s.gpu.slug] = se.outranked(s, limit, objective)
+        rejected[s.gpu.slug] = se.outranked(s, limit, objective, fix)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),
                           explained)

@@ -43,17 +43,22 @@ class Skipped:
     """The ``limit``-th best score when the search stopped."""
 
 
-def outranked(s: Skipped, limit: int, objective: str) -> Rejection:
-    """Why a skipped GPU is not in the answer, with the figures that prove it."""
+def outranked_fix(limit: int) -> Fix:
+    """The fix every GPU skipped below the top ``limit`` shares (one object per answer)."""
+    return Fix("limit", None, f"ask for more results (limit > {limit}) to see it ranked",
+               "limit")
+
+
+def outranked(s: Skipped, limit: int, objective: str, fix: Fix | None = None) -> Rejection:
+    """Why a skipped GPU is not in the answer, with the figures that prove it (``fix``:
+    :func:`outranked_fix` of ``limit``, built once for all the skipped GPUs of an answer)."""
     if s.best_case == INF:
         reason = f"has no usable price quote, so it ranks after the top {limit} priced GPUs"
     else:
         reason = (f"not in the top {limit} under {objective}: its best case scores "
                   f">= {s.best_case:.4g}, worse than #{limit}'s {s.threshold:.4g} "
                   "(lower is better), so it was not evaluated in full")
-    return Rejection(s.gpu.slug, s.gpu.name, reason,
-                     Fix("limit", None, f"ask for more results (limit > {limit}) to see it "
-                         "ranked", "limit"), "outranked")
+    return Rejection(s.gpu.slug, s.gpu.name, reason, fix or outranked_fix(limit), "outranked")
 
 
 def search(
@@ -267,10 +272,16 @@ class BalancedSearch:
         scores = sorted(d.best(mins, self.value) for d in self.done)
         self.cut = scores[limit - 1] * (1.0 + PRUNE_MARGIN)
         left = [j for j in rest if j not in seen] + self.deferred
-        # best bound first: a failing test usually stops at the first GPUs
-        if any(self._bound(j) <= self.cut for j in left):
-            return None
-        return [Skipped(order[j].gpu, self._bound(j), scores[limit - 1]) for j in left]
+        # best bound first: a failing test usually stops at the first GPUs; a passing one
+        # keeps each bound for its Skipped (taken once: thousands of GPUs at catalog scale)
+        bounds = []
+        for j in left:
+            bound = self._bound(j)
+            if bound <= self.cut:
+                return None
+            bounds.append(bound)
+        return [Skipped(order[j].gpu, b, scores[limit - 1])
+                for j, b in zip(left, bounds, strict=True)]
 
     def _sweep(self, queue: list[int], defer: bool) -> list[Skipped] | None:
         """Evaluate ``queue`` in turn, testing every so often; ``defer``: pass over GPUs whose
