@@ -3,7 +3,8 @@
 A GPU is reduced to a :class:`Device`: its sustained matrix and vector FLOP rates (datasheet
 peak x the clock it holds under its power limit x the share a well-shaped kernel reaches x its
 vendor's software factor), its achieved memory bandwidth (x the same factor: the stack's
-memory-bound kernels), its SM (CU) count and a fixed cost per kernel. Operators are then timed one by one, each with its own roofline:
+memory-bound kernels), its SM (CU) count and a fixed cost per kernel. Operators are then timed
+one by one, each with its own roofline:
 
 * GEMMs (and convolutions as implicit GEMMs) are cut into output tiles run one per SM per wave
   (NVIDIA "Matrix Multiplication Background" guide, wave quantization; Habitat, Yu et al.,
