@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from service.engine import constants as c
 from service.engine.physics.transformer_ops import LayerOps
 from service.engine.types import GenericModel, TransformerModel
 
@@ -202,7 +201,7 @@ def _pipeline(sm: ServingModel, tokens: Array) -> Array | float:
     if sm.pp <= 1:
         return 0.0
     nbytes = tokens * sm.h * sm.coll_b
-    return (sm.pp - 1) * (nbytes / sm.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
+    return (sm.pp - 1) * (nbytes / sm.pp_link_s + sm.pp_latency)
 
 
 def _kv_read(sm: ServingModel, seqs: Array) -> Array:

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 import numba
 import numpy as np
 
-from service.engine import constants as c
 from service.engine.physics import batched
 from service.engine.physics.batched import Array, GemmStack, stack
 from service.engine.types import TransformerModel
@@ -92,7 +91,7 @@ class Packed:
         p[_H] = sm.h
         p[_ACT_B] = sm.coll_b
         p[_COMM_VOL], p[_LINK_S], p[_COLL_LATENCY] = sm.comm_vol, sm.link_s, sm.coll_latency
-        p[_PP_LINK_S], p[_PIPE_LATENCY] = sm.pp_link_s, c.PIPELINE_STAGE_LATENCY_S
+        p[_PP_LINK_S], p[_PIPE_LATENCY] = sm.pp_link_s, sm.pp_latency
         p[_DEV_SMS] = sm.dev.sms
         p[_STAGE_SHARE] = sm.stage_share
         p[_TILES] = st.tiles

@@ -106,22 +106,25 @@ class PhaseTime:
         return "compute" if self.compute_s >= self.memory_s else "memory_bandwidth"
 
 
-def all_reduce_s(nbytes: float, ranks: int, link_gb_s: float, vendor: float = 1.0) -> float:
-    """Ring all-reduce time [s]: volume 2(n-1)/n x bytes over the one-way link bandwidth, at
-    the vendor's software factor (``vendor``: :func:`kernels.vendor_factor`; its collective
-    library reaches that share of NCCL's bandwidth and pays its latency over it)."""
-    if ranks <= 1 or nbytes <= 0:
-        return 0.0
-    volume = 2.0 * (ranks - 1) / ranks * nbytes
+def _ring_s(volume: float, link_gb_s: float, vendor: float) -> float:
+    """``volume`` bytes over the one-way link at :data:`constants.COLLECTIVE_EFFICIENCY`, plus
+    one collective's latency, at the vendor's software factor (``vendor``:
+    :func:`kernels.vendor_factor`; its collective library reaches that share of NCCL's
+    bandwidth and pays its latency over it)."""
     return (volume / (link_gb_s * c.GB * (c.COLLECTIVE_EFFICIENCY * vendor))
             + c.COLLECTIVE_LATENCY_S / vendor)
+
+
+def all_reduce_s(nbytes: float, ranks: int, link_gb_s: float, vendor: float = 1.0) -> float:
+    """Ring all-reduce time [s]: volume 2(n-1)/n x bytes (:func:`_ring_s`)."""
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    return _ring_s(2.0 * (ranks - 1) / ranks * nbytes, link_gb_s, vendor)
 
 
 def all_gather_s(nbytes: float, ranks: int, link_gb_s: float, vendor: float = 1.0) -> float:
-    """Ring all-gather (or reduce-scatter) time [s] of ``nbytes`` total: (n-1)/n x bytes (at
-    the vendor's factor, as :func:`all_reduce_s`)."""
+    """Ring all-gather (or reduce-scatter) time [s] of ``nbytes`` total: (n-1)/n x bytes
+    (:func:`_ring_s`)."""
     if ranks <= 1 or nbytes <= 0:
         return 0.0
-    volume = (ranks - 1) / ranks * nbytes
-    return (volume / (link_gb_s * c.GB * (c.COLLECTIVE_EFFICIENCY * vendor))
-            + c.COLLECTIVE_LATENCY_S / vendor)
+    return _ring_s((ranks - 1) / ranks * nbytes, link_gb_s, vendor)

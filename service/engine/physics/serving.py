@@ -320,15 +320,16 @@ class ServingModel:
         # even when the GEMMs run in 8 bits (constants.COLLECTIVE_ACTIVATION_BYTES)
         self.coll_b = max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
         self.decoder = False
-        # the vendor's collective library reaches its software factor of NCCL's bandwidth
-        # and pays its latency over it (constants.VENDOR_EFFICIENCY)
+        # the vendor's collective library (all-reduces, pipeline sends) reaches its software
+        # factor of NCCL's bandwidth and pays its latency over it (constants.VENDOR_EFFICIENCY)
         vendor = kernels.vendor_factor(gpu)
         self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY * vendor
         fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
         latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
         self.coll_latency = latency / vendor
         self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
-        self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB
+        self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB * vendor
+        self.pp_latency = c.PIPELINE_STAGE_LATENCY_S / vendor
         self.fixed_s = 0.0
         self.per_seq_s = 0.0  # decoders only: the runtime's per-sequence work per iteration
         if isinstance(model, GenericModel):
@@ -384,7 +385,7 @@ class ServingModel:
         if self.pp <= 1:
             return 0.0
         nbytes = tokens * self.h * self.coll_b
-        return (self.pp - 1) * (nbytes / self.pp_link_s + c.PIPELINE_STAGE_LATENCY_S)
+        return (self.pp - 1) * (nbytes / self.pp_link_s + self.pp_latency)
 
     def _iteration(
         self, rows: float, attn_flops: float, attn_bytes: float, head_rows: float

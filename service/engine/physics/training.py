@@ -304,6 +304,7 @@ def _new_job(
     spec, model = workload.training, workload.model
     assert spec is not None and model is not None
     states = mem.training_state_bytes(rate.precision_used, spec.optimizer)
+    vendor = kernels.vendor_factor(gpu)
     tp_bytes, layers = 0.0, 0
     if isinstance(model, TransformerModel):
         elem = mem.activation_bytes_per_element(rate.precision_used)
@@ -311,14 +312,14 @@ def _new_job(
     return _Job(
         training_flops_per_step(workload, recompute),
         training_floor_rate(workload, gpu, rate, memo),
-        bandwidth_gb_s(gpu) * kernels.vendor_factor(gpu),
+        bandwidth_gb_s(gpu) * vendor,
         model.params * states.gradients,
         model.params * states.weights,
         tp_bytes,
         6.0 if recompute else 4.0,
         layers,
         MicroStep(workload, training_device(workload, gpu, rate, memo), recompute, memo_of(memo)),
-        kernels.vendor_factor(gpu),
+        vendor,
     )
 
 
