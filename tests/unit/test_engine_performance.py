@@ -405,6 +405,16 @@ def test_vendor_factor_scales_every_kernel_class_of_the_ml_stack() -> None:
         dev = kernels.device(gpu, rate)
         assert dev.bytes_s == pytest.approx(
             gpu.memory_bandwidth_gb_s * c.GB * c.EFF_MEMORY_BW * factor, rel=1e-12)
+    # serving: the TP all-reduce and the pipeline sends of a 2-stage TP4 split
+    w = _decode("llama-2-70b")
+    for gpu, factor in ((MI300X, f), (H100_SXM, 1.0)):
+        rate = peak_rate(gpu, "fp16")
+        assert rate is not None
+        sm = serving.ServingModel(w, gpu, rate, 4, 400.0, pp=2, pp_link_gb_s=50.0)
+        assert sm.link_s == pytest.approx(400.0 * c.GB * c.COLLECTIVE_EFFICIENCY * factor)
+        assert sm.coll_latency == pytest.approx(c.COLLECTIVE_LATENCY_S / factor)
+        assert sm.pp_link_s == pytest.approx(50.0 * c.GB * factor)
+        assert sm.pp_latency == pytest.approx(c.PIPELINE_STAGE_LATENCY_S / factor)
     link, n, nbytes = 448.0, 8, 64e6
     plain = all_reduce_s(nbytes, n, link)
     assert plain == all_reduce_s(nbytes, n, link, 1.0)
