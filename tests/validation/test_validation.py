@@ -38,14 +38,17 @@ def _tolerance(point_id: str) -> float:
 
 # Held-out thresholds, on the validation set disjoint by source from calibration (120 points).
 MIN_MEDIAN_SPEARMAN = 0.95
-"""Median Spearman over groups of >= 5 GPUs (0.955 there, 11 groups). Groups of 3-4 are
-reported apart and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6."""
+"""Median Spearman over groups of >= 5 GPUs (0.972 there, 11 groups, 2026-12-06). Groups of 3-4
+are reported apart and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6."""
 MIN_SPEARMAN_MARGIN = 0.05
-MIN_PAIRWISE = 0.92
-MAX_MEDIAN_ABS_ERROR = 0.20
-MAX_FAMILY_MEDIAN_ABS_ERROR = 0.35
-"""No source family's median absolute error above this (worst today: MLPerf v4.1 Lenovo 2x L4,
-32%; llama.cpp 31%; Lambda 29%)."""
+MIN_PAIRWISE = 0.94
+"""95.5% (15 of 330 pairs inverted) on 2026-12-06; the physics target is 96%."""
+MAX_MEDIAN_ABS_ERROR = 0.17
+"""14.6% on 2026-12-06; the physics target is 14%."""
+MAX_FAMILY_MEDIAN_ABS_ERROR = 0.28
+"""No source family's median absolute error above this (worst on 2026-12-06: MosaicML
+llm-foundry 24.7%, top500 22.5%; the physics target is 25%, this guard sits a little above it so
+that a change moving one point of a six-point family does not trip it by itself)."""
 MIN_BEST_NAMED = 0.80
 
 
