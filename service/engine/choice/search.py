@@ -49,7 +49,7 @@ def outranked_fix(limit: int) -> Fix:
                "limit")
 
 
-def outranked(s: Skipped, limit: int, objective: str, fix: Fix | None = None) -> Rejection:
+def outranked(s: Skipped, limit: int, objective: str, fix: Fix) -> Rejection:
     """Why a skipped GPU is not in the answer, with the figures that prove it (``fix``:
     :func:`outranked_fix` of ``limit``, built once for all the skipped GPUs of an answer)."""
     if s.best_case == INF:
@@ -58,7 +58,7 @@ def outranked(s: Skipped, limit: int, objective: str, fix: Fix | None = None) ->
         reason = (f"not in the top {limit} under {objective}: its best case scores "
                   f">= {s.best_case:.4g}, worse than #{limit}'s {s.threshold:.4g} "
                   "(lower is better), so it was not evaluated in full")
-    return Rejection(s.gpu.slug, s.gpu.name, reason, fix or outranked_fix(limit), "outranked")
+    return Rejection(s.gpu.slug, s.gpu.name, reason, fix, "outranked")
 
 
 def search(

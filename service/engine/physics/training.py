@@ -664,14 +664,15 @@ def _dp_comm_s(
     weight_bytes: float,
     accumulation: int,
     link: float,
-    vendor: float = 1.0,
+    vendor: float,
 ) -> float:
     """Data-parallel traffic per step [s] over the slowest link spanning the DP group (ZeRO,
     Rajbhandari et al. 2020, §7): none = gradient all-reduce once per step; ZeRO-1
     (Megatron distributed optimizer) = reduce-scatter of gradients + all-gather of updated
     weights, once per step (the same volume); ZeRO-2 = the reduce-scatter every micro-step
     (gradients are not kept whole between micro-steps); ZeRO-3 = forward and backward weight
-    all-gathers and the gradient reduce-scatter every micro-step."""
+    all-gathers and the gradient reduce-scatter every micro-step. ``vendor``: the collective
+    library's software factor (:func:`performance.all_reduce_s`)."""
     if sharding == "zero3":
         gather = all_gather_s(weight_bytes, dp, link, vendor)
         return accumulation * (2.0 * gather + all_gather_s(grad_bytes, dp, link, vendor))
