@@ -74,6 +74,8 @@ class TrainingIn(_Request):
     activation_checkpointing: bool = False
     sharding: Literal["auto", "none", "zero1", "zero2", "zero3", "fsdp"] = "auto"
     flash_attention: bool = True
+    lm_head_fraction: float = 1.0
+    """Share of each sequence's tokens that reach the vocabulary projection and the loss."""
     memory_format: Literal["nchw", "nhwc"] = "nchw"
     input_samples_per_s_per_gpu: float | None = None
 

@@ -416,6 +416,32 @@ TRANSFORMER_ELEMENTWISE_PASSES = _const(
     "bias (read+write ~2h): 4 + 6 + 2 = 12 vectors of h; the MLP activation adds 2-3 vectors "
     "of the intermediate size (counted separately)",
 )
+EAGER_ATTENTION_FORWARD_PASSES = _const(
+    "eager_attention_forward_score_passes",
+    10.0,
+    "score-sized tensors read or written per (query, key) pair per head, forward",
+    "attention without a fused kernel materialises the scores and runs each step as its own "
+    "kernel, as NVIDIA's BERT (DeepLearningExamples PyTorch/LanguageModeling/BERT/modeling.py, "
+    "BertSelfAttention.forward) and Hugging Face's eager attention write it: QK^T writes S (1), "
+    "scale reads and writes it (2), the mask add (2), softmax (2), dropout (2, plus its 1-byte "
+    "mask: eager_attention_dropout_mask_bytes), PV reads P (1) = 10",
+)
+EAGER_ATTENTION_BACKWARD_PASSES = _const(
+    "eager_attention_backward_score_passes",
+    11.0,
+    "score-sized tensors read or written per (query, key) pair per head, backward",
+    "the same code's autograd: dO V^T writes dP (1), dV = P^T dO reads P (1), dropout's "
+    "backward reads dP and writes its gradient (2, plus the mask), softmax's backward reads P "
+    "and its gradient and writes dS (3), the scale's backward (2), dQ = dS K and dK = dS^T Q "
+    "read dS (2) = 11; the mask add passes its gradient through",
+)
+EAGER_ATTENTION_DROPOUT_MASK_BYTES = _const(
+    "eager_attention_dropout_mask_bytes",
+    1.0,
+    "B per (query, key) pair per head, written forward and read backward",
+    "PyTorch's native dropout keeps a bool (1-byte) mask; the same mask Korthikanti et al. "
+    "2022 count in the attention activations (activation_bytes_coef_attention)",
+)
 BACKWARD_ELEMENTWISE_FACTOR = _const(
     "backward_elementwise_factor",
     2.0,
@@ -855,6 +881,9 @@ TRAINING_KEYS = (
     "training_hours_lost_per_interruption",
     "comm_overlap_fraction",
     "backward_elementwise_factor",
+    "eager_attention_forward_score_passes",
+    "eager_attention_backward_score_passes",
+    "eager_attention_dropout_mask_bytes",
     "cnn_stashed_tensors_per_conv",
     "cnn_conv_io_passes",
     "cnn_elementwise_passes_training",
@@ -890,8 +919,9 @@ INFERENCE_KEYS = (
 LLAMACPP_KEYS = ("llamacpp_stream_bytes_per_sm_cycle", "llamacpp_prompt_efficiency",
                  "geforce_fp16_accumulate_speedup")
 """Listed beside :data:`INFERENCE_KEYS` when the workload runs on llama.cpp."""
-GEFORCE_KEYS = ("geforce_fp16_accumulate_speedup",)
-"""Listed beside :data:`TRAINING_KEYS` on GeForce cards (their training kernel factor)."""
+GEFORCE_KEYS = ("geforce_fp16_accumulate_speedup", "conv_inference_efficiency")
+"""Listed beside :data:`TRAINING_KEYS` on GeForce cards (their training kernel factor, and
+their training convolutions' share of the inference convolution rate)."""
 COMPUTE_KEYS = (
     "efficiency_compute_job",
     "efficiency_fp64_tensor",

@@ -168,6 +168,10 @@ class TrainingSpec:
     activation_checkpointing: bool = False
     sharding: Sharding = "auto"
     flash_attention: bool = True
+    lm_head_fraction: float = 1.0
+    """Share of each sequence's tokens that go through the vocabulary projection and the loss
+    [0-1]: 1 for causal-LM training, ~0.15 for masked-LM code that gathers the masked
+    positions first, 0 for a task head (classification, span extraction) in its place."""
     memory_format: MemoryFormat = "nchw"
     """CNN activation layout: nchw (PyTorch's default) or nhwc (``channels_last``). Tensor-core
     convolutions work in NHWC, so NCHW training pays layout transposes around each one."""

@@ -222,7 +222,21 @@ class TrainingInput(_Strict):
     )
     flash_attention: bool = Field(
         default=True,
-        description="Fused attention kernels (no materialised attention matrix)",
+        description=(
+            "Fused attention kernels (no materialised attention matrix). False: eager "
+            "attention as BERT-era code runs it (separate QK^T, scale, mask, softmax, dropout "
+            "and PV kernels over the whole score matrix)"
+        ),
+    )
+    lm_head_fraction: float = Field(
+        default=1.0, ge=0, le=1,
+        description=(
+            "Share of each sequence's tokens that go through the vocabulary projection and "
+            "the loss [0-1]: 1 for causal-LM training and fine-tuning; ~0.15 for BERT-style "
+            "masked-LM pre-training whose code gathers the masked positions first (NVIDIA's "
+            "BERT); 0 when a task head (classification, SQuAD span extraction) replaces it. "
+            "Ignored for CNNs"
+        ),
     )
     memory_format: MemoryFormat = Field(
         default="nchw",
@@ -255,6 +269,7 @@ class TrainingInput(_Strict):
             activation_checkpointing=self.activation_checkpointing,
             sharding=sharding,
             flash_attention=self.flash_attention,
+            lm_head_fraction=self.lm_head_fraction,
             memory_format=self.memory_format,
             input_samples_per_s_per_gpu=self.input_samples_per_s_per_gpu,
         )

@@ -147,3 +147,33 @@ def test_a_pinned_tp_must_be_a_power_of_2_dividing_the_heads(client: TestClient)
     problem = assert_problem(client.post("/v1/estimates", json=_llama(tensor_parallel=6)), 422,
                              "body.workload.inference.tensor_parallel")
     assert "power of 2" in problem["errors"][0]["message"]
+
+
+def _bert_training(**training: Any) -> dict[str, Any]:
+    return {
+        "workload": {
+            "kind": "training", "model": {"preset": "bert-large"}, "precision": "fp16",
+            "training": {"batch_size": 32, "seq_len": 384, "samples": 100_000,
+                         "flash_attention": False, **training},
+        },
+        "gpu_slug": H100,
+    }
+
+
+def test_lm_head_fraction_moves_the_step(client: TestClient) -> None:
+    # a SQuAD fine-tune (span head, no vocabulary projection) steps faster than the same
+    # body with the LM head on every token; the default is the LM head on every token
+    rates = {}
+    for frac in (None, 1.0, 0.15, 0.0):
+        body = _bert_training() if frac is None else _bert_training(lm_head_fraction=frac)
+        resp = client.post("/v1/estimates", json=body)
+        assert resp.status_code == 200, resp.text
+        rates[frac] = resp.json()["throughput"]["samples_per_s"]
+    assert rates[None] == rates[1.0] < rates[0.15] < rates[0.0]
+    assert rates[0.0] / rates[1.0] > 1.04
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "half"])
+def test_lm_head_fraction_outside_0_1_is_422(client: TestClient, value: Any) -> None:
+    assert_problem(client.post("/v1/estimates", json=_bert_training(lm_head_fraction=value)),
+                   422, "body.workload.training.lm_head_fraction")

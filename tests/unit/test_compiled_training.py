@@ -34,7 +34,8 @@ LARGEST_COUNT = 256
 
 def _jobs(n: int, seed: int = 31) -> list[Workload]:
     """``n`` transformer training jobs; every third a Mixtral (MoE) one, every fifth with an
-    input ceiling per GPU, every seventh without flash attention."""
+    input ceiling per GPU, every seventh without flash attention, every fourth with the LM
+    head on 0% or 15% of the tokens."""
     r = random.Random(seed)
     out: list[Workload] = []
     while len(out) < n:
@@ -45,6 +46,8 @@ def _jobs(n: int, seed: int = 31) -> list[Workload]:
             body["training"]["input_samples_per_s_per_gpu"] = bodies._log(r, 1, 1e4)
         if len(out) % 7 == 6:
             body["training"]["flash_attention"] = False
+        if len(out) % 4 == 1:
+            body["training"]["lm_head_fraction"] = (0.0, 0.15)[len(out) % 8 == 5]
         try:
             workload = WorkloadSpec.model_validate(body).to_engine(require_amount=False)
         except Exception:  # noqa: BLE001 - an inconsistent draw: the generator's, not ours
@@ -95,6 +98,7 @@ def test_the_jobs_cover_moe_input_ceilings_and_every_sharding() -> None:
     assert any(isinstance(j.model, TransformerModel) and j.model.experts > 1 for j in jobs)
     assert any(j.training and j.training.input_samples_per_s_per_gpu for j in jobs)
     assert any(j.training and not j.training.flash_attention for j in jobs)
+    assert {0.0, 0.15} <= {j.training.lm_head_fraction for j in jobs if j.training}
     shardings = {j.training.sharding for j in jobs if j.training}
     assert "auto" in shardings and len(shardings) >= 3, shardings
 

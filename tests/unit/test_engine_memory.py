@@ -72,16 +72,25 @@ def test_activations_korthikanti_eq1() -> None:
     h, a, L, V = 4096, 32, 32, 32000
     expected = L * s * b * h * (34 + 5 * a * s / h) + s * b * V * 4
     got = memory.transformer_activation_bytes(
-        LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0
+        LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=1.0,
     )
     assert got == pytest.approx(expected)
     flash = memory.transformer_activation_bytes(
-        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=False, elem_bytes=2.0
+        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=1.0,
     )
     ckpt = memory.transformer_activation_bytes(
-        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=True, elem_bytes=2.0
+        LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=True, elem_bytes=2.0,
+        lm_head_fraction=1.0,
     )
     assert ckpt < flash < got
+    # a masked-LM head on 15% of the tokens keeps 15% of the fp32 logits
+    masked = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=0.15,
+    )
+    assert got - masked == pytest.approx(0.85 * s * b * V * 4)
 
 
 def test_int4_weights_half_byte_plus_scales() -> None:

@@ -416,3 +416,79 @@ def _bert_large_fp16() -> Workload:
         model=PRESETS["bert-large"].model,
         training=TrainingSpec(batch_size=28, seq_len=384, samples=100_000, optimizer="adamw"),
     )
+
+
+def test_geforce_training_convolutions_reach_their_inference_share_of_the_half_rate() -> None:
+    # cuDNN accumulates FP16 convolutions in FP32: on a GeForce card the catalog's half rate;
+    # training's extra cost per FLOP (conv_efficiency / conv_inference_efficiency of the
+    # inference rate) hides under the slower math, so its training convolutions run at the
+    # inference share; the A6000 keeps the training share
+    w = Workload(kind="training", precision="fp16", model=PRESETS["resnet-50"].model,
+                 training=TrainingSpec(batch_size=256, samples=1e6, optimizer="sgd"))
+    for gpu, trained_share in ((RTX_4090, c.CONV_INFERENCE_EFFICIENCY),
+                               (RTX_A6000, c.CONV_EFFICIENCY)):
+        rate = peak_rate(gpu, "fp16")
+        assert rate is not None
+        plain = tr.kernels.device(gpu, rate)
+        trained = tr.training_device(w, gpu, rate)
+        assert trained.conv_flops_s == pytest.approx(
+            plain.conv_flops_s * trained_share / c.CONV_EFFICIENCY)
+        assert trained.matrix_flops_s == plain.matrix_flops_s
+    assert tr.half_rate_hides(c.CONV_EFFICIENCY / c.CONV_INFERENCE_EFFICIENCY) == 1.0
+    assert tr.half_rate_hides(0.3) == pytest.approx(0.6)
+    names = {a.name for a in estimate(w, RTX_4090, 1).assumptions}
+    assert {"geforce_fp16_accumulate_speedup", "conv_inference_efficiency"} <= names
+
+
+def test_eager_attention_traffic_counts_every_score_kernel() -> None:
+    # without a fused kernel each layer writes and reads the (heads x s x s) scores in every
+    # step NVIDIA's BERT runs: 10 passes forward, 11 backward, plus the 1-byte dropout mask
+    model = PRESETS["bert-large"].model
+    assert isinstance(model, tr.TransformerModel)
+    seq, micro, act_b = 384, 4, 2.0
+    qkvo = 4.0 * micro * seq * model.hidden_size * act_b
+    fwd, bwd = tr.attention_bytes(model, seq, micro, 1, act_b, True)
+    assert (fwd, bwd) == (pytest.approx(qkvo), pytest.approx(2.0 * qkvo))
+    fwd, bwd = tr.attention_bytes(model, seq, micro, 1, act_b, False)
+    scores = model.attention_heads * seq * seq * micro
+    assert fwd - qkvo == pytest.approx(scores * (10 * 2.0 + 1))
+    assert bwd - 2.0 * qkvo == pytest.approx(scores * (11 * 2.0 + 1))
+    # split over TP ranks with the heads
+    fwd2, _ = tr.attention_bytes(model, seq, micro, 2, act_b, False)
+    assert fwd2 == pytest.approx(fwd / 2.0)
+    # at BERT's fine-tuning length the attention traffic is ~12x Q, K, V and O's alone
+    # (heads x s = 16 x 384 score elements per token against 4 x 1,024 hidden ones)
+    assert 11.0 < (fwd + bwd) / (3.0 * qkvo) < 13.0
+
+
+def test_lm_head_fraction_times_the_vocabulary_projection_on_its_tokens_only() -> None:
+    # BERT pre-training in NVIDIA's code gathers the ~15% masked positions before the MLM head;
+    # SQuAD fine-tuning has a 2-way span head instead: the vocabulary GEMMs and the logits'
+    # traffic scale with the share of tokens that reach them
+    model = PRESETS["bert-large"].model
+    assert isinstance(model, tr.TransformerModel)
+    memo = Memo()
+    rate = peak_rate(A100_SXM, "fp16")
+    assert rate is not None
+    times = {}
+    for frac in (1.0, 0.15, 0.0):
+        w = Workload(kind="training", precision="fp16", model=model,
+                     training=TrainingSpec(batch_size=32, seq_len=128, samples=1e6,
+                                           lm_head_fraction=frac))
+        dev = tr.training_device(w, A100_SXM, rate)
+        times[frac] = tr.MicroStep(w, dev, False, memo).time(32, 1)[2]
+    head_all = times[1.0] - times[0.0]
+    # the head on every token: ~2 x 6 x V x h per token of GEMM work and fp32 logits, a
+    # tenth of BERT-large's step at length 128
+    assert 0.06 < head_all / times[1.0] < 0.2
+    # on 15% of the tokens: ~15% of that (row tiles round up)
+    assert 0.1 < (times[0.15] - times[0.0]) / head_all < 0.25
+    # and the answer's floor stays a lower bound: the floor FLOPs drop with the head
+    full = tr.training_floor_flops(Workload(
+        kind="training", precision="fp16", model=model,
+        training=TrainingSpec(batch_size=32, seq_len=128, samples=1e6)))
+    none = tr.training_floor_flops(Workload(
+        kind="training", precision="fp16", model=model,
+        training=TrainingSpec(batch_size=32, seq_len=128, samples=1e6, lm_head_fraction=0.0)))
+    vh_tokens = model.vocab_size * model.hidden_size * 32 * 128
+    assert full - none == pytest.approx(c.TRAIN_FLOPS_PER_PARAM_TOKEN * vh_tokens)

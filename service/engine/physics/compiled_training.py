@@ -67,8 +67,9 @@ _BWD_ELEMENTWISE, _USABLE_GB, _OVERHEAD_GB, _BANDWIDTH, _GRAD_BYTES = 20, 21, 22
 _WEIGHT_BYTES, _TP_BYTES, _TP_PER_LAYER, _OVERLAP, _COLL_EFF, _GB = 25, 26, 27, 28, 29, 30
 _COLL_LATENCY, _INPUT_SPS, _SPLIT_K_MIN, _TIE, _FLOOR_FLOPS, _BATCH = 31, 32, 33, 34, 35, 36
 _FLOOR_RATE, _STATE_W, _STATE_G, _STATE_O, _DOMAIN, _PER_NODE = 37, 38, 39, 40, 41, 42
-_FAST_LINK, _PCIE_LINK, _NETWORK_LINK = 43, 44, 45
-_PARAMS = 46
+_FAST_LINK, _PCIE_LINK, _NETWORK_LINK, _HEAD_FRACTION, _FWD_SCORE_B = 43, 44, 45, 46, 47
+_BWD_SCORE_B = 48
+_PARAMS = 49
 # a TP degree's scalars: TP, elementwise bytes per token, TP link [GB/s], vocabulary / TP,
 # activations per sample [GB], parameters per GPU [G]
 _TP, _ELEMENTWISE, _TP_LINK, _VOCAB, _ACT_GB, _PARAMS_GB = 0, 1, 2, 3, 4, 5
@@ -197,6 +198,12 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
         first.kernels_s
     p[_ACT_B], p[_H], p[_SEQ] = act_b, model.hidden_size, seq
     p[_FLASH] = 1.0 if spec.flash_attention else 0.0
+    # bytes per (query, key) pair per head of eager attention (training.attention_bytes)
+    p[_FWD_SCORE_B] = c.EAGER_ATTENTION_FORWARD_PASSES * act_b + \
+        c.EAGER_ATTENTION_DROPOUT_MASK_BYTES
+    p[_BWD_SCORE_B] = c.EAGER_ATTENTION_BACKWARD_PASSES * act_b + \
+        c.EAGER_ATTENTION_DROPOUT_MASK_BYTES
+    p[_HEAD_FRACTION] = spec.lm_head_fraction
     p[_PAIRS] = mem.causal_attention_pairs(model, float(seq))
     p[_PASSES] = 2.0 if micro.recompute else 1.0
     p[_MOE] = 1.0 if first.moe else 0.0
@@ -294,7 +301,7 @@ def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float
         compute += k0
         memory += k1
         total += k0 if k0 > k1 else k1
-    k0, k1 = 2.5 * attn / p[_ATTN_FLOPS_S], 2.0 * attn_bytes / p[_BYTES_S]
+    k0, k1 = 2.5 * attn / p[_ATTN_FLOPS_S], attn_bytes / p[_BYTES_S]
     compute += k0
     memory += k1
     total += k0 if k0 > k1 else k1
@@ -313,25 +320,31 @@ def _micro_step(p: Array, tps: Array, tables: Array, ti: int, micro: float,
     tokens = micro * seq
     pairs = p[_PAIRS] * micro
     attn = 4.0 * pairs * h / tp
-    attn_bytes = 4.0 * tokens * h * act_b / tp
+    qkvo = 4.0 * tokens * h * act_b / tp
+    fwd_bytes, bwd_bytes = qkvo, 2.0 * qkvo
     if p[_FLASH] == 0.0:
-        attn_bytes += 4.0 * p[_HEADS] / tp * seq * seq * micro * act_b
+        scores = p[_HEADS] / tp * seq * seq * micro
+        fwd_bytes += scores * p[_FWD_SCORE_B]
+        bwd_bytes += scores * p[_BWD_SCORE_B]
     elementwise = tps[ti, _ELEMENTWISE]
-    fc, fm, ft = _forward(p, g, elementwise, tokens, attn, attn_bytes)
-    bc, bm, bt = _backward(p, g, elementwise, tokens, attn, attn_bytes, row)
+    fc, fm, ft = _forward(p, g, elementwise, tokens, attn, fwd_bytes)
+    bc, bm, bt = _backward(p, g, elementwise, tokens, attn, bwd_bytes, row)
     passes, layers = p[_PASSES], p[_LAYERS]
     compute = (passes * fc + bc) * layers
     memory = (passes * fm + bm) * layers
     total = (passes * ft + bt) * layers
+    rows = tokens * p[_HEAD_FRACTION]
+    if rows <= 0.0:
+        return compute, memory, total
     vocab = tps[ti, _VOCAB]
     sms, per_flop, n_tiles = p[_SMS], p[_PER_FLOP], int(p[_TILES])
-    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD, tokens, 1.0, False)
+    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD, rows, 1.0, False)
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
-    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD_GRAD, tokens, 1.0, False)
+    k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD_GRAD, rows, 1.0, False)
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
-    k0, k1 = _wgrad(p, g, _HEAD_WEIGHT_GRAD, tokens, row)
+    k0, k1 = _wgrad(p, g, _HEAD_WEIGHT_GRAD, rows, row)
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
-    loss = 3.0 * tokens * vocab * p[_LOGIT_BYTES] / p[_BYTES_S]
+    loss = 3.0 * rows * vocab * p[_LOGIT_BYTES] / p[_BYTES_S]
     return compute, memory + loss, total + loss
 
 

@@ -109,6 +109,7 @@ def transformer_activation_bytes(
     flash_attention: bool,
     checkpointing: bool,
     elem_bytes: float,
+    lm_head_fraction: float,
 ) -> float:
     """Activations kept for backward per GPU [B] (Korthikanti et al. 2022, Table 2).
 
@@ -118,7 +119,8 @@ def transformer_activation_bytes(
     activations along the sequence, so every term divides by t. MoE layers keep top-k MLP
     activations (the MLP share is 19 of the 34). Full checkpointing keeps each layer's input,
     2*s*b*h/t under sequence parallelism (§4.1), plus one layer's working set. fp32 logits for
-    the loss are added (split across t).
+    the loss are added (split across t) for the ``lm_head_fraction`` of tokens that reach the
+    vocabulary projection.
     """
     s, b, h, a = seq_len, micro_batch, model.hidden_size, model.attention_heads
     mlp_extra = 19.0 * (model.experts_per_token - 1) if model.experts > 1 else 0.0
@@ -130,7 +132,7 @@ def transformer_activation_bytes(
         body = kept + per_layer
     else:
         body = model.layers * per_layer
-    logits = s * b * model.vocab_size * c.LOGIT_BYTES / tp
+    logits = s * b * lm_head_fraction * model.vocab_size * c.LOGIT_BYTES / tp
     return body + logits
 
 

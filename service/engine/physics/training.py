@@ -160,21 +160,23 @@ class MicroStep:
             ops = self._ops[tp] = tops.layer_ops(model, dev, tp, act_b, act_b, self.memo)
         pairs = mem.causal_attention_pairs(model, float(seq)) * micro
         attn = tops.attention_flops(model, pairs, tp)
-        attn_bytes = 4.0 * tokens * model.hidden_size * act_b / tp
-        if not spec.flash_attention:  # scores written, softmaxed, read back: ~4 passes
-            attn_bytes += 4.0 * model.attention_heads / tp * seq * seq * micro * act_b
-        fc, fm, ft = ops.forward(tokens, attn, attn_bytes)
-        bc, bm, bt = ops.backward(tokens, attn, attn_bytes)
+        fwd_bytes, bwd_bytes = attention_bytes(model, seq, micro, tp, act_b,
+                                               spec.flash_attention)
+        fc, fm, ft = ops.forward(tokens, attn, fwd_bytes)
+        bc, bm, bt = ops.backward(tokens, attn, bwd_bytes)
         passes = 2.0 if self.recompute else 1.0
         compute = (passes * fc + bc) * model.layers
         memory = (passes * fm + bm) * model.layers
         total = (passes * ft + bt) * model.layers
+        rows = tokens * spec.lm_head_fraction
+        if rows <= 0.0:
+            return compute, memory, total
         vocab = model.vocab_size / tp
         h = model.hidden_size
-        head = [ops.lm_head(tokens), ops.head_grad.time(tokens), ops.gemm(h, vocab, tokens)]
+        head = [ops.lm_head(rows), ops.head_grad.time(rows), ops.gemm(h, vocab, rows)]
         for k0, k1 in head:
             compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
-        loss = 3.0 * tokens * vocab * c.LOGIT_BYTES / dev.bytes_s
+        loss = 3.0 * rows * vocab * c.LOGIT_BYTES / dev.bytes_s
         return compute, memory + loss, total + loss
 
     def _generic(self, model: GenericModel, micro: int) -> tuple[float, float, float]:
@@ -188,16 +190,34 @@ class MicroStep:
         return net.time(micro)
 
 
+def attention_bytes(model: TransformerModel, seq: int, micro: int, tp: int, act_b: float,
+                    flash: bool) -> tuple[float, float]:
+    """(forward, backward) attention memory traffic of one layer on one GPU of a TP group
+    [B]: Q, K, V and O (read once forward, twice backward); without a fused kernel also the
+    materialised scores, :data:`constants.EAGER_ATTENTION_FORWARD_PASSES` and
+    :data:`constants.EAGER_ATTENTION_BACKWARD_PASSES` score-sized tensors of ``act_b`` bytes
+    each way plus the dropout mask, per head and (query, key) pair (every pair: the score
+    matrix is written whole, causal or not)."""
+    qkvo = 4.0 * micro * seq * model.hidden_size * act_b / tp
+    if flash:
+        return qkvo, 2.0 * qkvo
+    scores = model.attention_heads / tp * seq * seq * micro
+    mask = c.EAGER_ATTENTION_DROPOUT_MASK_BYTES
+    return (qkvo + scores * (c.EAGER_ATTENTION_FORWARD_PASSES * act_b + mask),
+            2.0 * qkvo + scores * (c.EAGER_ATTENTION_BACKWARD_PASSES * act_b + mask))
+
+
 def step_shape(workload: Workload) -> tuple[object, ...]:
     """What one micro-step's time depends on besides the device, recomputation, micro-batch
     and TP: the model, the precision (activation bytes), and for transformers the sequence
-    length and flash attention, for CNNs the memory format (:meth:`MicroStep._time` reads
-    nothing else of the workload)."""
+    length, flash attention and the LM head's share of tokens, for CNNs the memory format
+    (:meth:`MicroStep._time` reads nothing else of the workload)."""
     spec = workload.training
     assert spec is not None
     model = workload.model
     if isinstance(model, TransformerModel):
-        return (model, workload.precision, splits.seq_len(spec, model), spec.flash_attention)
+        return (model, workload.precision, splits.seq_len(spec, model), spec.flash_attention,
+                spec.lm_head_fraction)
     return (model, workload.precision, spec.memory_format)
 
 
@@ -205,7 +225,9 @@ def training_device(
     workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: Memo | None = None
 ) -> kernels.Device:
     """The :class:`kernels.Device` training kernels run on: transformer training GEMMs and
-    attention at :func:`training_kernel_factor` of their inference rates. With a
+    attention at :func:`training_kernel_factor` of their inference rates; CNN training
+    convolutions at :func:`half_rate_hides` of their training share of the inference
+    convolution rate on GeForce cards (cuDNN accumulates FP16 convolutions in FP32). With a
     ``memo``, built once per (GPU, rate, transformer or not) in the shared cache (the power
     model's clocks make a device worth keeping: every layout a request walks asks again)."""
     transformer = isinstance(workload.model, TransformerModel)
@@ -216,6 +238,9 @@ def training_device(
             f = training_kernel_factor(gpu)
             dev = replace(dev, matrix_flops_s=dev.matrix_flops_s * f,
                           attention_flops_s=dev.attention_flops_s * f)
+        elif rate.tensor and kernels.fp16_accumulate_doubles(gpu):
+            share = c.CONV_EFFICIENCY / c.CONV_INFERENCE_EFFICIENCY
+            dev = replace(dev, conv_flops_s=dev.conv_inference_flops_s * half_rate_hides(share))
         return dev
 
     return build() if memo is None else memo.get("training_device", (gpu, rate, transformer),
@@ -232,11 +257,20 @@ def training_kernel_factor(gpu: GpuSpec) -> float:
     synchronisation between kernels) costs time per FLOP of the full-rate array; an array that
     retires half the FLOPs per clock hides that cost under its own math while
     factor x speedup >= 1, so those kernels reach their inference share of the half rate:
-    min(1, factor x speedup). A model choice from the datasheet ratio, not a fitted number."""
+    min(1, factor x speedup) (:func:`half_rate_hides`). A model choice from the datasheet
+    ratio, not a fitted number."""
     f = c.TRAINING_KERNEL_FACTOR
     if kernels.fp16_accumulate_doubles(gpu):
-        return min(1.0, f * c.GEFORCE_FP16_ACCUMULATE_SPEEDUP)
+        return half_rate_hides(f)
     return f
+
+
+def half_rate_hides(share: float) -> float:
+    """What a training kernel that reaches ``share`` of its inference rate on a full-rate
+    tensor array reaches on a GeForce card's half-rate (FP32-accumulate) array: its extra
+    cost per FLOP hides under math that takes twice as long, up to all of it:
+    min(1, share x :data:`constants.GEFORCE_FP16_ACCUMULATE_SPEEDUP`)."""
+    return min(1.0, share * c.GEFORCE_FP16_ACCUMULATE_SPEEDUP)
 
 
 def goodput(gpu_count: int, healthy_hours: float | None) -> float:
@@ -269,7 +303,9 @@ def training_floor_rate(
 def training_floor_flops(workload: Workload) -> float:
     """FLOPs of one step that some GEMM, attention or conv kernel must run (no recomputation):
     :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
-    table lookup, not a GEMM; CNNs with a layer table: :func:`cnn.training_floor_flops`."""
+    table lookup, not a GEMM, and the LM head's 6 x V x h on the tokens that skip it
+    (``lm_head_fraction``; a lower bound whether or not the head is tied to the embedding);
+    CNNs with a layer table: :func:`cnn.training_floor_flops`."""
     model, spec = workload.model, workload.training
     assert model is not None and spec is not None
     if isinstance(model, GenericModel):
@@ -279,7 +315,9 @@ def training_floor_flops(workload: Workload) -> float:
     flops = training_flops_per_step(workload, False)
     if isinstance(model, TransformerModel):
         tokens = float(spec.batch_size * (spec.seq_len or 1))
-        flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * model.vocab_size * model.hidden_size * tokens
+        # the embedding lookup, and the LM head's rows that never run (tied or untied alike)
+        vh = model.vocab_size * model.hidden_size
+        flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * vh * tokens * (2.0 - spec.lm_head_fraction)
     return max(flops, 0.0)
 
 

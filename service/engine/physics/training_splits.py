@@ -140,6 +140,7 @@ def activation_bytes(
             flash_attention=spec.flash_attention,
             checkpointing=checkpointing,
             elem_bytes=elem,
+            lm_head_fraction=spec.lm_head_fraction,
         )
     return mem.generic_activation_bytes(model, 1, elem, training=True)
 

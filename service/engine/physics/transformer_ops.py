@@ -149,14 +149,15 @@ class LayerOps:
             float, float, float]:
         """(compute_s, memory_s, total_s) of one layer's backward: each GEMM's data gradient
         (tokens x k from tokens x n) and weight gradient (k x n reduced over tokens), attention
-        backward (2.5x its forward FLOPs: FlashAttention recomputes the scores), and
-        :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the forward non-GEMM traffic."""
+        backward (2.5x its forward FLOPs: FlashAttention recomputes the scores; ``attn_bytes``
+        the backward's own traffic), and :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the
+        forward non-GEMM traffic."""
         kernels = []
         for (n, k), grad in zip(self._weights(), self.grads, strict=True):
             kernels.append(grad.time(tokens))
             kernels.append(self.gemm(k, n, tokens))
         dev = self.dev
-        kernels.append((2.5 * attn_flops / dev.attention_flops_s, 2.0 * attn_bytes / dev.bytes_s))
+        kernels.append((2.5 * attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s))
         compute = memory = total = 0.0
         for k0, k1 in kernels:
             compute += k0
