@@ -155,3 +155,43 @@ def test_unknown_view_is_a_422_naming_it(client: TestClient) -> None:
     resp = client.post("/v1/recommendations?view=tiny", data=json.dumps(LLAMA_8B_CHAT),
                        headers={"Content-Type": "application/json"})
     assert_problem(resp, 422, "query.view")
+
+
+@pytest.mark.parametrize("name", list(examples.EXAMPLES)[:3])
+@pytest.mark.parametrize("limit", [1, 3, 10])
+def test_every_catalog_gpu_is_listed_or_rejected(client: TestClient, name: str,
+                                                 limit: int) -> None:
+    # a client asking "why not X?" finds every GPU type in one list or the other: those
+    # evaluated in full and ranked below the top `limit` are outranked with their rank
+    body = examples.submission_body(name, limit=limit)
+    answer = client.post("/v1/recommendations", json=body).json()
+    listed = [c["gpu"]["slug"] for c in answer["recommendations"]]
+    rejected = [r["gpu"]["slug"] for r in answer["rejected"]]
+    gpus = {g["slug"] for g in client.get("/v1/gpus", params={"limit": 500}).json()["data"]}
+    assert len(listed) <= limit
+    assert not set(listed) & set(rejected)
+    assert set(listed) | set(rejected) == gpus
+    # those evaluated in full say their score against the last listed one's
+    last = answer["recommendations"][-1]["score"]
+    below = [r for r in answer["rejected"] if " scores " in r["reason"]
+             and "best case" not in r["reason"]]
+    for r in below:
+        assert r["code"] == "outranked"
+        assert r["reason"].startswith(f"not in the top {limit} under ")
+        score = float(r["reason"].split(" scores ")[1].split(" ")[0])
+        assert score >= last
+        assert r["reason"].endswith(f"(#{limit}: {last:.4g})")
+
+
+def test_gpus_evaluated_below_the_top_say_their_score(client: TestClient) -> None:
+    # the LLM training example at limit 10 evaluates GPUs it does not list (the search's
+    # bounds cannot skip them): each is outranked with its score, no better than the 10th's
+    answer = client.post("/v1/recommendations",
+                         json=examples.submission_body("llm-training", limit=10)).json()
+    last = answer["recommendations"][-1]["score"]
+    below = [r for r in answer["rejected"]
+             if r["reason"].startswith("not in the top 10 under balanced: scores ")]
+    assert below
+    for r in below:
+        assert r["code"] == "outranked"
+        assert float(r["reason"].split(" scores ")[1].split(" ")[0]) >= last

@@ -124,11 +124,14 @@ def _check_same_top(pruned: Recommendation, full: Recommendation) -> None:
     assert pruned.recommendations == full.recommendations
     full_rejected = {r.gpu_slug: r for r in full.rejected}
     returned = {c.gpu_slug for c in full.recommendations}
-    # every rejection the pruned search makes is the exhaustive one, except the GPUs it
-    # skipped ('outranked'): those are neither returned by the exhaustive search nor better
-    outranked = [r for r in pruned.rejected if r.code == "outranked"]
+    # every rejection the pruned search makes is the exhaustive one (GPUs evaluated in full
+    # and ranked below the top included), except the GPUs it skipped ('outranked' by their
+    # best case): those are neither returned by the exhaustive search nor better
+    evaluated = f"not in the top {LIMIT} under {pruned.objective}: scores "
+    outranked = [r for r in pruned.rejected
+                 if r.code == "outranked" and not r.reason.startswith(evaluated)]
     for r in pruned.rejected:
-        if r.code == "outranked":
+        if r in outranked:
             assert r.gpu_slug not in returned
             assert r.fix.kind == "limit" and r.fix.field == "limit"
         else:

@@ -51,7 +51,9 @@ bound is worse than the ``limit``-th best real score by more than :data:`PRUNE_M
 (balanced: see :func:`search.search`). The top ``limit`` are then exactly those of the
 exhaustive search (``exhaustive=True``): a skipped GPU scores worse than every returned one.
 Skipped GPUs are listed in ``rejected`` with code ``outranked`` and the bound that proves it
-(they might also have failed a limit, which is not checked); a warning counts them. They
+(they might also have failed a limit, which is not checked); a warning counts them. GPUs
+evaluated in full whose best option ranks below the top ``limit`` are ``outranked`` too, with
+their count and score: every GPU type of the catalog is either listed or rejected. They
 cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
 dominated it would score no worse than it under every objective (balanced included), yet the
 skipped GPU scores strictly worse than the ``limit``-th.
@@ -793,6 +795,13 @@ def recommend(
     fix = se.outranked_fix(limit)
     for s in skipped:
         rejected[s.gpu.slug] = se.outranked(s, limit, objective, fix)
+    if limit >= 1 and len(chosen) > limit:
+        # evaluated in full, ranked below the listed ones: said so with their figures, so a
+        # client asking "why not X?" finds every GPU type of the catalog in one list or the other
+        last = chosen[limit - 1][1]
+        for o, score, _ in chosen[limit:]:
+            rejected[o.gpu.slug] = se.ranked_below(o.gpu, o.gpu_count, score, last, limit,
+                                                   objective, fix)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),
                           explained)

@@ -341,9 +341,8 @@ def network_failure(gpu: GpuSpec, first: int) -> Failure:
     per_node = max(1, gpu.max_gpus_per_node)
     return Failure(
         0, "network",
-        f"needs {first} GPUs, more than one node holds ({per_node}); no usable quote of it "
-        "offers multi-node clusters over a known network (fabric and rate), so no plan "
-        "spans nodes",
+        f"needs {first} GPUs, more than one node holds ({per_node}), and no usable quote "
+        "joins nodes over a known network (fabric and rate)",
         Fix("multi_node_offer", first,
             f"add a quote for an instance of whole nodes whose clusters are offered over a "
             f"known fabric (InfiniBand, EFA, RoCE, or ethernet with its rate) for {first}+ "

@@ -61,6 +61,17 @@ def outranked(s: Skipped, limit: int, objective: str, fix: Fix) -> Rejection:
     return Rejection(s.gpu.slug, s.gpu.name, reason, fix, "outranked")
 
 
+def ranked_below(gpu: GpuSpec, gpu_count: int, score: float, last: float, limit: int,
+                 objective: str, fix: Fix) -> Rejection:
+    """A GPU evaluated in full whose best option ranks below the top ``limit``: its count and
+    score against the ``limit``-th listed one's (no rank: GPUs skipped by their bounds may
+    fall between)."""
+    plural = "" if gpu_count == 1 else "s"
+    reason = (f"not in the top {limit} under {objective}: scores {score:.4g} at {gpu_count} "
+              f"GPU{plural} (#{limit}: {last:.4g})")
+    return Rejection(gpu.slug, gpu.name, reason, fix, "outranked")
+
+
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value,
     probe: Probe | None = None, slack: float = 1.0, floors: CountFloors | None = None,
