@@ -152,7 +152,8 @@ def _page_lines(page: dict[str, Any]) -> list[str]:
 
 def _scale_lines(scale: dict[str, Any]) -> list[str]:
     first = scale["sizes"][0]
-    lines = ["Recommendation server time at scale (in-process `recommend_for`, median of "
+    lines = ["Recommendation server time at scale (in process, what `POST /v1/recommendations` "
+             "does after parsing: `rank_for` and the default summary view's bytes; median of "
              f"{scale['runs_per_point']} runs, SQLite):", "",
              "| GPUs | quotes | " + " | ".join(first["median_ms"]) + " | peak MB (tracemalloc) |",
              "|---:|---:|" + "---:|" * len(first["median_ms"]) + "---:|"]
@@ -171,6 +172,10 @@ def _scale_lines(scale: dict[str, Any]) -> list[str]:
             line += (f"; x{growth['time_ratio']} time for x{growth['size_ratio']:g} GPUs "
                      f"({shape})")
         lines.append(line)
+    full = big.get("full_view_median_ms")
+    if full:
+        lines += ["", "The same with `view=full` (reasons and provisioning built): " + ", ".join(
+            f"{name} {ms:.0f} ms" for name, ms in full.items())]
     return lines
 
 

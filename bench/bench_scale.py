@@ -2,9 +2,11 @@
 
 The synthetic rows are derived from the seeded ones (perturbed figures, new slugs), with 40
 quotes per GPU (5,000 GPUs -> 200,000 quotes), bulk-inserted into a fresh SQLite database.
-Latency is the median over several in-process runs of service.workloads.service.recommend_for
-(database reads + engine + result), per workload, each run a new body (its amount varied:
-:func:`vary`), so none is answered from the rankings cache. Memory: tracemalloc peak of one run (the
+Latency is the median over several in-process runs of what ``POST /v1/recommendations`` does
+after parsing the body (service.workloads.service.rank_for: database reads, engine, answer
+bytes), per workload, in the default summary view (``median_ms``) and in the full one
+(``full_view_median_ms``), each run a new body (its amount varied: :func:`vary`), so none is
+answered from the rankings cache. Memory: tracemalloc peak of one run (the
 LLM-inference workload) and the process's peak RSS. Results: bench/results/scale.json.
 """
 
@@ -33,9 +35,10 @@ from service.core.config import Settings
 from service.core.db import make_engine
 from service.core.migrate import upgrade
 from service.quotes.models import Quote
+from service.workloads.answers import View
 from service.workloads.caches import AppCaches
 from service.workloads.models import RecommendationQuery
-from service.workloads.service import recommend_for
+from service.workloads.service import rank_for
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = tuple(int(s) for s in os.environ.get("BENCH_SCALE_SIZES", "50,500,5000").split(","))
@@ -105,12 +108,15 @@ def vary(body: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 def _recommend(url_engine: Any, settings: Settings, caches: AppCaches,
-               body: dict[str, Any]) -> float:
+               body: dict[str, Any], view: View = "summary") -> float:
+    """Seconds to answer ``body`` as ``POST /v1/recommendations?view=...`` does after parsing
+    it (:func:`service.workloads.routes.recommend`: rank, then the view's bytes)."""
     q = RecommendationQuery.model_validate(body)
     start = time.perf_counter()
     with Session(url_engine) as session:
-        recommend_for(session, submission=q, objective=q.objective, limit=q.limit,
-                      settings=settings, caches=caches, now=datetime.now(UTC))
+        rank_for(session, submission=q, objective=q.objective, limit=q.limit,
+                 settings=settings, caches=caches, now=datetime.now(UTC), end_read=True,
+                 explained=view != "summary").response(view)
     return time.perf_counter() - start
 
 
@@ -134,6 +140,10 @@ def main() -> dict[str, Any]:
                 _recommend(engine, settings, caches, vary(body, 99))  # warm-up
             runs = [_recommend(engine, settings, caches, vary(body, i)) for i in range(RUNS)]
             row["median_ms"][name] = round(statistics.median(runs) * 1e3, 2)
+            full = [_recommend(engine, settings, caches, vary(body, RUNS + i), "full")
+                    for i in range(RUNS)]
+            row.setdefault("full_view_median_ms", {})[name] = round(
+                statistics.median(full) * 1e3, 2)
         tracemalloc.start()
         _recommend(engine, settings, caches, vary(WORKLOADS["llm-inference-llama-3.1-8b"], 50))
         row["tracemalloc_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
