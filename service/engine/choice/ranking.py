@@ -53,7 +53,8 @@ exhaustive search (``exhaustive=True``): a skipped GPU scores worse than every r
 Skipped GPUs are listed in ``rejected`` with code ``outranked`` and the bound that proves it
 (they might also have failed a limit, which is not checked); a warning counts them. GPUs
 evaluated in full whose best option ranks below the top ``limit`` are ``outranked`` too, with
-their count and score: every GPU type of the catalog is either listed or rejected. They
+their rank among those evaluated, count and score: every GPU type of the catalog is either
+listed or rejected. They
 cannot change ``pareto_optimal`` of a returned candidate either: a GPU that
 dominated it would score no worse than it under every objective (balanced included), yet the
 skipped GPU scores strictly worse than the ``limit``-th.
@@ -798,9 +799,8 @@ def recommend(
     if limit >= 1 and len(chosen) > limit:
         # evaluated in full, ranked below the listed ones: said so with their figures, so a
         # client asking "why not X?" finds every GPU type of the catalog in one list or the other
-        last = chosen[limit - 1][1]
-        for o, score, _ in chosen[limit:]:
-            rejected[o.gpu.slug] = se.ranked_below(o.gpu, o.gpu_count, score, last, limit,
+        for rank, (o, score, _) in enumerate(chosen[limit:], start=limit + 1):
+            rejected[o.gpu.slug] = se.ranked_below(o.gpu, rank, o.gpu_count, score, limit,
                                                    objective, fix)
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),

@@ -61,14 +61,15 @@ def outranked(s: Skipped, limit: int, objective: str, fix: Fix) -> Rejection:
     return Rejection(s.gpu.slug, s.gpu.name, reason, fix, "outranked")
 
 
-def ranked_below(gpu: GpuSpec, gpu_count: int, score: float, last: float, limit: int,
+def ranked_below(gpu: GpuSpec, rank: int, gpu_count: int, score: float, limit: int,
                  objective: str, fix: Fix) -> Rejection:
-    """A GPU evaluated in full whose best option ranks below the top ``limit``: its count and
-    score against the ``limit``-th listed one's (no rank: GPUs skipped by their bounds may
-    fall between)."""
+    """A GPU evaluated in full whose best option ranks below the top ``limit``: its rank
+    among the GPUs evaluated in full (those skipped by their bounds rank below all of them),
+    count and score. Under cost and time the order is not the score's alone (options within
+    the tolerance of the best rank by the other figure), so no score is compared."""
     plural = "" if gpu_count == 1 else "s"
-    reason = (f"not in the top {limit} under {objective}: scores {score:.4g} at {gpu_count} "
-              f"GPU{plural} (#{limit}: {last:.4g})")
+    reason = (f"ranked #{rank} under {objective}, below the top {limit}: score {score:.4g} "
+              f"at {gpu_count} GPU{plural}")
     return Rejection(gpu.slug, gpu.name, reason, fix, "outranked")
 
 
