@@ -101,6 +101,8 @@ def _training_errors(workload: Workload, *, require_amount: bool) -> list[tuple[
     ceiling = spec.input_samples_per_s_per_gpu
     if ceiling is not None and ceiling <= 0:
         errors.append(("training.input_samples_per_s_per_gpu", "must be > 0"))
+    if not 0.0 <= spec.lm_head_fraction <= 1.0:  # NaN fails too
+        errors.append(("training.lm_head_fraction", "must be between 0 and 1"))
     if spec.tokens is not None and isinstance(workload.model, GenericModel):
         errors.append(("training.tokens", "tokens apply to transformers; use samples"))
     return errors

@@ -478,7 +478,7 @@ def test_lm_head_fraction_times_the_vocabulary_projection_on_its_tokens_only() -
         dev = tr.training_device(w, A100_SXM, rate)
         times[frac] = tr.MicroStep(w, dev, False, memo).time(32, 1)[2]
     head_all = times[1.0] - times[0.0]
-    # the head on every token: ~2 x 6 x V x h per token of GEMM work and fp32 logits, a
+    # the head on every token: 6 x V x h per token of GEMM work and fp32 logits, a
     # tenth of BERT-large's step at length 128
     assert 0.06 < head_all / times[1.0] < 0.2
     # on 15% of the tokens: ~15% of that (row tiles round up)
@@ -492,3 +492,30 @@ def test_lm_head_fraction_times_the_vocabulary_projection_on_its_tokens_only() -
         training=TrainingSpec(batch_size=32, seq_len=128, samples=1e6, lm_head_fraction=0.0)))
     vh_tokens = model.vocab_size * model.hidden_size * 32 * 128
     assert full - none == pytest.approx(c.TRAIN_FLOPS_PER_PARAM_TOKEN * vh_tokens)
+
+
+@pytest.mark.parametrize("frac", [-0.1, 1.5, math.nan])
+def test_engine_rejects_an_lm_head_fraction_outside_0_1(frac: float) -> None:
+    # the API's schema bounds it; direct engine callers get the same check (a NaN would
+    # otherwise turn every step time into NaN)
+    from service.engine.validate import validate_workload
+
+    w = Workload(kind="training", precision="fp16", model=PRESETS["bert-large"].model,
+                 training=TrainingSpec(batch_size=32, seq_len=128, samples=1e6,
+                                       lm_head_fraction=frac))
+    assert [f for f, _ in validate_workload(w)] == ["training.lm_head_fraction"]
+
+
+def test_moe_backward_runs_every_routed_token_through_its_experts() -> None:
+    # backward is two GEMMs per forward GEMM (data and weight gradients) over the same rows:
+    # in an MoE layer the rows routed to each expert (top-k per token), as forward runs them
+    from service.engine.physics import transformer_ops as tops
+
+    model = PRESETS["mixtral-8x7b"].model
+    assert isinstance(model, tr.TransformerModel) and model.experts_per_token == 2
+    rate = peak_rate(H100_SXM, "bf16")
+    assert rate is not None
+    ops = tops.LayerOps(model, tr.kernels.device(H100_SXM, rate), 1, 2.0, 2.0)
+    tokens = 8 * 4096.0
+    forward, backward = ops.forward(tokens, 0.0, 0.0)[0], ops.backward(tokens, 0.0, 0.0)[0]
+    assert 1.9 < backward / forward < 2.2

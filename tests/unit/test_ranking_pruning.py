@@ -236,6 +236,42 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
     assert checked >= 5
 
 
+FLOOR_WORKLOADS = {
+    # an MoE model (the busiest expert, every expert's backward GEMMs), a sliding window
+    # longer than it (the floor's attention FLOPs), an encoder fine-tuned with eager attention
+    # and no LM head (bidirectional pairs, the head's share of the floor)
+    "mixtral-pretrain": Workload(
+        kind="training", precision="bf16", model=PRESETS["mixtral-8x7b"].model,
+        training=TrainingSpec(batch_size=256, seq_len=4096, tokens=1e10)),
+    "mistral-16k": Workload(
+        kind="training", precision="bf16", model=PRESETS["mistral-7b"].model,
+        training=TrainingSpec(batch_size=64, seq_len=16384, tokens=1e10)),
+    "bert-squad-eager": Workload(
+        kind="training", precision="fp16", model=PRESETS["bert-large"].model,
+        training=TrainingSpec(batch_size=256, seq_len=384, samples=1e6, flash_attention=False,
+                              lm_head_fraction=0.0)),
+}
+
+
+@pytest.mark.parametrize("objective", ("time", "cost"))
+@pytest.mark.parametrize("name", sorted(FLOOR_WORKLOADS))
+def test_training_floors_hold_for_moe_windows_and_encoders(name: str,
+                                                           objective: Objective) -> None:
+    """The screen's bound of each GPU never exceeds its best option: the floor FLOPs are no
+    more than any layout runs (MoE backward over every routed expert, attention over the
+    pairs the model scores)."""
+    workload = FLOOR_WORKLOADS[name]
+    checked = 0
+    for p in _screened(workload, objective):
+        options, _, _ = rk._evaluate_gpu(_req(workload, objective), p)
+        if not options:
+            continue
+        checked += 1
+        best = min(rk._value(o, objective, NO_MINIMA) for o in options)
+        assert 0 < p.lb <= best, (p.gpu.slug, p.lb, best)
+    assert checked >= 3
+
+
 EXTRA_INFERENCE = {
     "fixed-batch": InferenceSpec(prompt_tokens=512, output_tokens=128, batch_size=8,
                                  max_latency_ms=5000),

@@ -195,7 +195,8 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: M
 def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap: int,
               memo: Memo) -> Floors:
     """``training.step_time``: every micro-step runs its GEMM / attention / conv FLOPs (less
-    the input-embedding lookup, :func:`training.training_floor_flops`) at no more than the
+    the input-embedding lookup and the LM head on the tokens that skip it,
+    :func:`training.training_floor_flops`) at no more than the
     fastest of those kernels' rates (:func:`training.training_floor_rate`), split over at
     most n GPUs; wave quantization, memory-bound ops, fixed costs, the optimizer update and
     exposed communication only add."""

@@ -68,8 +68,8 @@ _WEIGHT_BYTES, _TP_BYTES, _TP_PER_LAYER, _OVERLAP, _COLL_EFF, _GB = 25, 26, 27, 
 _COLL_LATENCY, _INPUT_SPS, _SPLIT_K_MIN, _TIE, _FLOOR_FLOPS, _BATCH = 31, 32, 33, 34, 35, 36
 _FLOOR_RATE, _STATE_W, _STATE_G, _STATE_O, _DOMAIN, _PER_NODE = 37, 38, 39, 40, 41, 42
 _FAST_LINK, _PCIE_LINK, _NETWORK_LINK, _HEAD_FRACTION, _FWD_SCORE_B = 43, 44, 45, 46, 47
-_BWD_SCORE_B = 48
-_PARAMS = 49
+_BWD_SCORE_B, _BWD_ATTN = 48, 49
+_PARAMS = 50
 # a TP degree's scalars: TP, elementwise bytes per token, TP link [GB/s], vocabulary / TP,
 # activations per sample [GB], parameters per GPU [G]
 _TP, _ELEMENTWISE, _TP_LINK, _VOCAB, _ACT_GB, _PARAMS_GB = 0, 1, 2, 3, 4, 5
@@ -204,7 +204,8 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     p[_BWD_SCORE_B] = c.EAGER_ATTENTION_BACKWARD_PASSES * act_b + \
         c.EAGER_ATTENTION_DROPOUT_MASK_BYTES
     p[_HEAD_FRACTION] = spec.lm_head_fraction
-    p[_PAIRS] = mem.causal_attention_pairs(model, float(seq))
+    p[_PAIRS] = mem.attention_pairs(model, seq)
+    p[_BWD_ATTN] = tops.backward_attention_factor(spec.flash_attention)
     p[_PASSES] = 2.0 if micro.recompute else 1.0
     p[_MOE] = 1.0 if first.moe else 0.0
     p[_EXPERTS], p[_TOP_K], p[_MAX_Z] = first.experts, first.top_k, first.max_z
@@ -229,9 +230,10 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
 
 
 @_jit
-def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array) -> tuple[float, float]:
-    """:func:`kernels.gemm` of weight gradient ``wi`` (m x ``k``) @ (``k`` x n): its shape
-    built as :class:`kernels.GemmShape` builds it, into the scratch ``row``."""
+def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array, groups: float
+           ) -> tuple[float, float]:
+    """:func:`kernels.gemm` of ``groups`` weight gradients ``wi`` (m x ``k``) @ (``k`` x n):
+    the shape built as :class:`kernels.GemmShape` builds it, into the scratch ``row``."""
     m, n = g[wi, _K], g[wi, _WEIGHT_S]
     if m <= 0.0 or n <= 0.0 or k <= 0.0:
         return 0.0, 0.0
@@ -247,6 +249,8 @@ def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array) -> tuple[float, fl
         row[0, _TILE_TABLES + n_tiles + t] = g[wi, _TILE_TABLES + n_tiles + t]
         row[0, _TILE_TABLES + 2 * n_tiles + t] = cap
         row[0, _TILE_TABLES + 3 * n_tiles + t] = g[wi, _TILE_TABLES + 3 * n_tiles + t]
+    if groups != 1.0:
+        return gemm_row(p[_SMS], p[_PER_FLOP], n_tiles, row, 0, m, groups, True)
     return gemm_row(p[_SMS], p[_PER_FLOP], n_tiles, row, 0, m, 1.0, False)
 
 
@@ -289,23 +293,61 @@ def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
 @_jit
 def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
               attn_bytes: float, row: Array) -> tuple[float, float, float]:
-    """:meth:`LayerOps.backward`: each GEMM's data gradient, then its weight gradient."""
+    """:meth:`LayerOps.backward`: each GEMM's data gradient, then its weight gradient (MoE
+    MLP GEMMs per expert, the busiest at its own load); ``attn`` and ``attn_bytes``: the
+    attention backward's own FLOPs and bytes."""
     sms, per_flop, n_tiles = p[_SMS], p[_PER_FLOP], int(p[_TILES])
+    moe = p[_MOE] > 0.0
+    groups = rows = busiest = 0.0
+    if moe:
+        groups = p[_EXPERTS] * 1.0
+        rows = tokens * p[_TOP_K] / groups
+        pr = p[_TOP_K] / p[_EXPERTS]
+        mean = tokens * pr
+        busiest = max(rows, min(tokens, mean + p[_MAX_Z] * math.sqrt(tokens * pr * (1.0 - pr))))
     compute = memory = total = 0.0
     for w in range(4):
+        if moe and w >= 2:
+            if groups > 1.0 and busiest > rows:
+                a0, a1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, rows,
+                                  groups - 1.0, True)
+                b0, b1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, busiest, 1.0,
+                                  False)
+                k0, k1 = a0 + b0, a1 + b1
+                compute += k0
+                memory += k1
+                total += k0 if k0 > k1 else k1
+                a0, a1 = _wgrad(p, g, _WEIGHT_GRADS + w, rows, row, groups - 1.0)
+                b0, b1 = _wgrad(p, g, _WEIGHT_GRADS + w, busiest, row, 1.0)
+                k0, k1 = a0 + b0, a1 + b1
+            else:
+                k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, rows, groups,
+                                  True)
+                compute += k0
+                memory += k1
+                total += k0 if k0 > k1 else k1
+                k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, rows, row, groups)
+            compute += k0
+            memory += k1
+            total += k0 if k0 > k1 else k1
+            continue
         k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, tokens, 1.0, False)
         compute += k0
         memory += k1
         total += k0 if k0 > k1 else k1
-        k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, tokens, row)
+        k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, tokens, row, 1.0)
         compute += k0
         memory += k1
         total += k0 if k0 > k1 else k1
-    k0, k1 = 2.5 * attn / p[_ATTN_FLOPS_S], attn_bytes / p[_BYTES_S]
+    k0, k1 = attn / p[_ATTN_FLOPS_S], attn_bytes / p[_BYTES_S]
     compute += k0
     memory += k1
     total += k0 if k0 > k1 else k1
-    mem_s = p[_BWD_ELEMENTWISE] * elementwise * tokens / p[_BYTES_S]
+    if moe:
+        mem_s = (p[_BWD_ELEMENTWISE] * elementwise * tokens * p[_MOE_ELEMENTWISE]
+                 / p[_BYTES_S])
+    else:
+        mem_s = p[_BWD_ELEMENTWISE] * elementwise * tokens / p[_BYTES_S]
     return compute, memory + mem_s, total + mem_s + 2.0 * p[_KERNELS_S]
 
 
@@ -328,7 +370,7 @@ def _micro_step(p: Array, tps: Array, tables: Array, ti: int, micro: float,
         bwd_bytes += scores * p[_BWD_SCORE_B]
     elementwise = tps[ti, _ELEMENTWISE]
     fc, fm, ft = _forward(p, g, elementwise, tokens, attn, fwd_bytes)
-    bc, bm, bt = _backward(p, g, elementwise, tokens, attn, bwd_bytes, row)
+    bc, bm, bt = _backward(p, g, elementwise, tokens, p[_BWD_ATTN] * attn, bwd_bytes, row)
     passes, layers = p[_PASSES], p[_LAYERS]
     compute = (passes * fc + bc) * layers
     memory = (passes * fm + bm) * layers
@@ -342,7 +384,7 @@ def _micro_step(p: Array, tps: Array, tables: Array, ti: int, micro: float,
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
     k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _HEAD_GRAD, rows, 1.0, False)
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
-    k0, k1 = _wgrad(p, g, _HEAD_WEIGHT_GRAD, rows, row)
+    k0, k1 = _wgrad(p, g, _HEAD_WEIGHT_GRAD, rows, row, 1.0)
     compute, memory, total = compute + k0, memory + k1, total + max(k0, k1)
     loss = 3.0 * rows * vocab * p[_LOGIT_BYTES] / p[_BYTES_S]
     return compute, memory + loss, total + loss

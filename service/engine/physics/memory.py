@@ -172,6 +172,15 @@ def causal_attention_pairs(model: TransformerModel, seq: float) -> float:
     return w * w / 2.0 + (seq - w) * w
 
 
+def attention_pairs(model: TransformerModel, seq: int) -> float:
+    """(query, key) pairs one training sequence scores per layer and head-dim: all s^2 in
+    an encoder (bidirectional), the causal ones (:func:`causal_attention_pairs`, sliding
+    windows included) in a decoder."""
+    if model.encoder_only:
+        return float(seq) * float(seq)
+    return causal_attention_pairs(model, float(seq))
+
+
 def inference_activation_bytes(
     model: ModelSpec, batch: int, prompt_tokens: int, tp: int, elem_bytes: float
 ) -> float:

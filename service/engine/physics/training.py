@@ -158,12 +158,13 @@ class MicroStep:
         ops = self._ops.get(tp)
         if ops is None:
             ops = self._ops[tp] = tops.layer_ops(model, dev, tp, act_b, act_b, self.memo)
-        pairs = mem.causal_attention_pairs(model, float(seq)) * micro
+        pairs = mem.attention_pairs(model, seq) * micro
         attn = tops.attention_flops(model, pairs, tp)
         fwd_bytes, bwd_bytes = attention_bytes(model, seq, micro, tp, act_b,
                                                spec.flash_attention)
         fc, fm, ft = ops.forward(tokens, attn, fwd_bytes)
-        bc, bm, bt = ops.backward(tokens, attn, bwd_bytes)
+        bwd_attn = tops.backward_attention_factor(spec.flash_attention) * attn
+        bc, bm, bt = ops.backward(tokens, bwd_attn, bwd_bytes)
         passes = 2.0 if self.recompute else 1.0
         compute = (passes * fc + bc) * model.layers
         memory = (passes * fm + bm) * model.layers
@@ -680,7 +681,9 @@ def _new_plan(
 
 def training_flops_per_step(workload: Workload, recompute: bool) -> float:
     """FLOPs of one optimizer step over the global batch [FLOP]: 6*N_active*tokens (8 with full
-    recomputation) plus causal attention 3 x 2*L*h*s^2 per sequence; CNNs 3 x forward."""
+    recomputation) plus attention, 3 x 4*L*h per (query, key) pair of a sequence
+    (:func:`memory.attention_pairs`: 3 x 2*L*h*s^2 for a causal decoder without a window); CNNs 3 x
+    forward."""
     spec = workload.training
     model = workload.model
     assert spec is not None and model is not None
@@ -691,7 +694,9 @@ def training_flops_per_step(workload: Workload, recompute: bool) -> float:
     per_token = c.RECOMPUTE_FLOPS_PER_PARAM_TOKEN if recompute else c.TRAIN_FLOPS_PER_PARAM_TOKEN
     dense = per_token * mem.active_params(model) * seq * spec.batch_size
     passes = 4.0 if recompute else 3.0
-    attention = passes * 2.0 * model.layers * model.hidden_size * seq * seq * spec.batch_size
+    # 2 x pairs is s^2 exactly for a causal decoder without a window (the same float)
+    twice = 2.0 * mem.attention_pairs(model, seq)
+    attention = passes * 2.0 * model.layers * model.hidden_size * twice * spec.batch_size
     return dense + attention
 
 

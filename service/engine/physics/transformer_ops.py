@@ -148,27 +148,56 @@ class LayerOps:
     def backward(self, tokens: float, attn_flops: float, attn_bytes: float) -> tuple[
             float, float, float]:
         """(compute_s, memory_s, total_s) of one layer's backward: each GEMM's data gradient
-        (tokens x k from tokens x n) and weight gradient (k x n reduced over tokens), attention
-        backward (2.5x its forward FLOPs: FlashAttention recomputes the scores; ``attn_bytes``
-        the backward's own traffic), and :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the
-        forward non-GEMM traffic."""
+        (tokens x k from tokens x n) and weight gradient (k x n reduced over tokens), MoE MLP
+        GEMMs over the rows routed to each expert (the busiest at its own load, as
+        :meth:`forward`), attention backward (``attn_flops`` and ``attn_bytes``: the
+        backward's own), and :data:`constants.BACKWARD_ELEMENTWISE_FACTOR` x the forward
+        non-GEMM traffic."""
         kernels = []
-        for (n, k), grad in zip(self._weights(), self.grads, strict=True):
+        moe = self.moe
+        groups = rows = busiest = 0.0
+        if moe:
+            groups = float(self.experts)
+            rows = tokens * self.top_k / groups
+            busiest = max(rows, self.busiest_expert_rows(tokens))
+        for w, ((n, k), grad) in enumerate(zip(self._weights(), self.grads, strict=True)):
+            if moe and w >= 2:  # the MLP's up and down GEMMs, per expert
+                if groups > 1.0 and busiest > rows:
+                    (c0, m0), (c1, m1) = grad.time(rows, groups - 1.0), grad.time(busiest)
+                    kernels.append((c0 + c1, m0 + m1))
+                    (c0, m0) = self.gemm(k, n, rows, groups - 1.0)
+                    (c1, m1) = self.gemm(k, n, busiest)
+                    kernels.append((c0 + c1, m0 + m1))
+                else:
+                    kernels.append(grad.time(rows, groups))
+                    kernels.append(self.gemm(k, n, rows, groups))
+                continue
             kernels.append(grad.time(tokens))
             kernels.append(self.gemm(k, n, tokens))
         dev = self.dev
-        kernels.append((2.5 * attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s))
+        kernels.append((attn_flops / dev.attention_flops_s, attn_bytes / dev.bytes_s))
         compute = memory = total = 0.0
         for k0, k1 in kernels:
             compute += k0
             memory += k1
             total += k0 if k0 > k1 else k1
-        mem_s = c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens / dev.bytes_s
+        if moe:
+            mem_s = (c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens
+                     * self.moe_elementwise / dev.bytes_s)
+        else:
+            mem_s = c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens / dev.bytes_s
         return compute, memory + mem_s, total + mem_s + 2.0 * self.kernels_s
 
     def lm_head(self, rows: float) -> tuple[float, float]:
         """(compute_s, memory_s) of the vocabulary projection for ``rows`` tokens."""
         return self.head.time(rows)
+
+
+def backward_attention_factor(flash: bool) -> float:
+    """Attention backward FLOPs over forward: 2.5 with FlashAttention (dQ, dK, dV and dP, 4
+    matmuls to the forward's 2, plus the scores recomputed: Dao et al. 2022, sec. 3.1), 2 for
+    eager attention (the scores were kept)."""
+    return 2.5 if flash else 2.0
 
 
 def layer_ops(
