@@ -519,3 +519,20 @@ def test_moe_backward_runs_every_routed_token_through_its_experts() -> None:
     tokens = 8 * 4096.0
     forward, backward = ops.forward(tokens, 0.0, 0.0)[0], ops.backward(tokens, 0.0, 0.0)[0]
     assert 1.9 < backward / forward < 2.2
+
+
+def test_training_attention_pairs_by_model_and_kernel() -> None:
+    from service.engine.physics import memory as mem
+
+    llama, bert = PRESETS["llama-2-7b"].model, PRESETS["bert-large"].model
+    mistral = PRESETS["mistral-7b"].model
+    assert isinstance(llama, tr.TransformerModel) and isinstance(bert, tr.TransformerModel)
+    assert isinstance(mistral, tr.TransformerModel) and mistral.sliding_window
+    # a fused causal kernel skips the masked half; eager matmuls compute every pair; an
+    # encoder scores every pair either way; a window caps what a fused kernel scores
+    assert mem.attention_pairs(llama, 4096) == 4096 * 4096 / 2
+    assert mem.attention_pairs(llama, 4096, flash=False) == 4096 * 4096
+    assert mem.attention_pairs(bert, 512) == mem.attention_pairs(bert, 512, flash=False) \
+        == 512 * 512
+    w = mistral.sliding_window
+    assert mem.attention_pairs(mistral, 4 * w) == w * w / 2 + 3 * w * w

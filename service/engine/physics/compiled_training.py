@@ -204,7 +204,7 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     p[_BWD_SCORE_B] = c.EAGER_ATTENTION_BACKWARD_PASSES * act_b + \
         c.EAGER_ATTENTION_DROPOUT_MASK_BYTES
     p[_HEAD_FRACTION] = spec.lm_head_fraction
-    p[_PAIRS] = mem.attention_pairs(model, seq)
+    p[_PAIRS] = mem.attention_pairs(model, seq, spec.flash_attention)
     p[_BWD_ATTN] = tops.backward_attention_factor(spec.flash_attention)
     p[_PASSES] = 2.0 if micro.recompute else 1.0
     p[_MOE] = 1.0 if first.moe else 0.0

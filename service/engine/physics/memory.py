@@ -172,11 +172,13 @@ def causal_attention_pairs(model: TransformerModel, seq: float) -> float:
     return w * w / 2.0 + (seq - w) * w
 
 
-def attention_pairs(model: TransformerModel, seq: int) -> float:
+def attention_pairs(model: TransformerModel, seq: int, flash: bool = True) -> float:
     """(query, key) pairs one training sequence scores per layer and head-dim: all s^2 in
-    an encoder (bidirectional), the causal ones (:func:`causal_attention_pairs`, sliding
-    windows included) in a decoder."""
-    if model.encoder_only:
+    an encoder (bidirectional) or without a fused kernel (``flash`` False: QK^T and PV are
+    whole matmuls, the causal mask applied after), the causal ones
+    (:func:`causal_attention_pairs`, sliding windows included) in a decoder's fused kernel,
+    which skips the masked tiles."""
+    if model.encoder_only or not flash:
         return float(seq) * float(seq)
     return causal_attention_pairs(model, float(seq))
 

@@ -158,7 +158,7 @@ class MicroStep:
         ops = self._ops.get(tp)
         if ops is None:
             ops = self._ops[tp] = tops.layer_ops(model, dev, tp, act_b, act_b, self.memo)
-        pairs = mem.attention_pairs(model, seq) * micro
+        pairs = mem.attention_pairs(model, seq, spec.flash_attention) * micro
         attn = tops.attention_flops(model, pairs, tp)
         fwd_bytes, bwd_bytes = attention_bytes(model, seq, micro, tp, act_b,
                                                spec.flash_attention)
