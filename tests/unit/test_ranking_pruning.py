@@ -7,6 +7,7 @@ import dataclasses
 import random
 from collections.abc import Iterator
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -211,15 +212,20 @@ def _screened(workload: Workload, objective: Objective) -> list[Pending]:
     return out
 
 
+def _evaluated(workload: Workload, objective: Objective) -> Iterator[tuple[Pending, list[Any]]]:
+    """Each screened GPU that has options, with its options."""
+    for p in _screened(workload, objective):
+        options, _, _ = rk._evaluate_gpu(_req(workload, objective), p)
+        if options:
+            yield p, options
+
+
 @pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> None:
     workload = WORKLOADS[name]
     checked = 0
-    for p in _screened(workload, objective):
-        options, _, _ = rk._evaluate_gpu(_req(workload, objective), p)
-        if not options:
-            continue
+    for p, options in _evaluated(workload, objective):
         checked += 1
         if objective == "balanced":
             money = min(o.money if o.money is not None else o.proxy for o in options)
@@ -262,10 +268,7 @@ def test_training_floors_hold_for_moe_windows_and_encoders(name: str,
     pairs the model scores)."""
     workload = FLOOR_WORKLOADS[name]
     checked = 0
-    for p in _screened(workload, objective):
-        options, _, _ = rk._evaluate_gpu(_req(workload, objective), p)
-        if not options:
-            continue
+    for p, options in _evaluated(workload, objective):
         checked += 1
         best = min(rk._value(o, objective, NO_MINIMA) for o in options)
         assert 0 < p.lb <= best, (p.gpu.slug, p.lb, best)
