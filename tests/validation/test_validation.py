@@ -43,8 +43,9 @@ are reported apart and not asserted: a perfect rho over 3 GPUs happens by chance
 MIN_SPEARMAN_MARGIN = 0.05
 MIN_PAIRWISE = 0.94
 """95.5% (15 of 330 pairs inverted) on 2026-12-06; the physics target is 96%."""
-MAX_MEDIAN_ABS_ERROR = 0.17
-"""14.6% on 2026-12-06; the physics target is 14%."""
+MAX_MEDIAN_ABS_ERROR = 0.15
+"""13.2% on 2026-12-06 (14.6% before that session's eager-attention and LM-head changes); the
+physics target is 14%."""
 MAX_FAMILY_MEDIAN_ABS_ERROR = 0.28
 """No source family's median absolute error above this (worst on 2026-12-06: MosaicML
 llm-foundry 24.7%, top500 22.5%; the physics target is 25%, this guard sits a little above it so
