@@ -83,6 +83,7 @@ _ROWS = 15
 _S_TI, _S_TP, _S_DP, _S_SHARDING, _S_BATCH, _S_WEIGHTS, _S_GRADS, _S_OPTIM, _S_ACT = range(9)
 _SPLIT_COLUMNS = 9
 SHARDING_CODES = {s: float(i) for i, s in enumerate(splits.SHARDING_ORDER)}
+assert {s for s, i in SHARDING_CODES.items() if i <= 1.0} == {"none", "zero1"}  # _walk
 # columns of the walk's record of each split (``out``): micro-batch, then the step's six
 # figures (:data:`training._Step`); NaN: not walked
 _O_MICRO, _O_STEP = 0, 1
@@ -494,7 +495,14 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
                 per_layer = p[_TP_PER_LAYER] * _all_reduce(p, p[_TP_BYTES] * micro, tp,
                                                            tps[ti, _TP_LINK])
                 tp_comm = per_layer * p[_LAYERS] * accumulation
-            exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * compute_s)
+            # training.exposed_comm_s (the shardings' codes: none 0, zero1 1)
+            if s[i, _S_SHARDING] <= 1.0 and accumulation > 1.0:
+                tp_micro = tp_comm / accumulation
+                budget = p[_OVERLAP] * kc
+                exposed = ((accumulation - 1.0) * max(0.0, tp_micro - budget)
+                           + max(0.0, tp_micro + dp_comm - budget))
+            else:
+                exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * (accumulation * kc))
             busy = max(compute_s, memory_s)
             stall = max(0.0, total - busy)
             fed = micro * accumulation / tp / p[_INPUT_SPS] if p[_INPUT_SPS] != 0.0 else 0.0
