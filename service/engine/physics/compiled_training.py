@@ -256,6 +256,18 @@ def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array, groups: float
 
 
 @_jit
+def _expert_rows(p: Array, tokens: float) -> tuple[float, float, float]:
+    """(experts, mean rows per expert, the busiest expert's rows) of an MoE layer over
+    ``tokens`` tokens, every expert touched (:meth:`LayerOps.busiest_expert_rows`)."""
+    groups = max(1.0, p[_EXPERTS] * 1.0)
+    rows = tokens * p[_TOP_K] / groups
+    pr = p[_TOP_K] / p[_EXPERTS]
+    mean = tokens * pr
+    busiest = max(rows, min(tokens, mean + p[_MAX_Z] * math.sqrt(tokens * pr * (1.0 - pr))))
+    return groups, rows, busiest
+
+
+@_jit
 def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
              attn_bytes: float) -> tuple[float, float, float]:
     """:meth:`LayerOps.forward` (every expert touched)."""
@@ -263,11 +275,7 @@ def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
     c0, m0 = gemm_row(sms, per_flop, n_tiles, g, 0, tokens, 1.0, False)
     c1, m1 = gemm_row(sms, per_flop, n_tiles, g, 1, tokens, 1.0, False)
     if p[_MOE] > 0.0:
-        groups = max(1.0, p[_EXPERTS] * 1.0)
-        rows = tokens * p[_TOP_K] / groups
-        pr = p[_TOP_K] / p[_EXPERTS]
-        mean = tokens * pr
-        busiest = max(rows, min(tokens, mean + p[_MAX_Z] * math.sqrt(tokens * pr * (1.0 - pr))))
+        groups, rows, busiest = _expert_rows(p, tokens)
         if groups > 1.0 and busiest > rows:
             a0, a1 = gemm_row(sms, per_flop, n_tiles, g, 2, rows, groups - 1.0, True)
             b0, b1 = gemm_row(sms, per_flop, n_tiles, g, 2, busiest, 1.0, False)
@@ -301,11 +309,7 @@ def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float
     moe = p[_MOE] > 0.0
     groups = rows = busiest = 0.0
     if moe:
-        groups = p[_EXPERTS] * 1.0
-        rows = tokens * p[_TOP_K] / groups
-        pr = p[_TOP_K] / p[_EXPERTS]
-        mean = tokens * pr
-        busiest = max(rows, min(tokens, mean + p[_MAX_Z] * math.sqrt(tokens * pr * (1.0 - pr))))
+        groups, rows, busiest = _expert_rows(p, tokens)
     compute = memory = total = 0.0
     for w in range(4):
         if moe and w >= 2:

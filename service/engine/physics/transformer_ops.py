@@ -104,9 +104,7 @@ class LayerOps:
         share of the experts any token is routed to (MoE)."""
         kernels = [self.qkv.time(tokens), self.out.time(tokens)]
         if self.moe:
-            groups = max(1.0, self.experts * touched)
-            rows = tokens * self.top_k / groups
-            busiest = max(rows, self.busiest_expert_rows(tokens))
+            groups, rows, busiest = self.expert_rows(tokens, touched)
             if groups > 1.0 and busiest > rows:
                 # the busiest expert runs its own rows; the others share the mean load
                 for shape in (self.up, self.down):
@@ -129,6 +127,13 @@ class LayerOps:
             total += k0 if k0 > k1 else k1
         mem_s = elementwise / dev.bytes_s
         return compute, memory + mem_s, total + mem_s + self.kernels_s
+
+    def expert_rows(self, tokens: float, touched: float = 1.0) -> tuple[float, float, float]:
+        """(experts run, mean rows per expert, the busiest expert's rows) over ``tokens``
+        tokens when a share ``touched`` of the experts is routed to."""
+        groups = max(1.0, self.experts * touched)
+        rows = tokens * self.top_k / groups
+        return groups, rows, max(rows, self.busiest_expert_rows(tokens))
 
     def busiest_expert_rows(self, tokens: float) -> float:
         """Expected rows of the busiest expert when ``tokens`` tokens each pick k of E experts
@@ -157,9 +162,7 @@ class LayerOps:
         moe = self.moe
         groups = rows = busiest = 0.0
         if moe:
-            groups = float(self.experts)
-            rows = tokens * self.top_k / groups
-            busiest = max(rows, self.busiest_expert_rows(tokens))
+            groups, rows, busiest = self.expert_rows(tokens)
         for w, ((n, k), grad) in enumerate(zip(self._weights(), self.grads, strict=True)):
             if moe and w >= 2:  # the MLP's up and down GEMMs, per expert
                 if groups > 1.0 and busiest > rows:
