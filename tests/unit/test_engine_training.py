@@ -543,15 +543,17 @@ def test_once_per_step_gradient_sync_hides_under_the_last_micro_step_only(
     # DDP / ZeRO-1 reduce the accumulated gradients once, beside the last micro-step's
     # backward: 4 micro-steps of 1 s hide 0.66 s of it, not 2.64 s; ZeRO-2/3 traffic runs in
     # every micro-step and shares every micro-step's budget
+    from service.engine.physics.performance import exposed_comm_s
+
     f = c.BACKWARD_OVERLAP_FRACTION
-    assert tr.exposed_comm_s(True, 4, 1.0, 0.0, 2.0) == pytest.approx(2.0 - f)
-    assert tr.exposed_comm_s(False, 4, 1.0, 0.0, 2.0) == 0.0
+    assert exposed_comm_s(True, 4, 1.0, 0.0, 2.0, f) == pytest.approx(2.0 - f)
+    assert exposed_comm_s(False, 4, 1.0, 0.0, 2.0, f) == 0.0
     # TP traffic in every micro-step: 0.5 s each, hidden each time; the last one also carries
     # the reduction
-    assert tr.exposed_comm_s(True, 4, 1.0, 2.0, 1.0) == pytest.approx(0.5 + 1.0 - f)
+    assert exposed_comm_s(True, 4, 1.0, 2.0, 1.0, f) == pytest.approx(0.5 + 1.0 - f)
     # one micro-step: the same either way
-    assert tr.exposed_comm_s(True, 1, 3.0, 0.5, 2.0) == tr.exposed_comm_s(False, 1, 3.0, 0.5,
-                                                                          2.0)
+    assert exposed_comm_s(True, 1, 3.0, 0.5, 2.0, f) == exposed_comm_s(
+        False, 1, 3.0, 0.5, 2.0, f)
     assert tr.ONCE_PER_STEP == ("none", "zero1")
     # in a layout walk: 32 L40S over their network, Llama-2-7B, ZeRO-1, a 512-sequence
     # step; the 13.5 GB gradient all-reduce beside one micro-step, not spread over all

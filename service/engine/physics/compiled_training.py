@@ -52,6 +52,7 @@ from service.engine.physics.compiled import (
     node_layout,
     shape_row,
 )
+from service.engine.physics.performance import exposed_comm_s
 from service.engine.types import TransformerModel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,6 +269,29 @@ def _expert_rows(p: Array, tokens: float) -> tuple[float, float, float]:
 
 
 @_jit
+def _expert_gemm(sms: float, per_flop: float, n_tiles: int, g: Array, gi: int, groups: float,
+                 rows: float, busiest: float) -> tuple[float, float]:
+    """GEMM ``gi`` of every expert (:func:`transformer_ops.per_expert`): the busiest at its own rows
+    and the others at the mean, or all at the mean."""
+    if groups > 1.0 and busiest > rows:
+        a0, a1 = gemm_row(sms, per_flop, n_tiles, g, gi, rows, groups - 1.0, True)
+        b0, b1 = gemm_row(sms, per_flop, n_tiles, g, gi, busiest, 1.0, False)
+        return a0 + b0, a1 + b1
+    return gemm_row(sms, per_flop, n_tiles, g, gi, rows, groups, True)
+
+
+@_jit
+def _expert_wgrad(p: Array, g: Array, wi: int, groups: float, rows: float, busiest: float,
+                  row: Array) -> tuple[float, float]:
+    """Weight gradient ``wi`` of every expert, as :func:`_expert_gemm` splits them."""
+    if groups > 1.0 and busiest > rows:
+        a0, a1 = _wgrad(p, g, wi, rows, row, groups - 1.0)
+        b0, b1 = _wgrad(p, g, wi, busiest, row, 1.0)
+        return a0 + b0, a1 + b1
+    return _wgrad(p, g, wi, rows, row, groups)
+
+
+@_jit
 def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
              attn_bytes: float) -> tuple[float, float, float]:
     """:meth:`LayerOps.forward` (every expert touched)."""
@@ -276,16 +300,8 @@ def _forward(p: Array, g: Array, elementwise: float, tokens: float, attn: float,
     c1, m1 = gemm_row(sms, per_flop, n_tiles, g, 1, tokens, 1.0, False)
     if p[_MOE] > 0.0:
         groups, rows, busiest = _expert_rows(p, tokens)
-        if groups > 1.0 and busiest > rows:
-            a0, a1 = gemm_row(sms, per_flop, n_tiles, g, 2, rows, groups - 1.0, True)
-            b0, b1 = gemm_row(sms, per_flop, n_tiles, g, 2, busiest, 1.0, False)
-            c2, m2 = a0 + b0, a1 + b1
-            a0, a1 = gemm_row(sms, per_flop, n_tiles, g, 3, rows, groups - 1.0, True)
-            b0, b1 = gemm_row(sms, per_flop, n_tiles, g, 3, busiest, 1.0, False)
-            c3, m3 = a0 + b0, a1 + b1
-        else:
-            c2, m2 = gemm_row(sms, per_flop, n_tiles, g, 2, rows, groups, True)
-            c3, m3 = gemm_row(sms, per_flop, n_tiles, g, 3, rows, groups, True)
+        c2, m2 = _expert_gemm(sms, per_flop, n_tiles, g, 2, groups, rows, busiest)
+        c3, m3 = _expert_gemm(sms, per_flop, n_tiles, g, 3, groups, rows, busiest)
         mem_bytes = elementwise * tokens * p[_MOE_ELEMENTWISE]
     else:
         c2, m2 = gemm_row(sms, per_flop, n_tiles, g, 2, tokens, 1.0, False)
@@ -312,35 +328,18 @@ def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float
         groups, rows, busiest = _expert_rows(p, tokens)
     compute = memory = total = 0.0
     for w in range(4):
-        if moe and w >= 2:
-            if groups > 1.0 and busiest > rows:
-                a0, a1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, rows,
-                                  groups - 1.0, True)
-                b0, b1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, busiest, 1.0,
-                                  False)
-                k0, k1 = a0 + b0, a1 + b1
-                compute += k0
-                memory += k1
-                total += k0 if k0 > k1 else k1
-                a0, a1 = _wgrad(p, g, _WEIGHT_GRADS + w, rows, row, groups - 1.0)
-                b0, b1 = _wgrad(p, g, _WEIGHT_GRADS + w, busiest, row, 1.0)
-                k0, k1 = a0 + b0, a1 + b1
-            else:
-                k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, rows, groups,
-                                  True)
-                compute += k0
-                memory += k1
-                total += k0 if k0 > k1 else k1
-                k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, rows, row, groups)
-            compute += k0
-            memory += k1
-            total += k0 if k0 > k1 else k1
-            continue
-        k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, tokens, 1.0, False)
+        if moe and w >= 2:  # the MLP's up and down GEMMs, per expert
+            k0, k1 = _expert_gemm(sms, per_flop, n_tiles, g, _DATA_GRADS + w, groups, rows,
+                                  busiest)
+        else:
+            k0, k1 = gemm_row(sms, per_flop, n_tiles, g, _DATA_GRADS + w, tokens, 1.0, False)
         compute += k0
         memory += k1
         total += k0 if k0 > k1 else k1
-        k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, tokens, row, 1.0)
+        if moe and w >= 2:
+            k0, k1 = _expert_wgrad(p, g, _WEIGHT_GRADS + w, groups, rows, busiest, row)
+        else:
+            k0, k1 = _wgrad(p, g, _WEIGHT_GRADS + w, tokens, row, 1.0)
         compute += k0
         memory += k1
         total += k0 if k0 > k1 else k1
@@ -348,11 +347,8 @@ def _backward(p: Array, g: Array, elementwise: float, tokens: float, attn: float
     compute += k0
     memory += k1
     total += k0 if k0 > k1 else k1
-    if moe:
-        mem_s = (p[_BWD_ELEMENTWISE] * elementwise * tokens * p[_MOE_ELEMENTWISE]
-                 / p[_BYTES_S])
-    else:
-        mem_s = p[_BWD_ELEMENTWISE] * elementwise * tokens / p[_BYTES_S]
+    # the MoE factor is 1 for dense layers (an exact product)
+    mem_s = p[_BWD_ELEMENTWISE] * elementwise * tokens * p[_MOE_ELEMENTWISE] / p[_BYTES_S]
     return compute, memory + mem_s, total + mem_s + 2.0 * p[_KERNELS_S]
 
 
@@ -433,6 +429,7 @@ def _dp_comm(p: Array, dp: float, sharding: float, grad_bytes: float, weight_byt
     return _all_reduce(p, grad_bytes, dp, link)
 
 
+_exposed_comm = _jit(exposed_comm_s)
 _even_micro = _jit(splits.even_micro)
 _exact_micro = _jit(splits.exact_micro)
 
@@ -499,14 +496,9 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
                 per_layer = p[_TP_PER_LAYER] * _all_reduce(p, p[_TP_BYTES] * micro, tp,
                                                            tps[ti, _TP_LINK])
                 tp_comm = per_layer * p[_LAYERS] * accumulation
-            # training.exposed_comm_s (the shardings' codes: none 0, zero1 1)
-            if s[i, _S_SHARDING] <= 1.0 and accumulation > 1.0:
-                tp_micro = tp_comm / accumulation
-                budget = p[_OVERLAP] * kc
-                exposed = ((accumulation - 1.0) * max(0.0, tp_micro - budget)
-                           + max(0.0, tp_micro + dp_comm - budget))
-            else:
-                exposed = max(0.0, tp_comm + dp_comm - p[_OVERLAP] * (accumulation * kc))
+            # the shardings' codes: none 0, zero1 1 (training.ONCE_PER_STEP)
+            exposed = _exposed_comm(s[i, _S_SHARDING] <= 1.0, accumulation, kc, tp_comm,
+                                    dp_comm, p[_OVERLAP])
             busy = max(compute_s, memory_s)
             stall = max(0.0, total - busy)
             fed = micro * accumulation / tp / p[_INPUT_SPS] if p[_INPUT_SPS] != 0.0 else 0.0

@@ -128,3 +128,20 @@ def all_gather_s(nbytes: float, ranks: int, link_gb_s: float, vendor: float = 1.
     if ranks <= 1 or nbytes <= 0:
         return 0.0
     return _ring_s((ranks - 1) / ranks * nbytes, link_gb_s, vendor)
+
+
+def exposed_comm_s(once: bool, accumulation: float, micro_compute_s: float, tp_comm_s: float,
+                   dp_comm_s: float, overlap: float) -> float:
+    """Link time a training step waits for [s]: each micro-step hides ``overlap``
+    (:data:`constants.BACKWARD_OVERLAP_FRACTION`) of its compute. TP collectives run in every
+    micro-step; ``once`` (no sharding, ZeRO-1): the gradient reduction runs beside the last
+    micro-step only (PyTorch DDP's ``no_sync`` until then; Megatron-LM reduces the
+    accumulated gradients once), so only that micro-step's compute can hide it; otherwise the
+    DP traffic is spread over the micro-steps like the TP traffic. Pure arithmetic: the
+    compiled training walk runs it as it is."""
+    budget = overlap * micro_compute_s
+    if once and accumulation > 1:
+        tp_micro = tp_comm_s / accumulation
+        return ((accumulation - 1) * max(0.0, tp_micro - budget)
+                + max(0.0, tp_micro + dp_comm_s - budget))
+    return max(0.0, tp_comm_s + dp_comm_s - overlap * (accumulation * micro_compute_s))

@@ -26,7 +26,13 @@ from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import training_splits as splits
 from service.engine.physics import transformer_ops as tops
-from service.engine.physics.performance import PeakRate, all_gather_s, all_reduce_s, bandwidth_gb_s
+from service.engine.physics.performance import (
+    PeakRate,
+    all_gather_s,
+    all_reduce_s,
+    bandwidth_gb_s,
+    exposed_comm_s,
+)
 from service.engine.physics.transformer_ops import LayerOps
 from service.engine.types import (
     Bound,
@@ -702,24 +708,8 @@ def training_flops_per_step(workload: Workload, recompute: bool) -> float:
 
 ONCE_PER_STEP: tuple[Sharding, ...] = ("none", "zero1")
 """Shardings whose data-parallel traffic runs once per step, beside the last micro-step
-(:func:`_dp_comm_s`); ZeRO-2 and ZeRO-3 move theirs in every micro-step."""
-
-
-def exposed_comm_s(once: bool, accumulation: int | float, micro_compute_s: float,
-                   tp_comm_s: float, dp_comm_s: float) -> float:
-    """Link time the step waits for [s]: each micro-step hides
-    :data:`constants.BACKWARD_OVERLAP_FRACTION` of its compute. TP collectives run in every
-    micro-step; ``once`` (no sharding, ZeRO-1): the gradient reduction runs beside the last
-    micro-step only (PyTorch DDP's ``no_sync`` until then; Megatron-LM reduces the
-    accumulated gradients once), so only that micro-step's compute can hide it; otherwise the
-    DP traffic is spread over the micro-steps like the TP traffic."""
-    budget = c.BACKWARD_OVERLAP_FRACTION * micro_compute_s
-    if once and accumulation > 1:
-        tp_micro = tp_comm_s / accumulation
-        return ((accumulation - 1) * max(0.0, tp_micro - budget)
-                + max(0.0, tp_micro + dp_comm_s - budget))
-    return max(0.0, tp_comm_s + dp_comm_s - c.BACKWARD_OVERLAP_FRACTION
-               * (accumulation * micro_compute_s))
+(:func:`_dp_comm_s`); ZeRO-2 and ZeRO-3 move theirs in every micro-step
+(:func:`performance.exposed_comm_s`)."""
 
 
 def _dp_comm_s(
@@ -812,7 +802,8 @@ def _step(
         per_layer = job.tp_per_layer * all_reduce_s(job.tp_bytes * micro_batch, tp, links[0],
                                                     job.vendor)
         tp_comm = per_layer * job.layers * accumulation
-    exposed = exposed_comm_s(sharding in ONCE_PER_STEP, accumulation, kc, tp_comm, dp_comm)
+    exposed = exposed_comm_s(sharding in ONCE_PER_STEP, accumulation, kc, tp_comm, dp_comm,
+                             c.BACKWARD_OVERLAP_FRACTION)
     stall = max(0.0, total - max(compute_s, memory_s))
     # a stated host/input ceiling: the GPU waits for its samples when the loader is slower
     fed = cnn.input_floor_s(micro_batch * accumulation / tp, spec.input_samples_per_s_per_gpu)

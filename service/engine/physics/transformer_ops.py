@@ -19,11 +19,13 @@ scale with bandwidth rather than with tensor peak.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from statistics import NormalDist
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics.kernels import Device, GemmShape, gemm
+from service.engine.physics.kernels import Device, GemmShape, Kernel, gemm
 from service.engine.types import TransformerModel
 
 
@@ -105,14 +107,8 @@ class LayerOps:
         kernels = [self.qkv.time(tokens), self.out.time(tokens)]
         if self.moe:
             groups, rows, busiest = self.expert_rows(tokens, touched)
-            if groups > 1.0 and busiest > rows:
-                # the busiest expert runs its own rows; the others share the mean load
-                for shape in (self.up, self.down):
-                    (c0, m0), (c1, m1) = shape.time(rows, groups - 1.0), shape.time(busiest)
-                    kernels.append((c0 + c1, m0 + m1))
-            else:
-                kernels.append(self.up.time(rows, groups))
-                kernels.append(self.down.time(rows, groups))
+            for shape in (self.up, self.down):
+                kernels.append(per_expert(shape.time, groups, rows, busiest))
             elementwise = self.elementwise * tokens * self.moe_elementwise
         else:
             kernels.append(self.up.time(tokens))
@@ -165,15 +161,8 @@ class LayerOps:
             groups, rows, busiest = self.expert_rows(tokens)
         for w, ((n, k), grad) in enumerate(zip(self._weights(), self.grads, strict=True)):
             if moe and w >= 2:  # the MLP's up and down GEMMs, per expert
-                if groups > 1.0 and busiest > rows:
-                    (c0, m0), (c1, m1) = grad.time(rows, groups - 1.0), grad.time(busiest)
-                    kernels.append((c0 + c1, m0 + m1))
-                    (c0, m0) = self.gemm(k, n, rows, groups - 1.0)
-                    (c1, m1) = self.gemm(k, n, busiest)
-                    kernels.append((c0 + c1, m0 + m1))
-                else:
-                    kernels.append(grad.time(rows, groups))
-                    kernels.append(self.gemm(k, n, rows, groups))
+                kernels.append(per_expert(grad.time, groups, rows, busiest))
+                kernels.append(per_expert(partial(self.gemm, k, n), groups, rows, busiest))
                 continue
             kernels.append(grad.time(tokens))
             kernels.append(self.gemm(k, n, tokens))
@@ -184,16 +173,25 @@ class LayerOps:
             compute += k0
             memory += k1
             total += k0 if k0 > k1 else k1
-        if moe:
-            mem_s = (c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens
-                     * self.moe_elementwise / dev.bytes_s)
-        else:
-            mem_s = c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens / dev.bytes_s
+        # the MoE factor is 1 for dense layers (an exact product)
+        mem_s = (c.BACKWARD_ELEMENTWISE_FACTOR * self.elementwise * tokens
+                 * self.moe_elementwise / dev.bytes_s)
         return compute, memory + mem_s, total + mem_s + 2.0 * self.kernels_s
 
     def lm_head(self, rows: float) -> tuple[float, float]:
         """(compute_s, memory_s) of the vocabulary projection for ``rows`` tokens."""
         return self.head.time(rows)
+
+
+def per_expert(time: Callable[[float, float], Kernel], groups: float, rows: float,
+               busiest: float) -> Kernel:
+    """(compute_s, memory_s) of one GEMM run by ``groups`` experts (``time(rows, groups)``):
+    the busiest expert at its own ``busiest`` rows and the others at the mean ``rows``, or
+    all at the mean when none is busier (:meth:`LayerOps.expert_rows`)."""
+    if groups > 1.0 and busiest > rows:
+        (c0, m0), (c1, m1) = time(rows, groups - 1.0), time(busiest, 1.0)
+        return c0 + c1, m0 + m1
+    return time(rows, groups)
 
 
 def backward_attention_factor(flash: bool) -> float:
