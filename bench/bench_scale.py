@@ -110,7 +110,7 @@ def vary(body: dict[str, Any], i: int) -> dict[str, Any]:
 def _recommend(url_engine: Any, settings: Settings, caches: AppCaches,
                body: dict[str, Any], view: View = "summary") -> float:
     """Seconds to answer ``body`` as ``POST /v1/recommendations?view=...`` does after parsing
-    it (:func:`service.workloads.routes.recommend`: rank, then the view's bytes)."""
+    it (:func:`service.workloads.routes.recommend_once`: rank, then the view's bytes)."""
     q = RecommendationQuery.model_validate(body)
     start = time.perf_counter()
     with Session(url_engine) as session:
