@@ -71,7 +71,7 @@ def test_post_run_is_201_with_location_and_constraints_override(
     wid = submit_workload(client, headers)
     resp = client.post(f"/v1/workloads/{wid}/runs", headers=headers,
                        json={"objective": "time", "limit": 3,
-                             "constraints": {"gpu_slugs": ["nvidia-l4"], "max_gpus": 8}})
+                             "constraints": {"gpu_slugs": ["nvidia-l4"], "max_gpus": 16}})
     assert resp.status_code == 201, resp.text
     run = resp.json()
     assert resp.headers["location"] == f"/v1/workloads/{wid}/runs/{run['id']}"

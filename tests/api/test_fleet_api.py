@@ -154,7 +154,7 @@ def test_fleet_pools_pass_the_real_validators(client: TestClient) -> None:
     check them (the mixed fleet and the single type's, 70B at a rate that mixes types)."""
     from tests.provisioning.validators import validate_kubernetes, validate_skypilot
 
-    b = body(target_requests_per_s=30)  # a load the cheapest fleet serves with two types
+    b = body(target_requests_per_s=20)  # a load the cheapest fleet serves with two types
     b["model"] = {"preset": "llama-2-70b"}
     fleet = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     pools = fleet["pools"] + fleet["best_single_type"]["pools"]
@@ -204,7 +204,7 @@ def test_percentile_fleet_reports_what_is_served_outside_the_limits(
                                  "nvidia-a100-sxm4-80gb"]}
     answers = {}
     for pct in (100, 90):
-        b = body(slo_percentile=pct, max_ttft_ms=300, max_tpot_ms=30)
+        b = body(slo_percentile=pct, max_ttft_ms=300, max_tpot_ms=25)
         b["constraints"] = constraints
         resp = client.post("/v1/recommendations?view=compact", json=b)
         assert resp.status_code == 200, resp.text

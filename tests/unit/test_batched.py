@@ -48,13 +48,14 @@ def _close(a: float, b: float) -> bool:
 def _phase_pairs(roof: inf.ServingModel, batches: list[int]) -> list[tuple[str, float, float]]:
     arr = np.array(batches, dtype=np.float64)
     if roof.decoder:
-        named = {"prefill": batched.prefill(roof, arr), "decode": batched.decode(roof, arr)}
+        named = {"prefill": batched.prefill(roof, arr), "decode": batched.decode(roof, arr),
+                 "tpot": batched.tpot(roof, arr)}
     else:
         named = {"prefill": batched.encode(roof, arr)}
     pairs = []
     for i, b in enumerate(batches):
-        pre, dec = roof.phases(b)
-        scalar = {"prefill": pre, "decode": dec}
+        pre, dec, per_token = roof.phases(b)
+        scalar = {"prefill": pre, "decode": dec, "tpot": per_token}
         for name, phase in named.items():
             ref = scalar[name]
             assert ref is not None

@@ -90,15 +90,16 @@ def test_compiled_check_is_the_scalar_check(index: int) -> None:
 
 @pytest.mark.parametrize("index", range(1, CASES, 2))
 def test_compiled_timing_is_the_scalar_timing(index: int) -> None:
-    """The timing an estimate reports (prefill and decode phases, the busiest pipeline
+    """The timing an estimate reports (prefill, decode and TPOT phases, the busiest pipeline
     stage): the compiled one is the scalar reference's, bit for bit."""
     checked = 0
     for r, roof in _models(index, 2000 + index, 12):
         for b in _batches(r, 6):
             want = roof.timing_scalar(b)
-            pre, dec, stage = compiled.timing(roof, b)
+            pre, dec, tpot, stage = compiled.timing(roof, b)
             got = inf.Timing(inf.PhaseTime(*pre),
-                             None if dec is None else inf.PhaseTime(*dec), b, stage)
+                             None if dec is None else inf.PhaseTime(*dec),
+                             None if tpot is None else inf.PhaseTime(*tpot), b, stage)
             assert repr(got) == repr(want), (roof.tp, roof.pp, b)
             checked += 1
     assert checked > 0

@@ -169,6 +169,36 @@ def test_moe_uses_active_params_for_compute_total_for_memory() -> None:
     assert est.tokens_per_s > dense_like.tokens_per_s
 
 
+def _long_prompt(model: str, batch: int) -> Workload:
+    return Workload(kind="inference", precision="bf16", model=PRESETS[model].model,
+                    inference=InferenceSpec(prompt_tokens=4000, output_tokens=100,
+                                            batch_size=batch))
+
+
+def test_a_prompt_rides_in_its_own_iteration_not_spread_over_every_one() -> None:
+    """Chunked prefill puts a whole prompt (one chunk under the token budget) in one
+    iteration; at small batches most iterations decode alone. Mixtral 8x7B on 2 x H100, 4,000
+    prompt tokens, 100 out: at batch 1 the request's TPOT carries no prompt at all (its own ran
+    in its TTFT), so it is the decode-only iteration's (the even spread gave every iteration
+    40 prompt rows, touching every expert: 19.6 ms); the throughput counts the prompt once per
+    request: 1 / requests/s = the chunk's iteration + 99 decode-only ones (~ TTFT + 99 x
+    TPOT)."""
+    long = estimate(_long_prompt("mixtral-8x7b", 1), H100_SXM, 2)
+    short = estimate(replace(_long_prompt("mixtral-8x7b", 1), inference=InferenceSpec(
+        prompt_tokens=100, output_tokens=100, batch_size=1)), H100_SXM, 2)
+    assert long.tpot_ms is not None and short.tpot_ms is not None and long.ttft_ms is not None
+    # the long context's KV reads add ~2% (4,050 vs 150 tokens of 128 KB over two GPUs)
+    assert short.tpot_ms < long.tpot_ms < 1.05 * short.tpot_ms
+    cycle_ms = 1e3 / long.requests_per_s
+    assert cycle_ms == pytest.approx(long.ttft_ms + 99 * long.tpot_ms, rel=0.01)
+    # at batch 4 the other three requests' prompts stall each request's decode: 3 chunk
+    # iterations of ~89 ms in its 100
+    four = estimate(_long_prompt("mixtral-8x7b", 4), H100_SXM, 2)
+    assert four.tpot_ms is not None
+    alone_ms = long.tpot_ms
+    assert four.tpot_ms > alone_ms + 3 * 0.9 * long.ttft_ms / 100
+
+
 def test_precision_fallback_bf16_on_v100_and_t4() -> None:
     for gpu in (V100, T4):
         rate = peak_rate(gpu, "bf16")

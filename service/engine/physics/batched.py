@@ -212,13 +212,50 @@ def _kv_read(sm: ServingModel, seqs: Array) -> Array:
     return np.where(seqs <= 0, 0.0, seqs * sm.ctx * sm.kv_layer * stretch)
 
 
-def decode(sm: ServingModel, batches: Array) -> Phase:
-    """:meth:`ServingModel._decode` (the steady-state iteration, TPOT) at every batch."""
-    share = batches / sm.out
+def cycle_rows(sm: ServingModel, batches: Array, arrivals: Array) -> tuple[Array, Array]:
+    """The rows of :func:`cycle`'s iterations at every element: the one carrying prompt
+    tokens (spread over every iteration, or one chunk) and a decode-only one."""
+    spread = batches + arrivals / sm.out * sm.s
+    rows = np.where(arrivals * sm.chunks >= sm.out, spread, batches + sm.s / sm.chunks)
+    return rows, batches
+
+
+def cycle(sm: ServingModel, batches: Array, arrivals: Array) -> Phase:
+    """:meth:`ServingModel._cycle` at every element: the mean iteration at ``batches`` with
+    ``arrivals`` prompts per ``out`` iterations."""
     kv = _kv_read(sm, batches)
-    return _iteration(sm, batches + share * sm.s,
-                      batches * sm.decode_attn + share * sm.prompt_attn,
-                      kv + share * sm.prompt_attn_bytes, batches)
+    chunked = arrivals * sm.chunks
+    share = arrivals / sm.out
+    spread = _iteration(sm, batches + share * sm.s,
+                        batches * sm.decode_attn + share * sm.prompt_attn,
+                        kv + share * sm.prompt_attn_bytes, batches)
+    alone = _iteration(sm, batches, batches * sm.decode_attn, kv, batches)
+    k = sm.chunks
+    mixed = _iteration(sm, batches + sm.s / k, batches * sm.decode_attn + sm.prompt_attn / k,
+                       kv + sm.prompt_attn_bytes / k, batches)
+    f = chunked / sm.out
+    g = 1.0 - f
+    device = f * (np.maximum(mixed[0], mixed[1]) + mixed[3]) + g * (
+        np.maximum(alone[0], alone[1]) + alone[3])
+    compute = f * mixed[0] + g * alone[0]
+    memory = f * mixed[1] + g * alone[1]
+    links = f * mixed[2] + g * alone[2]
+    blend = (compute, memory, links, np.maximum(0.0, device - np.maximum(compute, memory)))
+    full, none = chunked >= sm.out, chunked <= 0.0
+    out = tuple(np.where(full, a, np.where(none, b, c))
+                for a, b, c in zip(spread, alone, blend, strict=True))
+    return out[0], out[1], out[2], out[3]
+
+
+def decode(sm: ServingModel, batches: Array) -> Phase:
+    """:meth:`ServingModel._decode` (the mean iteration with every arrival: throughput) at
+    every batch."""
+    return cycle(sm, batches, batches)
+
+
+def tpot(sm: ServingModel, batches: Array) -> Phase:
+    """:meth:`ServingModel._tpot` (the mean iteration one request sees) at every batch."""
+    return cycle(sm, batches, batches - 1.0)
 
 
 def prefill(sm: ServingModel, batches: Array) -> Phase:

@@ -311,14 +311,44 @@ def _touched(p: Array, rows: float) -> float:
 
 
 @_jit
-def _decode(p: Array, g: Array, b: float, touched: float) -> tuple[float, float, float, float]:
-    """:meth:`ServingModel._decode` at batch ``b`` (``touched``: nan to compute it here)."""
-    share = b / p[_OUT]
-    rows = b + share * p[_S]
-    if math.isnan(touched):
-        touched = _touched(p, rows)
-    return _iteration(p, g, rows, b * p[_DECODE_ATTN] + share * p[_PROMPT_ATTN],
-                      _kv_read(p, b) + share * p[_PROMPT_ATTN_BYTES], b, touched)
+def _blend(mixed: tuple[float, float, float, float], alone: tuple[float, float, float, float],
+           f: float) -> tuple[float, float, float, float]:
+    """:func:`serving._blend`: the mean of ``f`` x ``mixed`` and (1 - ``f``) x ``alone``."""
+    g = 1.0 - f
+    device = f * (max(mixed[0], mixed[1]) + mixed[3]) + g * (max(alone[0], alone[1]) + alone[3])
+    compute = f * mixed[0] + g * alone[0]
+    memory = f * mixed[1] + g * alone[1]
+    links = f * mixed[2] + g * alone[2]
+    return compute, memory, links, max(0.0, device - max(compute, memory))
+
+
+@_jit
+def _cycle(p: Array, g: Array, b: float, arrivals: float, cover: float,
+           cover_alone: float) -> tuple[float, float, float, float]:
+    """:meth:`ServingModel._cycle` at batch ``b`` with ``arrivals`` prompts per ``out``
+    iterations (``cover``: the expert coverage of the iteration carrying prompt tokens,
+    ``cover_alone``: of a decode-only one; nan to compute them here)."""
+    kv = _kv_read(p, b)
+    chunked = arrivals * p[_CHUNKS]
+    if chunked >= p[_OUT]:
+        share = arrivals / p[_OUT]
+        rows = b + share * p[_S]
+        if math.isnan(cover):
+            cover = _touched(p, rows)
+        return _iteration(p, g, rows, b * p[_DECODE_ATTN] + share * p[_PROMPT_ATTN],
+                          kv + share * p[_PROMPT_ATTN_BYTES], b, cover)
+    if math.isnan(cover_alone):
+        cover_alone = _touched(p, b)
+    alone = _iteration(p, g, b, b * p[_DECODE_ATTN], kv, b, cover_alone)
+    if chunked <= 0.0:
+        return alone
+    k = p[_CHUNKS]
+    rows = b + p[_S] / k
+    if math.isnan(cover):
+        cover = _touched(p, rows)
+    mixed = _iteration(p, g, rows, b * p[_DECODE_ATTN] + p[_PROMPT_ATTN] / k,
+                       kv + p[_PROMPT_ATTN_BYTES] / k, b, cover)
+    return _blend(mixed, alone, chunked / p[_OUT])
 
 
 @_jit
@@ -365,37 +395,43 @@ def _stage_s(p: Array, b: float, iteration: float) -> float:
 
 @_jit
 def _timing(p: Array, g: Array, b: float) -> tuple[
-        tuple[float, float, float, float], tuple[float, float, float, float], float]:
+        tuple[float, float, float, float], tuple[float, float, float, float],
+        tuple[float, float, float, float], float]:
     """:meth:`ServingModel.timing`'s figures at batch ``b``: the prefill phase (an encoder's
-    forward pass), the decode phase (zeros for encoders) and the busiest stage's time."""
+    forward pass), the decode and TPOT phases (zeros for encoders) and the busiest stage's
+    time."""
     if p[_DECODER] > 0.0:
-        decode = _decode(p, g, b, math.nan)
+        decode = _cycle(p, g, b, b, math.nan, math.nan)
         prefill = _prefill(p, g, b)
+        tpot = _cycle(p, g, b, b - 1.0, math.nan, math.nan)
         timed = decode
     else:
         prefill = _encode(p, g, b, math.nan)
-        decode = (0.0, 0.0, 0.0, 0.0)
+        decode = tpot = (0.0, 0.0, 0.0, 0.0)
         timed = prefill
     stage = _stage_s(p, b, _total(timed)) if p[_PP] > 1.0 else 0.0
-    return prefill, decode, stage
+    return prefill, decode, tpot, stage
 
 
 @_jit
-def _rates(p: Array, g: Array, batches: Array, touched: Array, out: Array) -> None:
+def _rates(p: Array, g: Array, batches: Array, touched: Array, alone: Array,
+           out: Array) -> None:
     """requests/s of one replica at each of ``batches`` into ``out`` (:func:`batched._rates`),
-    ``touched``: the expert coverage at each batch (MoE; numpy's)."""
+    ``touched``: the expert coverage of the iteration carrying prompt tokens (an encoder's
+    pass) at each batch, ``alone``: of a decode-only iteration (MoE; numpy's)."""
     moe = p[_MOE] > 0.0
     for i in range(batches.shape[0]):
-        out[i] = rate(p, g, batches[i], touched[i] if moe else 1.0)
+        out[i] = rate(p, g, batches[i], touched[i] if moe else 1.0, alone[i] if moe else 1.0)
 
 
 @_jit
-def rate(p: Array, g: Array, b: float, cover: float) -> float:
+def rate(p: Array, g: Array, b: float, cover: float, cover_alone: float) -> float:
     """Requests/s of one replica at batch ``b`` (:func:`serving.requests_per_s` of its
-    timing), ``cover``: the expert coverage at ``b`` (MoE; 1.0 for dense layers)."""
+    timing), ``cover`` and ``cover_alone``: the expert coverages of its iterations
+    (:func:`_cycle`; 1.0 for dense layers)."""
     decoder = p[_DECODER] > 0.0
     pp = p[_PP]
-    ph = _decode(p, g, b, cover) if decoder else _encode(p, g, b, cover)
+    ph = _cycle(p, g, b, b, cover, cover_alone) if decoder else _encode(p, g, b, cover)
     iteration = _total(ph)
     if pp > 1.0:
         busiest = pp * _stage_s(p, b, iteration)
@@ -412,13 +448,13 @@ def _check(p: Array, g: Array, b: float) -> tuple[bool, float, float]:
     latency figure to its limit, the latency [ms]); decode first when TPOT has a limit."""
     max_tpot = p[_MAX_TPOT]
     if p[_DECODER] > 0.0:
-        decode = _total(_decode(p, g, b, math.nan))
+        per_token = _total(_cycle(p, g, b, b - 1.0, math.nan, math.nan))
         if not math.isnan(max_tpot):
-            tpot = decode * 1e3
+            tpot = per_token * 1e3
             if tpot > max_tpot:
                 return False, (tpot / max_tpot if max_tpot > 0 else math.inf), math.inf
         ttft = _total(_prefill(p, g, b)) * 1e3
-        tpot = decode * 1e3
+        tpot = per_token * 1e3
         latency = ttft + p[_OUTPUT_TOKENS] * tpot
         has_tpot = True
     else:
@@ -482,31 +518,41 @@ def largest_meeting(sm: ServingModel, hi: int, near: float) -> int:
 def requests_per_s(sm: ServingModel, batches: Array) -> Array:
     """:func:`batched.requests_per_s`, the same floats, compiled."""
     pk = pack(sm)
-    touched = _NO_TOUCHED
+    touched = alone = _NO_TOUCHED
     if sm.ops.moe:
-        # batched._iteration's expert coverage, by numpy itself (its power, not libm's)
+        # batched._iteration's expert coverages, by numpy itself (its power, not libm's)
         model = sm.model
         assert isinstance(model, TransformerModel)
-        rows = batches + batches / sm.out * sm.s if sm.decoder else batches * sm.tokens
+        if sm.decoder:
+            rows, alone_rows = batched.cycle_rows(sm, batches, batches)
+            alone = batched.experts_touched(model, alone_rows)
+        else:
+            rows = batches * sm.tokens
+            alone = batches
         touched = batched.experts_touched(model, rows)
     out = np.empty_like(batches)
-    _rates(pk.params, pk.gemms, batches, touched, out)
+    _rates(pk.params, pk.gemms, batches, touched, alone, out)
     return out
 
 
+_Phase4 = tuple[float, float, float, float]
+
+
 def timing(sm: ServingModel, batch: int) -> tuple[
-        tuple[float, float, float, float], tuple[float, float, float, float] | None, float]:
-    """(prefill phase, decode phase or None, busiest stage [s]) of :meth:`ServingModel.timing`
-    at ``batch``, the same floats, compiled."""
+        _Phase4, _Phase4 | None, _Phase4 | None, float]:
+    """(prefill phase, decode phase or None, TPOT phase or None, busiest stage [s]) of
+    :meth:`ServingModel.timing` at ``batch``, the same floats, compiled."""
     pk = pack(sm)
     return packed_timing(pk.params, pk.gemms, batch)
 
 
 def packed_timing(params: Array, gemms: Array, batch: int) -> tuple[
-        tuple[float, float, float, float], tuple[float, float, float, float] | None, float]:
+        _Phase4, _Phase4 | None, _Phase4 | None, float]:
     """:func:`timing` of a model's packed figures (whether it decodes read from them)."""
-    pre, dec, stage = _timing(params, gemms, float(batch))
-    return pre, (dec if params[_DECODER] > 0.0 else None), stage
+    pre, dec, tpot, stage = _timing(params, gemms, float(batch))
+    if params[_DECODER] > 0.0:
+        return pre, dec, tpot, stage
+    return pre, None, None, stage
 
 
 def check(sm: ServingModel, batch: int) -> tuple[bool, float, float]:
@@ -521,7 +567,7 @@ def warm_up() -> None:
     """Compile (or load from numba's cache) the loops before the first request needs them."""
     p = np.ones(_PARAMS)  # one tile shape; MoE, so every branch's callees are compiled
     g = np.ones((7, _TILE_TABLES + 4))
-    _rates(p, g, np.ones(1), np.ones(1), np.empty(1))
+    _rates(p, g, np.ones(1), np.ones(1), np.ones(1), np.empty(1))
     _check(p, g, 1.0)
     _timing(p, g, 1.0)
     _largest_meeting(p, g, 2, 0.02)

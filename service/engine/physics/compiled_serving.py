@@ -93,7 +93,7 @@ def _capacity(p: Array, g: Array, top: int, step: float) -> int:
         end += 1
     best, at = 0.0, 0
     for i in range(end):
-        r = rate(p, g, float(batches[i]), 1.0)
+        r = rate(p, g, float(batches[i]), 1.0, 1.0)
         if i == 0 or r > best:
             best, at = r, i
     found: int = batches[at]
@@ -109,14 +109,14 @@ def _operating(p: Array, g: Array, capacity_batch: int, load: float, step: float
     need = load * (1 - 1e-9)
     grid = np.empty(_GRID_ROOM, np.int64)
     end = _grid(capacity_batch, step, grid, 0)
-    if rate(p, g, float(grid[0]), 1.0) >= need:
+    if rate(p, g, float(grid[0]), 1.0, 1.0) >= need:
         return 1
     below = 1
     for i in range(1, end):
         top = grid[i]
-        if rate(p, g, float(top), 1.0) >= need:
+        if rate(p, g, float(top), 1.0, 1.0) >= need:
             for b in range(below + 1, top):
-                if rate(p, g, float(b), 1.0) >= need:
+                if rate(p, g, float(b), 1.0, 1.0) >= need:
                     return b
             found: int = top
             return found
@@ -135,10 +135,10 @@ def _copies(target: float, capacity: float) -> int:
 @_jit
 def _latency_ms(p: Array, g: Array, b: int) -> float:
     """:func:`serving.latencies`' end-to-end latency [ms] at batch ``b``."""
-    prefill, decode, _ = _timing(p, g, float(b))
+    prefill, _, tpot, _ = _timing(p, g, float(b))
     ttft = _total(prefill) * 1e3
     if p[_DECODER] > 0.0:
-        latency: float = ttft + p[_OUTPUT_TOKENS] * (_total(decode) * 1e3)
+        latency: float = ttft + p[_OUTPUT_TOKENS] * (_total(tpot) * 1e3)
         return latency
     return ttft
 
@@ -190,7 +190,7 @@ def split_plan(
         if batch <= 0:
             continue
         in_group = max(1, n // (int(p[_TP]) * int(p[_PP])))
-        capacity = rate(p, g, float(batch), 1.0) * in_group
+        capacity = rate(p, g, float(batch), 1.0, 1.0) * in_group
         load = batch
         padded = False
         if target > 0.0 and fixed <= 0:

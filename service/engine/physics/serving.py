@@ -130,12 +130,16 @@ def _experts_touched(model: TransformerModel, tokens: float) -> float:
 
 @dataclass(frozen=True)
 class Timing:
-    """``prefill``: the phase that yields the first token (TTFT); ``decode``: one steady-state
-    iteration of the running batch (TPOT), None for encoders/CNNs; ``batch``: concurrent
-    sequences (continuous batching) or samples per forward pass."""
+    """``prefill``: the phase that yields the first token (TTFT); ``decode``: the mean
+    iteration of the running batch over a request's lifetime with every arrival's prompt
+    chunks in it (throughput), None for encoders/CNNs; ``tpot``: the mean iteration one
+    request sees while it decodes (the others' prompts only: its own is in its TTFT), None
+    for encoders/CNNs; ``batch``: concurrent sequences (continuous batching) or samples per
+    forward pass."""
 
     prefill: PhaseTime
     decode: PhaseTime | None
+    tpot: PhaseTime | None
     batch: int
     stage_s: float = 0.0
     """PP: the busiest stage's busy time [s] in one iteration of one micro-batch (the decode
@@ -158,6 +162,16 @@ def _total(p: _Phase) -> float:
 
 def _phase(compute: float, memory: float, total: float, comm: float) -> _Phase:
     return compute, memory, comm, max(0.0, total - max(compute, memory))
+
+
+def _blend(mixed: _Phase, alone: _Phase, f: float) -> _Phase:
+    """The mean of ``f`` x ``mixed`` and (1 - ``f``) x ``alone`` iterations: compute, memory
+    and links averaged, the stall what the mean device time adds to the larger of the means
+    (the mean of maxima is at least the maximum of means)."""
+    g = 1.0 - f
+    device = f * (max(mixed[0], mixed[1]) + mixed[3]) + g * (max(alone[0], alone[1]) + alone[3])
+    return _phase(f * mixed[0] + g * alone[0], f * mixed[1] + g * alone[1], device,
+                  f * mixed[2] + g * alone[2])
 
 
 def _latencies(
@@ -185,7 +199,7 @@ def _check(
 
 def latencies(spec: InferenceSpec, t: Timing) -> tuple[float, float | None, float]:
     """(ttft_ms, tpot_ms, latency_ms) of a :class:`Timing`."""
-    return _latencies(spec, t.ttft_s, None if t.decode is None else t.decode.total_s)
+    return _latencies(spec, t.ttft_s, None if t.tpot is None else t.tpot.total_s)
 
 
 def meets(spec: InferenceSpec, t: Timing) -> bool:
@@ -266,8 +280,9 @@ def lengths(model: TransformerModel, spec: InferenceSpec, tp: int, act_b: float,
 def packed_timing(params: np.ndarray, gemms: np.ndarray, batch: int) -> Timing:
     """The :class:`Timing` at ``batch`` of a serving model's packed figures
     (:class:`compiled.Packed`, or a split table's row), compiled."""
-    pre, dec, stage = compiled.packed_timing(params, gemms, batch)
-    return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch, stage)
+    pre, dec, tpot, stage = compiled.packed_timing(params, gemms, batch)
+    return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec),
+                  None if tpot is None else PhaseTime(*tpot), batch, stage)
 
 
 class ServingModel:
@@ -281,11 +296,13 @@ class ServingModel:
       when the runtime skips padding), attention over each sequence.
     * Decoders: continuous (in-flight) batching as in vLLM / TensorRT-LLM (Orca, Yu et al.
       2022; Sarathi-Serve, Agrawal et al. 2024): one iteration runs ``batch`` decode tokens
-      plus, on average, ``batch x prompt / output`` piggy-backed prompt tokens through every
-      layer (weights read once, each sequence's KV cache read by attention), the LM head for
-      the decoding rows, TP all-reduces, and a fixed scheduling cost per iteration. TTFT is the
-      iteration(s) that carry a whole prompt (ceil(prompt / budget) chunks) beside batch - 1
-      decoding sequences; TPOT is the steady-state iteration.
+      through every layer (weights read once, each sequence's KV cache read by attention),
+      the LM head for the decoding rows, TP all-reduces, and a fixed scheduling cost; ``batch``
+      prompts arrive every ``output`` iterations, each a chunk (or ceil(prompt / budget)
+      chunks) riding in an iteration of its own, or spread over every iteration once they
+      fill them all (:meth:`_cycle`). Throughput is the mean iteration with every arrival;
+      TPOT the mean iteration one request sees (the other batch - 1 arrivals); TTFT the
+      iteration(s) that carry its own prompt beside batch - 1 decoding sequences.
 
     PP: stages run one after another for one batch (the same operators, split in depth) plus
     a send/recv per stage boundary; ``pp`` batches are in flight, bounded by the busiest
@@ -407,19 +424,19 @@ class ServingModel:
         comm = self._comm(rows) + self._pipeline(rows)
         return _phase(compute, memory, total, comm)
 
-    def phases(self, batch: int) -> tuple[_Phase, _Phase | None]:
-        """(prefill, decode) phases for ``batch``, unboxed."""
+    def phases(self, batch: int) -> tuple[_Phase, _Phase | None, _Phase | None]:
+        """(prefill, decode, tpot) phases for ``batch``, unboxed."""
         if not self.decoder:
             if isinstance(self.model, GenericModel):
                 conv_c, conv_m, total = self.cnn.time(batch)
                 total = max(total, cnn.input_floor_s(batch, self.spec.input_samples_per_s_per_gpu))
-                return _phase(conv_c, conv_m, total, 0.0), None
+                return _phase(conv_c, conv_m, total, 0.0), None, None
             rows = batch * self.tokens
             return self._iteration(
                 rows, batch * self.prompt_attn, batch * self.prompt_attn_bytes, 0.0
-            ), None
+            ), None, None
         decode = self._decode(batch)
-        return self._prefill(batch), decode
+        return self._prefill(batch), decode, self._tpot(batch)
 
     def _kv_read(self, seqs: float) -> float:
         """Bytes-equivalent of reading ``seqs`` sequences' KV cache in one layer: the bytes,
@@ -433,17 +450,46 @@ class ServingModel:
         stretch = self.dev.sms / blocks if blocks < self.dev.sms else 1.0
         return seqs * self.ctx * self.kv_layer * stretch
 
-    def _decode(self, batch: int) -> _Phase:
-        """A decoder's steady-state iteration at ``batch`` (TPOT)."""
+    def _cycle(self, batch: int, arrivals: float) -> _Phase:
+        """The mean iteration at ``batch`` over ``out`` iterations during which ``arrivals``
+        prompts are prefilled, ``chunks`` iterations each (chunked prefill, Sarathi-Serve).
+
+        Where the arrivals' chunks fill every iteration (``arrivals`` x ``chunks`` >=
+        ``out``), each iteration carries ``arrivals`` / ``out`` prompts' tokens beside the
+        ``batch`` decode tokens. Otherwise ``arrivals`` x ``chunks`` iterations carry one
+        chunk each and the rest decode alone: a prompt's chunk is one large pass, not spread
+        thin over every iteration (a MoE layer touches nearly every expert on a chunk and
+        only ~``batch`` x top-k of them on a decode-only pass; a dense layer reads its weights
+        either way), so the two kinds are timed apart and averaged."""
         b = float(batch)
-        share = b / self.out
         kv = self._kv_read(b)
-        return self._iteration(
-            b + share * self.s,
-            b * self.decode_attn + share * self.prompt_attn,
-            kv + share * self.prompt_attn_bytes,
-            b,
-        )
+        chunked = arrivals * self.chunks
+        if chunked >= self.out:
+            share = arrivals / self.out
+            return self._iteration(
+                b + share * self.s,
+                b * self.decode_attn + share * self.prompt_attn,
+                kv + share * self.prompt_attn_bytes,
+                b,
+            )
+        alone = self._iteration(b, b * self.decode_attn, kv, b)
+        if chunked <= 0.0:
+            return alone
+        k = self.chunks
+        mixed = self._iteration(b + self.s / k, b * self.decode_attn + self.prompt_attn / k,
+                                kv + self.prompt_attn_bytes / k, b)
+        return _blend(mixed, alone, chunked / self.out)
+
+    def _decode(self, batch: int) -> _Phase:
+        """A decoder's mean iteration at ``batch`` over a request's lifetime (throughput):
+        ``batch`` requests complete and ``batch`` prompts arrive every ``out`` iterations."""
+        return self._cycle(batch, float(batch))
+
+    def _tpot(self, batch: int) -> _Phase:
+        """The mean iteration a request sees while it decodes at ``batch`` (TPOT): the other
+        ``batch`` - 1 sequences' successors arrive in its ``out`` iterations; its own prompt
+        ran before its first token (TTFT, :meth:`_prefill`)."""
+        return self._cycle(batch, float(batch) - 1.0)
 
     def _prefill(self, batch: int) -> _Phase:
         """TTFT: the prompt in ceil(prompt / budget) iterations beside batch - 1 decoders."""
@@ -474,8 +520,9 @@ class ServingModel:
 
     def timing_scalar(self, batch: int) -> Timing:
         """:meth:`timing` in Python floats, operator by operator (the reference)."""
-        pre, dec = self.phases(batch)
-        return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec), batch,
+        pre, dec, tpot = self.phases(batch)
+        return Timing(PhaseTime(*pre), None if dec is None else PhaseTime(*dec),
+                      None if tpot is None else PhaseTime(*tpot), batch,
                       self._stage_s(batch, pre if dec is None else dec))
 
     def _stage_s(self, batch: int, phase: _Phase) -> float:
@@ -494,8 +541,8 @@ class ServingModel:
 
     def latency_ms(self, batch: int) -> tuple[float, float | None, float]:
         """(ttft_ms, tpot_ms, latency_ms) at ``batch``."""
-        pre, dec = self.phases(batch)
-        return _latencies(self.spec, _total(pre), None if dec is None else _total(dec))
+        pre, _, tpot = self.phases(batch)
+        return _latencies(self.spec, _total(pre), None if tpot is None else _total(tpot))
 
     def check(self, batch: int) -> tuple[bool, float, float]:
         """(meets the limits, the largest ratio of a latency figure to its limit, the latency
@@ -518,11 +565,12 @@ class ServingModel:
         spec = self.spec
         limit = spec.max_tpot_ms
         if self.decoder and limit is not None:
-            decode = self._decode(batch)
-            tpot = _total(decode) * 1e3
+            per_token = self._tpot(batch)
+            tpot = _total(per_token) * 1e3
             if tpot > limit:
                 return False, (tpot / limit if limit > 0 else math.inf), math.inf
-            return _check(spec, *_latencies(spec, _total(self._prefill(batch)), _total(decode)))
+            return _check(spec, *_latencies(spec, _total(self._prefill(batch)),
+                                            _total(per_token)))
         return _check(spec, *self.latency_ms(batch))
 
     def meets(self, batch: int) -> bool:
