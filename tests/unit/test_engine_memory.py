@@ -6,7 +6,13 @@ import pytest
 
 from service.engine import estimate
 from service.engine.physics import memory
-from service.engine.types import InferenceSpec, TrainingSpec, TransformerModel, Workload
+from service.engine.types import (
+    InferenceSpec,
+    Precision,
+    TrainingSpec,
+    TransformerModel,
+    Workload,
+)
 from service.presets import PRESETS
 from tests.unit.gpus import A100_SXM, H100_SXM
 
@@ -96,6 +102,26 @@ def test_activations_korthikanti_eq1() -> None:
 def test_int4_weights_half_byte_plus_scales() -> None:
     assert memory.weight_bytes_per_param("fp16", "int4") == pytest.approx(0.5 * 1.03)
     assert memory.weight_bytes_per_param("fp16", "int8") == pytest.approx(1.03)
+
+
+def test_int4_and_int8_compute_store_quantized_weights() -> None:
+    # int4 compute without weight_precision runs at the int8 rate on int4 weights:
+    # Llama 2 7B, 6.74e9 x 0.5 B x 1.03 (group scales) = 3.47 GB, as with weight_precision
+    # int4 (not 6.74 GB, the int8 rate's 1 B/param); int8 compute: 6.74e9 x 1.03 = 6.94 GB
+    def weights(precision: Precision, weight_precision: Precision | None) -> float:
+        w = Workload(
+            kind="inference", precision=precision, weight_precision=weight_precision,
+            model=LLAMA2_7B,
+            inference=InferenceSpec(prompt_tokens=1, output_tokens=1, batch_size=1),
+        )
+        return estimate(w, H100_SXM, 1).memory.weights
+
+    assert weights("int4", None) == pytest.approx(6.74 * 0.5 * 1.03, rel=1e-3)
+    assert weights("int4", None) == weights("fp16", "int4")
+    assert weights("int8", None) == pytest.approx(6.74 * 1.03, rel=1e-3)
+    assert weights("int8", None) == weights("fp16", "int8")
+    assert memory.weight_bytes_per_param("int8", None) == pytest.approx(1.03)
+    assert memory.weight_bytes_per_param("bf16", None) == 2.0
 
 
 def test_training_needs_far_more_memory_than_inference() -> None:

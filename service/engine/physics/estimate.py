@@ -762,7 +762,7 @@ def _inference_fixes(
     assert spec is not None
     wps: tuple[Precision, ...] = ("int8", "int4")
     for wp in wps:
-        current = workload.weight_precision
+        current = mem.stored_weight_precision(workload)
         if current == "int4" or (current == "int8" and wp == "int8"):
             continue
         quantized = replace(workload, weight_precision=wp)

@@ -15,14 +15,33 @@ from service.engine.types import (
     Precision,
     Sharding,
     TransformerModel,
+    Workload,
 )
 
 SIXTEEN_BIT: frozenset[Precision] = frozenset({"bf16", "fp16", "fp8", "int8", "int4"})
 
 
+QUANTIZED_WEIGHTS: frozenset[Precision] = frozenset({"int8", "int4"})
+
+
+def stored_weight_precision(workload: Workload) -> Precision | None:
+    """The format inference weights are stored in when it is not the compute precision:
+    ``weight_precision``, else the compute precision itself when that is int8 or int4 (an
+    int8/int4 compute request runs on weights quantized to that format, group scales and
+    all; int4 compute runs at the int8 rate, :func:`performance.peak_rate`, so the rate's
+    precision does not say which); None = weights in the precision the GPU computes in."""
+    if workload.weight_precision is not None:
+        return workload.weight_precision
+    return workload.precision if workload.precision in QUANTIZED_WEIGHTS else None
+
+
 def weight_bytes_per_param(precision: Precision, weight_precision: Precision | None) -> float:
-    """Bytes per stored weight [B/param]. int8/int4 weights are weight-only quantized and carry
-    group scales (:data:`constants.QUANT_SCALE_OVERHEAD`)."""
+    """Bytes per stored weight [B/param] for compute at ``precision`` and weights stored as
+    ``weight_precision`` (:func:`stored_weight_precision`; None = ``precision``). int8/int4
+    weights are quantized and carry group scales (:data:`constants.QUANT_SCALE_OVERHEAD`),
+    whether named by ``weight_precision`` or by the compute precision."""
+    if weight_precision is None and precision in QUANTIZED_WEIGHTS:
+        weight_precision = precision
     if weight_precision in ("int8", "int4"):
         return c.BYTES_PER_ELEMENT[weight_precision] * (1.0 + c.QUANT_SCALE_OVERHEAD)
     if weight_precision is not None:

@@ -102,7 +102,7 @@ def sizing(workload: Workload, precision_used: Precision, tp: int, pp: int) -> S
     model = workload.model
     spec = workload.inference
     assert model is not None and spec is not None
-    wbpp = mem.weight_bytes_per_param(precision_used, workload.weight_precision)
+    wbpp = mem.weight_bytes_per_param(precision_used, mem.stored_weight_precision(workload))
     weights = model.params * wbpp / (tp * pp)
     elem = mem.activation_bytes_per_element(precision_used)
     overhead = c.FRAMEWORK_OVERHEAD_GB * c.GB
@@ -329,7 +329,9 @@ class ServingModel:
         runtime = spec.runtime
         self.dev = dev = memo_of(memo).get("device", (gpu, rate, runtime),
                                            lambda: kernels.runtime_device(gpu, rate, runtime))
-        self.wbpp = mem.weight_bytes_per_param(rate.precision_used, workload.weight_precision)
+        self.wbpp = mem.weight_bytes_per_param(
+            rate.precision_used, mem.stored_weight_precision(workload)
+        )
         self.act_b = mem.activation_bytes_per_element(rate.precision_used)
         if rate.precision_used in ("fp8", "int8"):
             self.act_b = 1.0  # 8-bit engines keep activations in 8 bits between GEMMs
@@ -959,7 +961,7 @@ class Context:
         model = workload.model
         assert spec is not None and isinstance(model, TransformerModel) and rate is not None
         decoder = not model.encoder_only and spec.output_tokens > 0
-        key = (model, self.gpu, rate, spec.runtime, workload.weight_precision,
+        key = (model, self.gpu, rate, spec.runtime, mem.stored_weight_precision(workload),
                workload.kv_cache_precision, decoder, tp, pp)
 
         def build() -> PackedBase:
