@@ -87,7 +87,8 @@ ACT_COEF_LINEAR = _const(
     34.0,
     "B per (token x hidden) per layer at 16-bit",
     "Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', "
-    "eq. 1: s*b*h*(34 + 5*a*s/h)",
+    "eq. 1: s*b*h*(34 + 5*a*s/h), for a GELU MLP of 4h (its share 19); other MLPs swap in "
+    "their own share (memory.layer_activation_bytes_per_token)",
 )
 ACT_COEF_ATTENTION = _const(
     "activation_bytes_coef_attention",

@@ -72,16 +72,60 @@ def test_zero3_over_8_gpus_divides_states_by_8() -> None:
     assert eight.memory.optimizer_states == pytest.approx(6.74e9 * 12 / 8 / 1e9)
 
 
-def test_activations_korthikanti_eq1() -> None:
-    # s*b*h*(34 + 5as/h) B per layer at 16-bit, no flash attention, t=1 (+ fp32 logits)
+def test_activations_korthikanti_eq1_for_a_gelu_mlp() -> None:
+    # GPT-J 6B (GELU MLP, f = 4h): s*b*h*(34 + 5as/h) B per layer at 16-bit, no flash
+    # attention, t=1 (+ fp32 logits), exactly Korthikanti et al. 2022 eq. 1
+    gptj = PRESETS["gpt-j-6b"].model
+    assert isinstance(gptj, TransformerModel)
     s, b = 2048, 1
-    h, a, L, V = 4096, 32, 32, 32000
+    h, a, L, V = 4096, 16, 28, 50400
     expected = L * s * b * h * (34 + 5 * a * s / h) + s * b * V * 4
+    got = memory.transformer_activation_bytes(
+        gptj, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=1.0,
+    )
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_activations_gated_mlp_llama2_7b() -> None:
+    # Llama 2 7B, SwiGLU f = 11008: per token per layer at 16-bit, attention/norms 15h
+    # (Korthikanti's 34h less its 19h GELU MLP) + MLP 2h input + 2f gate + 2f up + 2f SiLU
+    # output + 2f product + h dropout mask = 15h + 3h + 8f = 161,792 B (the GELU rule gave
+    # 34h = 139,264 B)
+    s, b = 2048, 1
+    h, f, a, L, V = 4096, 11008, 32, 32, 32000
+    per_token = 15 * h + 3 * h + 8 * f
+    assert per_token == 161_792
+    assert memory.layer_activation_bytes_per_token(LLAMA2_7B) == per_token
+    expected = L * s * b * (per_token + 5 * a * s) + s * b * V * 4
     got = memory.transformer_activation_bytes(
         LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
         lm_head_fraction=1.0,
     )
-    assert got == pytest.approx(expected)
+    assert got == pytest.approx(expected, rel=1e-12)
+    # flash attention + t = 2: the per-token term alone, halved
+    flash_tp2 = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 2, flash_attention=True, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=0.0,
+    )
+    assert flash_tp2 == pytest.approx(L * s * b * per_token / 2, rel=1e-12)
+
+
+def test_activations_moe_keeps_top_k_gated_mlps() -> None:
+    # Mixtral 8x7B (top-2 SwiGLU experts, f = 14336): 15h + 2 x (3h + 8f) per token
+    mixtral = PRESETS["mixtral-8x7b"].model
+    assert isinstance(mixtral, TransformerModel)
+    h, f = 4096, 14336
+    assert memory.layer_activation_bytes_per_token(mixtral) == 15 * h + 2 * (3 * h + 8 * f)
+
+
+def test_activations_checkpointing_and_masked_lm_head() -> None:
+    s, b = 2048, 1
+    got = memory.transformer_activation_bytes(
+        LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
+        lm_head_fraction=1.0,
+    )
+    h, L, V = 4096, 32, 32000
     flash = memory.transformer_activation_bytes(
         LLAMA2_7B, s, b, 1, flash_attention=True, checkpointing=False, elem_bytes=2.0,
         lm_head_fraction=1.0,
@@ -91,6 +135,9 @@ def test_activations_korthikanti_eq1() -> None:
         lm_head_fraction=1.0,
     )
     assert ckpt < flash < got
+    # full checkpointing: every layer's 2sbh input + one layer's working set + the logits
+    per_layer = s * b * memory.layer_activation_bytes_per_token(LLAMA2_7B)
+    assert ckpt == pytest.approx(L * 2 * s * b * h + per_layer + s * b * V * 4, rel=1e-12)
     # a masked-LM head on 15% of the tokens keeps 15% of the fp32 logits
     masked = memory.transformer_activation_bytes(
         LLAMA2_7B, s, b, 1, flash_attention=False, checkpointing=False, elem_bytes=2.0,
@@ -165,6 +212,8 @@ def test_serving_activations_are_one_scheduler_budget_not_batch_x_prompt() -> No
     # continuous batching: the engine reserves activations for max_num_batched_tokens tokens
     # per iteration (vLLM default 8192 on H100-class GPUs), whatever the batch:
     # 8192 x 4096 x 34 B = 1.14 GB for Llama 3.1 8B at 16-bit, not batch x 1024 prompt tokens
+    # (one layer's forward working set, at the 34 B per token x hidden scale of training's
+    # stored activations whatever the MLP: nothing is kept for a backward pass)
     from service.engine import constants as c
 
     model = PRESETS["llama-3.1-8b"].model

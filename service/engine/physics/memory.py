@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.engine import constants as c
+from service.engine.physics.transformer_ops import mlp_matrices
 from service.engine.types import (
     GenericModel,
     ModelSpec,
@@ -119,6 +120,41 @@ def active_params(model: ModelSpec) -> float:
     return model.params - expert_total * (1 - model.experts_per_token / model.experts)
 
 
+def mlp_activation_bytes_per_token(hidden: int, ffn: int, *, gated: bool) -> float:
+    """Bytes one token's MLP keeps for backward at 16-bit [B per token per layer], counted
+    op by op (h = hidden, f = ffn size; 2 B per 16-bit element, 1 B per dropout-mask entry):
+
+    * the input of the up (and gate) GEMM: 2h, shared by both GEMMs;
+    * GELU MLP: the up-projection output (GELU's input) 2f and the GELU output (the down
+      GEMM's input) 2f;
+    * gated MLP (SwiGLU/GeGLU): the gate and up outputs 2f + 2f, the activation's output
+      2f (the product's backward reads it) and the product (the down GEMM's input) 2f;
+    * the dropout mask on the MLP output: h.
+
+    GELU: 3h + 4f, which at f = 4h is the 19 s*b*h MLP share of Korthikanti et al. 2022's
+    34 (2sbh input + 8sbh up output + 8sbh GELU output + sbh mask, §4.1). Gated: 3h + 8f.
+    """
+    working = 8.0 * ffn if gated else 4.0 * ffn
+    return 2.0 * hidden + working + hidden
+
+
+def layer_activation_bytes_per_token(model: TransformerModel) -> float:
+    """Bytes one token keeps per layer at 16-bit, attention scores aside [B per token].
+
+    Korthikanti et al. 2022's 34*h (:data:`constants.ACT_COEF_LINEAR`) assumes a GELU MLP
+    with f = 4h; its attention, norm and residual share, 34h less that MLP's
+    :func:`mlp_activation_bytes_per_token`, is kept, and the model's own MLP (its ffn size,
+    gated when :func:`transformer_ops.mlp_matrices` finds gate, up and down matrices) is
+    added, times the top-k experts each token visits in an MoE layer."""
+    h = model.hidden_size
+    gelu_4h = mlp_activation_bytes_per_token(h, 4 * h, gated=False)
+    own = mlp_activation_bytes_per_token(
+        h, model.intermediate_size, gated=mlp_matrices(model) == 3
+    )
+    copies = model.experts_per_token if model.experts > 1 else 1
+    return c.ACT_COEF_LINEAR * h - gelu_4h + copies * own
+
+
 def transformer_activation_bytes(
     model: TransformerModel,
     seq_len: int,
@@ -132,20 +168,20 @@ def transformer_activation_bytes(
 ) -> float:
     """Activations kept for backward per GPU [B] (Korthikanti et al. 2022, Table 2).
 
-    Per layer at 16-bit with tensor + sequence parallelism of degree t: s*b*h*(34/t +
-    5*a*s/(h*t)) (eq. 1 at t = 1); the attention-score term disappears with flash attention.
-    Sequence parallelism (Megatron-LM ``--sequence-parallel``) shards the norm/dropout
-    activations along the sequence, so every term divides by t. MoE layers keep top-k MLP
-    activations (the MLP share is 19 of the 34). Full checkpointing keeps each layer's input,
+    Per layer at 16-bit with tensor + sequence parallelism of degree t: s*b*(B/t +
+    5*a*s/t), with B = 34h for a GELU MLP of f = 4h (eq. 1 at t = 1) and in general
+    :func:`layer_activation_bytes_per_token` (the model's own MLP, top-k copies of it in an
+    MoE layer); the attention-score term disappears with flash attention. Sequence
+    parallelism (Megatron-LM ``--sequence-parallel``) shards the norm/dropout activations
+    along the sequence, so every term divides by t. Full checkpointing keeps each layer's input,
     2*s*b*h/t under sequence parallelism (§4.1), plus one layer's working set. fp32 logits for
     the loss are added (split across t) for the ``lm_head_fraction`` of tokens that reach the
     vocabulary projection.
     """
     s, b, h, a = seq_len, micro_batch, model.hidden_size, model.attention_heads
-    mlp_extra = 19.0 * (model.experts_per_token - 1) if model.experts > 1 else 0.0
-    linear = (c.ACT_COEF_LINEAR + mlp_extra) / tp
-    attention = 0.0 if flash_attention else c.ACT_COEF_ATTENTION * a * s / (h * tp)
-    per_layer = s * b * h * (linear + attention) * elem_bytes / 2.0
+    linear = layer_activation_bytes_per_token(model) / tp
+    attention = 0.0 if flash_attention else c.ACT_COEF_ATTENTION * a * s / tp
+    per_layer = s * b * (linear + attention) * elem_bytes / 2.0
     if checkpointing:
         kept = model.layers * c.ACT_COEF_CHECKPOINT * s * b * h * elem_bytes / 2.0 / tp
         body = kept + per_layer
