@@ -27,11 +27,15 @@ Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
+from service.engine.choice import inference_floors as ifl
 from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
@@ -169,6 +173,11 @@ def _floors(
         out = _training(workload, gpu, rate, first, cap, memo)
     else:
         out = _inference(workload, gpu, rate, first, cap, throughput, memo)
+    return lowered(out)
+
+
+def lowered(out: Floors) -> Floors:
+    """``out`` lowered by :data:`BOUND_SLACK` (every figure but the scaling form's)."""
     low = 1 - BOUND_SLACK
     return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low,
                   out.serial_fraction, out.weak_scaling, out.paid_per_gpu * low)
@@ -234,14 +243,73 @@ def _latency_floor(
 
 
 def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | None) -> float:
-    """Least latency [ms] of any option on ``n`` GPUs of ``gpu`` (no latency mode): the least
-    batch-1 (or fixed-batch) latency over the splits of ``n`` GPUs (:func:`_latency_floor`),
-    lowered by :data:`BOUND_SLACK`; 0 (no bound) without a rate. A small count cannot reach
-    the latency of a TP degree only a larger one holds."""
+    """Least latency [ms] of any option on ``n`` GPUs of ``gpu``: the request's floor table's
+    least over the TP degrees ``n`` GPUs hold, where the screen built one
+    (:func:`floor_table`), else the least batch-1 (or fixed-batch) latency over the splits of
+    ``n`` GPUs (:func:`_latency_floor`); lowered by :data:`BOUND_SLACK`; 0 (no bound)
+    without a rate. A small count cannot reach the latency of a TP degree only a larger one
+    holds."""
     rate = workload_rate(workload, gpu)
     if rate is None or workload.inference is None:
         return 0.0
-    return _latency_floor(workload, gpu, rate, n, memo) * (1 - BOUND_SLACK)
+    memo = memo_of(memo)
+    table = floor_table(workload, memo, n)
+    found = table.least_latency_ms(gpu.slug, n) if table is not None else None
+    if found is None:
+        if ifl.supported(workload):
+            found = float(_one_gpu_table(workload, gpu, rate, n, memo).least_latency_column(n)[0])
+        else:
+            found = _latency_floor(workload, gpu, rate, n, memo)
+    return found * (1 - BOUND_SLACK)
+
+
+def _one_gpu_table(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int,
+                   memo: Memo) -> ifl.Table:
+    """The :class:`inference_floors.Table` of ``gpu`` alone (the column screen's arithmetic,
+    element for element)."""
+    spec = workload.inference
+    assert spec is not None
+    return ifl.table(workload, ifl.columns([gpu], [rate], spec.runtime, memo), cap, memo)
+
+
+def floor_table(workload: Workload, memo: Memo, n: int,
+                build: Callable[[], ifl.Table] | None = None) -> ifl.Table | None:
+    """A request's :class:`inference_floors.Table` covering counts of ``n`` GPUs, kept in its
+    memo: one built for a cap of ``n`` or more, else ``build``'s (kept; None without one: the
+    per-GPU floors then apply)."""
+    tables: dict[int, ifl.Table] = memo.scratch("inference_floor_tables", workload, dict)
+    found = next((tables[cap] for cap in sorted(tables) if cap >= n), None)
+    if found is None and build is not None:
+        found = tables[n] = build()
+    return found
+
+
+def _serving_units(workload: Workload) -> tuple[float, float]:
+    """(units of work per request, units per scale): output tokens per million for LLM
+    serving, else requests per thousand (:mod:`cost`)."""
+    spec = workload.inference
+    assert spec is not None
+    llm = co.is_llm_serving(workload)
+    units = float(spec.output_tokens) if llm else 1.0
+    return units, co.TOKENS_PER_MILLION if llm else co.REQUESTS_PER_UNIT
+
+
+def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.ndarray,
+                     firsts: np.ndarray) -> list[Floors]:
+    """Inference :class:`Floors` (not yet :func:`lowered`) from per-GPU request floors
+    [GPU-s], latency floors [ms] and smallest fitting counts, a GPU per element: a request
+    costs at least its floor in GPU-time per unit of work, and with a target at least the
+    ``first`` GPUs paid for while at most the target is served."""
+    spec = workload.inference
+    assert spec is not None
+    units, scale = _serving_units(workload)
+    gpu_hours = request_s / (units * SECONDS_PER_HOUR) * scale
+    paid = 0.0
+    if spec.target_requests_per_s:
+        paid = scale / (spec.target_requests_per_s * units * SECONDS_PER_HOUR)
+        gpu_hours = np.maximum(gpu_hours, firsts * paid)
+    return [Floors(g, 0.0, lat, paid_per_gpu=paid)
+            for g, lat in zip(gpu_hours.tolist(), latency_ms.tolist(), strict=True)]
 
 
 def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
@@ -265,16 +333,18 @@ def _inference(
 ) -> Floors:
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
-    # one GPU, TP 1: the serving model's own floors (see ServingModel.request_floor_s)
+    if ifl.supported(workload):  # transformers: the column screen's floors, for one GPU
+        table = _one_gpu_table(workload, gpu, rate, cap, memo_of(memo))
+        return inference_floors(workload, table.request_s, table.least_latency_column(cap),
+                                np.array([float(first)]))[0]
+    # CNNs, one GPU, TP 1: the serving model's own floors (ServingModel.request_floor_s)
     roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
     if throughput:
         latency_ms = _latency_floor(workload, gpu, rate, cap, memo)
     else:
         latency_ms = roof.latency_floor_ms(max(_tp_degrees(workload, gpu, cap)))
     per_request_s = roof.request_floor_s()
-    llm = co.is_llm_serving(workload)
-    units = float(spec.output_tokens) if llm else 1.0
-    scale = co.TOKENS_PER_MILLION if llm else co.REQUESTS_PER_UNIT
+    units, scale = _serving_units(workload)
     gpu_hours = per_request_s / (units * SECONDS_PER_HOUR) * scale
     paid = 0.0
     if spec.target_requests_per_s:

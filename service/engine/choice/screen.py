@@ -34,6 +34,7 @@ from service.engine.cache import Memo
 from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
+from service.engine.choice import inference_floors as ifl
 from service.engine.choice.explain import Failure
 from service.engine.physics import kernels, scaling
 from service.engine.physics import parallelism as par
@@ -47,7 +48,7 @@ from service.engine.physics.estimate import (
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.recommend_types import Constraints, CostSettings, Objective, Offer
-from service.engine.types import Fix, GpuSpec, TransformerModel, Workload
+from service.engine.types import Fix, GpuSpec, ServingRuntime, TransformerModel, Workload
 
 SCREENED_TOLERANCE = Constraints().time_tolerance
 """The time tolerance of the constraints a table is keyed by (the table never reads it)."""
@@ -85,6 +86,7 @@ class ScreenTable:
     _cheapest: dict[int, list[float | None]] = field(default_factory=dict)
     _floor_rates: dict[bool, np.ndarray] = field(default_factory=dict)
     _compute: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _serving: dict[ServingRuntime, ifl.Columns] = field(default_factory=dict)
 
     def cheapest(self, i: int, smallest: int) -> float | None:
         """:meth:`cost.OfferIndex.cheapest_gpu_hour` of live GPU ``i`` from ``smallest``."""
@@ -109,6 +111,17 @@ class ScreenTable:
                 tr.training_floor_rate(workload, fast, rate, memo) if rate is not None else 0.0
                 for fast, rate in zip(self.fast, self.rate, strict=True)], dtype=np.float64)
             self._floor_rates[transformer] = got
+        return got
+
+    def serving_columns(self, runtime: ServingRuntime, memo: Memo) -> ifl.Columns:
+        """The live GPUs with a rate (their fastest-network variants) as
+        :class:`inference_floors.Columns` at ``runtime``."""
+        got = self._serving.get(runtime)
+        if got is None:
+            live = [(fast, rate) for fast, rate in zip(self.fast, self.rate, strict=True)
+                    if rate is not None]
+            got = self._serving[runtime] = ifl.columns(
+                [g for g, _ in live], [r for _, r in live], runtime, memo)
         return got
 
     def compute_columns(self, workload: Workload, memo: Memo) -> tuple[np.ndarray, np.ndarray]:
@@ -225,6 +238,8 @@ def _floors_column(
         return []
     low = 1 - bd.BOUND_SLACK
     if workload.kind == "inference":
+        if ifl.supported(workload):
+            return _serving_floors(t, workload, rows, firsts, memo)
         return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
                 for i, first in zip(rows, firsts, strict=True)]
     at = np.array(rows, dtype=np.intp)
@@ -265,6 +280,29 @@ def _floors_column(
     gh, th = (hours_t * low).tolist(), (time_t * low).tolist()
     return [bd.Floors(g, h) if ok else bd.NO_FLOORS
             for g, h, ok in zip(gh, th, finite.tolist(), strict=True)]
+
+
+def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
+                    memo: Memo) -> list[bd.Floors]:
+    """:func:`bounds.floors` at each of ``rows`` (live positions) from the request's
+    :class:`inference_floors.Table` over the catalog's columns (kept in the request's memo
+    for its count floors, :func:`bounds.count_latency_floor`)."""
+    spec = workload.inference
+    assert spec is not None
+    cols = t.serving_columns(spec.runtime, memo)
+    table = bd.floor_table(workload, memo, t.cap,
+                           lambda: ifl.table(workload, cols, t.cap, memo))
+    assert table is not None
+    # by slug: a table kept from another screen of the request may order its GPUs otherwise
+    at = np.array([table.index.get(t.fast[i].slug, -1) if t.rate[i] is not None else -1
+                   for i in rows], dtype=np.intp)
+    has = at >= 0
+    at = np.where(has, at, 0)
+    latency = table.least_latency_column(t.cap)[at]
+    floors = bd.inference_floors(workload, table.request_s[at], latency,
+                                 np.array(firsts, dtype=np.float64))
+    return [bd.lowered(f) if ok else bd.NO_FLOORS
+            for f, ok in zip(floors, has.tolist(), strict=True)]
 
 
 def screen(

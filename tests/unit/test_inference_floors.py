@@ -1,0 +1,129 @@
+"""The column floors of transformer serving (service/engine/choice/inference_floors.py): never
+above what the estimate reaches, tight against the serving model's own batch-1 latency, and
+the same floats whether a GPU is floored alone or among the whole catalog."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from service.engine.cache import EngineCache, Memo
+from service.engine.choice import bounds as bd
+from service.engine.choice import inference_floors as ifl
+from service.engine.physics import serving as inf
+from service.engine.physics.estimate import estimate, workload_rate
+from service.engine.types import InferenceSpec, Workload
+from service.presets.catalog import PRESETS
+from tests.unit.catalog_data import load_gpus
+
+
+def _serve(model: str, precision: str = "bf16", **spec: object) -> Workload:
+    base: dict[str, object] = {"prompt_tokens": 1024, "output_tokens": 256}
+    base.update(spec)
+    return Workload(kind="inference", precision=precision,  # type: ignore[arg-type]
+                    model=PRESETS[model].model, inference=InferenceSpec(**base))  # type: ignore[arg-type]
+
+
+WORKLOADS = {
+    "llama-8b-chat": _serve("llama-3.1-8b", max_ttft_ms=500, max_tpot_ms=50,
+                            target_requests_per_s=20),
+    "llama-70b-fp8-batch16": _serve("llama-3.1-70b", "fp8", batch_size=16),
+    "mixtral-long-prompt": _serve("mixtral-8x7b", prompt_tokens=12000, output_tokens=64),
+    "bert-encoder": _serve("bert-large", prompt_tokens=384, output_tokens=0, batch_size=8),
+    "llamacpp-8b": _serve("llama-3.1-8b", "fp16", runtime="llama.cpp", prompt_tokens=512,
+                          output_tokens=128, batch_size=1),
+    "pinned-tp2": _serve("llama-2-13b", tensor_parallel=2),
+}
+COUNTS = (1, 2, 4, 8)
+
+
+def _table(workload: Workload, gpus: list, memo: Memo, cap: int = 8) -> ifl.Table:
+    spec = workload.inference
+    assert spec is not None
+    rated = [(g, workload_rate(workload, g)) for g in gpus]
+    rated = [(g, r) for g, r in rated if r is not None]
+    cols = ifl.columns([g for g, _ in rated], [r for _, r in rated], spec.runtime, memo)
+    return ifl.table(workload, cols, cap, memo)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_floors_never_exceed_the_estimate_and_stay_tight(name: str) -> None:
+    workload = WORKLOADS[name]
+    shared = EngineCache()
+    memo = Memo(shared)
+    gpus = load_gpus()
+    table = _table(workload, gpus, memo)
+    ratios: list[float] = []
+    for gpu in gpus:
+        rate = workload_rate(workload, gpu)
+        if rate is None:
+            continue
+        for n in COUNTS:
+            floor = table.least_latency_ms(gpu.slug, n)
+            assert floor is not None
+            # the serving model's own least latency at the smallest batch over the count's
+            # splits: the floor's argument holds split by split
+            exact = inf.context(workload, gpu, rate.precision_used, rate, Memo(shared)
+                                ).least_latency_ms(n, workload.inference.batch_size or 1)
+            if math.isinf(exact):
+                continue
+            assert floor <= exact * (1 + 1e-12), (gpu.slug, n, floor, exact)
+            ratios.append(floor / exact)
+            est = estimate(workload, gpu, n, memo=Memo(shared))
+            if est.fits and est.latency_ms is not None:
+                assert floor <= est.latency_ms * (1 + 1e-12), (gpu.slug, n)
+    assert len(ratios) >= 100
+    # no tile or wave quantization: a little below the model, not a different figure (the
+    # loosest are CUDA-core GPUs, whose tile-quantized single-row GEMMs the floor takes at
+    # their FLOPs)
+    assert statistics.median(ratios) >= 0.95, statistics.median(ratios)
+    assert sum(r >= 0.9 for r in ratios) >= 0.9 * len(ratios)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_a_gpu_alone_gets_the_floats_it_gets_among_the_catalog(name: str) -> None:
+    workload = WORKLOADS[name]
+    memo = Memo(EngineCache())
+    gpus = load_gpus()
+    whole = _table(workload, gpus, memo)
+    for gpu in gpus:
+        if gpu.slug not in whole.index:
+            continue
+        alone = _table(workload, [gpu], memo)
+        i = whole.index[gpu.slug]
+        assert alone.request_s[0] == whole.request_s[i]
+        for n in COUNTS:  # the degrees held by the GPU's node (the whole table has more)
+            assert alone.least_latency_ms(gpu.slug, n) == whole.least_latency_ms(gpu.slug, n)
+
+
+def test_the_request_floor_is_the_serving_models() -> None:
+    """The GPU-seconds floor of a request is :meth:`ServingModel.request_floor_s`, float for
+    float, on every catalog GPU."""
+    for workload in WORKLOADS.values():
+        memo = Memo(EngineCache())
+        table = _table(workload, load_gpus(), memo)
+        for gpu in load_gpus():
+            rate = workload_rate(workload, gpu)
+            if rate is None:
+                continue
+            roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
+            assert table.request_s[table.index[gpu.slug]] == roof.request_floor_s()
+
+
+def test_count_floors_read_the_screens_table() -> None:
+    """Once the screen built a table, a count's latency floor is its least over the TP
+    degrees the count holds (a small count cannot reach a large degree's latency)."""
+    workload = WORKLOADS["llama-8b-chat"]
+    memo = Memo(EngineCache())
+    gpus = load_gpus()
+    h100 = next(g for g in gpus if g.slug == "nvidia-h100-sxm5-80gb")
+    table = bd.floor_table(workload, memo, 8, lambda: _table(workload, gpus, memo))
+    assert table is not None
+    one, eight = (bd.count_latency_floor(workload, h100, n, memo) for n in (1, 8))
+    assert eight < one
+    j1, j8 = table.tps.index(1), table.tps.index(8)
+    i = table.index[h100.slug]
+    assert one == pytest.approx(table.latency_ms[j1, i], rel=1e-8)
+    assert eight == pytest.approx(table.latency_ms[:j8 + 1, i].min(), rel=1e-8)
