@@ -17,9 +17,11 @@ functions and constants the estimate uses, dropping only terms that can only add
   token (linear layers + attention, at the estimate's efficiencies) plus, for attention, at
   least the time to read its KV cache once per token; per GPU no split, batch or replica
   count beats that, and with a target the paid GPUs are at least the smallest fitting count
-  while the work served is at most the target. Latency is at least the batch-1 no-comm
-  latency on one GPU divided by the largest tensor-parallel degree (every term scales as 1/TP
-  at best; PP stages run in sequence; latency grows with the batch).
+  while the work served is at most the target. Transformers' latency is at least, at the
+  smallest batch, the TTFT and TPOT iterations with every kernel at the larger of its FLOPs
+  at its rate and its bytes at bandwidth, at the best TP degree the count holds (PP stages
+  run in sequence; latency grows with the batch: :mod:`inference_floors`, for every GPU type
+  at once); CNNs' the batch-1 no-comm latency on one GPU divided by the largest TP degree.
 
 Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 """
@@ -150,9 +152,10 @@ def floors(
     memo: Memo | None = None,
 ) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
-    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: inference
-    options run at the throughput-optimal batch (every objective but time), which gives a
-    much higher latency floor (:func:`_latency_floor`)."""
+    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: CNN
+    inference options run at the throughput-optimal batch (every objective but time), which
+    gives a much higher latency floor (:func:`_latency_floor`); transformers' floor
+    (:mod:`inference_floors`) holds in either mode."""
     memo = memo_of(memo)
     if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
         return _floors(workload, gpu, first, cap, throughput, memo)

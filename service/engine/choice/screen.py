@@ -15,8 +15,9 @@ per GPU and per request, facts that do not depend on the workload. Here they are
   job's sustained rate and bandwidth), as numpy arrays.
 * Per request, the memory search runs once per memory twin (a few dozen, not thousands), and
   the training and compute floors are array operations in the order the scalar bounds take
-  them (IEEE operations on the same operands give the same bits). Inference floors, which need
-  a serving model per type, stay scalar (:func:`bounds.floors`).
+  them (IEEE operations on the same operands give the same bits). Transformer serving floors
+  are columns too (:mod:`inference_floors`, the devices kept per table and runtime); CNN
+  serving floors, which need a network per device, stay scalar (:func:`bounds.floors`).
 
 Only the GPU types that pass become :class:`bounds.Pending` objects; failures are the same
 :class:`explain.Failure` values the scalar screen returns.
