@@ -35,6 +35,8 @@ WORKLOADS = {
     "llamacpp-8b": _serve("llama-3.1-8b", "fp16", runtime="llama.cpp", prompt_tokens=512,
                           output_tokens=128, batch_size=1),
     "pinned-tp2": _serve("llama-2-13b", tensor_parallel=2),
+    "pinned-pp8": _serve("llama-3.1-8b", pipeline_parallel=8),
+    "pinned-tp4-small": _serve("gpt-2", tensor_parallel=4),
 }
 COUNTS = (1, 2, 4, 8)
 
@@ -127,3 +129,29 @@ def test_count_floors_read_the_screens_table() -> None:
     i = table.index[h100.slug]
     assert one == pytest.approx(table.latency_ms[j1, i], rel=1e-8)
     assert eight == pytest.approx(table.latency_ms[:j8 + 1, i].min(), rel=1e-8)
+
+
+@pytest.mark.parametrize("name", ["pinned-pp8", "pinned-tp4-small", "pinned-tp2", "llama-8b-chat"])
+def test_a_types_floor_is_below_every_count_it_bounds(name: str) -> None:
+    """The floor a GPU type is screened by bounds each of its counts: with a pinned split,
+    the counts below the split's size run the other splits, which may be faster (8 pinned
+    pipeline stages on H100: a count of 4 runs TP 4 at ~870 ms, where the pinned split's
+    floor is ~1,830 ms; the type's floor must not be the pinned one's)."""
+    workload = WORKLOADS[name]
+    shared = EngineCache()
+    memo = Memo(shared)
+    gpus = load_gpus()
+    table = _table(workload, gpus, memo)
+    types = table.least_latency_column(8)
+    checked = 0
+    for gpu in gpus:
+        if gpu.slug not in table.index:
+            continue
+        floor = float(types[table.index[gpu.slug]])
+        for n in COUNTS:
+            for latency_mode in (False, True):
+                est = estimate(workload, gpu, n, memo=Memo(shared), latency_mode=latency_mode)
+                if est.fits and est.latency_ms is not None:
+                    assert floor <= est.latency_ms * (1 + 1e-12), (gpu.slug, n, latency_mode)
+                    checked += 1
+    assert checked >= 50

@@ -260,7 +260,8 @@ def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | N
     found = table.least_latency_ms(gpu.slug, n) if table is not None else None
     if found is None:
         if ifl.supported(workload):
-            found = float(_one_gpu_table(workload, gpu, rate, n, memo).least_latency_column(n)[0])
+            found = _one_gpu_table(workload, gpu, rate, n, memo).least_latency_ms(gpu.slug, n)
+            assert found is not None
         else:
             found = _latency_floor(workload, gpu, rate, n, memo)
     return found * (1 - BOUND_SLACK)

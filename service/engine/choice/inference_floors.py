@@ -294,19 +294,34 @@ class Table:
     pinned: tuple[int, int] | None
     """The request's pinned (TP, PP) split, if any (:meth:`serving.Context._split_list`)."""
 
-    def least_latency_column(self, n: int) -> Array:
-        """Per GPU: the least latency floor over the splits a count of ``n`` GPUs runs: the
-        degrees it holds, or the pinned split's where the count and the node hold it."""
+    def _rows_min(self, n: int) -> Array:
+        """Per GPU: the least floor over the degrees up to ``n`` (inf for none)."""
         rows = [j for j, t in enumerate(self.tps) if t <= n]
-        out: Array = (self.latency_ms[rows].min(axis=0) if rows
-                      else np.full(self.latency_ms.shape[1], math.inf))
-        if self.pinned is not None and self.pinned[0] * self.pinned[1] <= n:
-            held = self.per_node >= self.pinned[0]
-            out = np.where(held, self.latency_ms[self.tps.index(self.pinned[0])], out)
+        if not rows:
+            return np.full(self.latency_ms.shape[1], math.inf)
+        out: Array = self.latency_ms[rows].min(axis=0)
+        return out
+
+    def least_latency_column(self, cap: int) -> Array:
+        """Per GPU: the least latency floor of any count up to ``cap``. A pinned split runs
+        only from its own count (TP x PP) up, on a node that holds its TP degree; smaller
+        counts fall back to every split they hold (:meth:`serving.Context._split_list`), which
+        may be faster than the pinned one."""
+        free = self._rows_min(cap)
+        pinned = self.pinned
+        if pinned is None:
+            return free
+        size = pinned[0] * pinned[1]
+        pin = (self.latency_ms[self.tps.index(pinned[0])] if size <= cap
+               else np.full(self.latency_ms.shape[1], math.inf))
+        held = np.minimum(self._rows_min(min(cap, size - 1)), pin)
+        out: Array = np.where(self.per_node >= pinned[0], held, free)
         return out
 
     def least_latency_ms(self, slug: str, n: int) -> float | None:
-        """:meth:`least_latency_column` of GPU ``slug`` alone (None: not in the table)."""
+        """The latency floor of ``n`` GPUs of ``slug`` (None: not in the table): the pinned
+        split's where the count and the node hold it, else the least over the degrees
+        ``n`` GPUs hold."""
         i = self.index.get(slug)
         if i is None:
             return None

@@ -526,10 +526,11 @@ def requests_per_s(sm: ServingModel, batches: Array) -> Array:
         if sm.decoder:
             rows, alone_rows = batched.cycle_rows(sm, batches, batches)
             alone = batched.experts_touched(model, alone_rows)
-        else:
+        else:  # an encoder's pass: one coverage (``alone`` is not read)
             rows = batches * sm.tokens
-            alone = batches
         touched = batched.experts_touched(model, rows)
+        if not sm.decoder:
+            alone = touched
     out = np.empty_like(batches)
     _rates(pk.params, pk.gemms, batches, touched, alone, out)
     return out
