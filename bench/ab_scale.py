@@ -6,9 +6,10 @@ turn (A, B, A, B, ...), each on its own synthetic catalog built by that tree's
 ``bench.bench_scale.build`` (the same rows: the same seed, sizes and jitter), and measures
 ``recommend_for`` per bench workload: CPU time of the process (``time.process_time``, so other
 load on a shared machine moves it far less than wall time), first request and the median of
-the next ``BENCH_AB_RUNS`` (default 7). A tree that has the server's start-up warm-up
-(``warm_up_and_freeze``; in older trees ``warm_up``) gets it before the first request, as
-``gpu-advisor serve`` does. Output: per tree and workload, the median over rounds of the
+the next ``BENCH_AB_RUNS`` (default 7), each run's amount varied (:func:`bench_scale.vary`;
+in trees without it the same body, which a rankings cache then answers). A tree that has the
+server's start-up warm-up (``warm_up_and_freeze``; in older trees ``warm_up``) gets it before
+the first request, as ``gpu-advisor serve`` does. Output: per tree and workload, the median over rounds of the
 per-round medians; bench/results/ab_scale.json.
 """
 
@@ -62,10 +63,14 @@ settings = Settings(database_url=url)
 if warm_up is not None:
     warm_up(engine, settings, *app_caches.values())
 out = {}
+try:  # a new amount each run (bench_scale.vary), so no run is answered from a cache
+    from bench.bench_scale import vary
+except ImportError:
+    vary = lambda body, i: body
 for name, body in WORKLOADS.items():
     cpu = []
-    for _ in range(runs + 1):
-        q = RecommendationQuery.model_validate(body)
+    for i in range(runs + 1):
+        q = RecommendationQuery.model_validate(vary(body, i))
         c0 = time.process_time()
         with Session(engine) as session:
             ws.recommend_for(session, submission=q, objective=q.objective, limit=q.limit,
