@@ -9,8 +9,8 @@ load on a shared machine moves it far less than wall time), first request and th
 the next ``BENCH_AB_RUNS`` (default 7), each run's amount varied (:func:`bench_scale.vary`;
 in trees without it the same body, which a rankings cache then answers). A tree that has the
 server's start-up warm-up (``warm_up_and_freeze``; in older trees ``warm_up``) gets it before
-the first request, as ``gpu-advisor serve`` does. Output: per tree and workload, the median over rounds of the
-per-round medians; bench/results/ab_scale.json.
+the first request, as ``gpu-advisor serve`` does. Output: per tree and workload, the median
+over rounds of the per-round medians; bench/results/ab_scale.json.
 """
 
 from __future__ import annotations
