@@ -39,7 +39,6 @@ from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.choice import inference_floors as ifl
 from service.engine.physics import compiled_scaling, scaling
-from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
@@ -316,16 +315,6 @@ def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.n
             for g, lat in zip(gpu_hours.tolist(), latency_ms.tolist(), strict=True)]
 
 
-def _tp_degrees(workload: Workload, gpu: GpuSpec, cap: int) -> list[int]:
-    """Every TP degree any count up to ``cap`` may split the model over (within one node)."""
-    model = workload.model
-    if not isinstance(model, TransformerModel):
-        return [1]
-    heads = model.attention_heads
-    per_node = max(1, gpu.max_gpus_per_node)
-    return [t for t in par.powers_of_two_upto(min(max(1, cap), per_node)) if heads % t == 0]
-
-
 def _inference(
     workload: Workload,
     gpu: GpuSpec,
@@ -343,19 +332,10 @@ def _inference(
                                 np.array([float(first)]))[0]
     # CNNs, one GPU, TP 1: the serving model's own floors (ServingModel.request_floor_s)
     roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
-    if throughput:
-        latency_ms = _latency_floor(workload, gpu, rate, cap, memo)
-    else:
-        latency_ms = roof.latency_floor_ms(max(_tp_degrees(workload, gpu, cap)))
-    per_request_s = roof.request_floor_s()
-    units, scale = _serving_units(workload)
-    gpu_hours = per_request_s / (units * SECONDS_PER_HOUR) * scale
-    paid = 0.0
-    if spec.target_requests_per_s:
-        # >= first GPUs paid for, at most the target served
-        paid = scale / (spec.target_requests_per_s * units * SECONDS_PER_HOUR)
-        gpu_hours = max(gpu_hours, first * paid)
-    return Floors(gpu_hours, latency_ms=latency_ms, paid_per_gpu=paid)
+    latency_ms = (_latency_floor(workload, gpu, rate, cap, memo) if throughput
+                  else roof.latency_floor_ms())
+    return inference_floors(workload, np.array([roof.request_floor_s()]),
+                            np.array([latency_ms]), np.array([float(first)]))[0]
 
 
 def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:

@@ -55,7 +55,7 @@ Array = NDArray[np.float64]
 @dataclass
 class Columns:
     """One catalog's serving devices at one runtime, a GPU per element (every GPU has a
-    rate): what :class:`serving.ServingModel` reads of its device, links and vendor."""
+    rate): what :class:`serving.ServingModel` reads of its device and links."""
 
     gpus: tuple[GpuSpec, ...]
     rates: tuple[PeakRate, ...]
@@ -66,7 +66,6 @@ class Columns:
     kernel_s: Array
     sms: Array
     per_node: NDArray[np.int64]
-    vendor: Array
     _links: dict[int, tuple[Array, Array]] = field(default_factory=dict)
 
     def links(self, tp: int) -> tuple[Array, Array]:
@@ -76,30 +75,17 @@ class Columns:
         :func:`latency_floors` masks such degrees)."""
         found = self._links.get(tp)
         if found is None:
-            rates, latencies = [], []
-            for gpu, vendor in zip(self.gpus, self.vendor.tolist(), strict=True):
-                link_gb_s = inf.links(gpu, min(tp, max(1, gpu.max_gpus_per_node)), 1)[
-                    "link_gb_s"]
-                rates.append((link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY * vendor)
-                fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
-                latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
-                latencies.append(latency / vendor)
-            found = self._links[tp] = (np.array(rates), np.array(latencies))
+            pairs = [inf.tp_link(gpu, inf.links(gpu, min(tp, max(1, gpu.max_gpus_per_node)), 1)[
+                "link_gb_s"]) for gpu in self.gpus]
+            found = self._links[tp] = (np.array([r for r, _ in pairs]),
+                                       np.array([lat for _, lat in pairs]))
         return found
-
-
-def _device(gpu: GpuSpec, rate: PeakRate, runtime: ServingRuntime,
-            memo: Memo) -> kernels.Device:
-    """The serving device of ``gpu`` at ``rate``, from the shared cache's ``device`` table as
-    :class:`serving.ServingModel` takes it."""
-    return memo.get("device", (gpu, rate, runtime),
-                    lambda: kernels.runtime_device(gpu, rate, runtime))
 
 
 def columns(gpus: Sequence[GpuSpec], rates: Sequence[PeakRate], runtime: ServingRuntime,
             memo: Memo) -> Columns:
     """The :class:`Columns` of ``gpus`` at their ``rates``."""
-    devs = [_device(g, r, runtime, memo) for g, r in zip(gpus, rates, strict=True)]
+    devs = [inf.serving_device(g, r, runtime, memo) for g, r in zip(gpus, rates, strict=True)]
 
     def col(values: list[float]) -> Array:
         return np.array(values, dtype=np.float64)
@@ -110,7 +96,6 @@ def columns(gpus: Sequence[GpuSpec], rates: Sequence[PeakRate], runtime: Serving
         col([d.bytes_s for d in devs]), col([d.kernel_s for d in devs]),
         col([float(d.sms) for d in devs]),
         np.array([max(1, g.max_gpus_per_node) for g in gpus], dtype=np.int64),
-        col([kernels.vendor_factor(g) for g in gpus]),
     )
 
 
@@ -149,13 +134,11 @@ def _shapes(workload: Workload, precision: Precision, tp: int, any_dev: kernels.
             memo: Memo) -> _Shapes:
     model, spec = workload.model, workload.inference
     assert isinstance(model, TransformerModel) and spec is not None
-    wbpp = mem.weight_bytes_per_param(precision, mem.stored_weight_precision(workload))
-    act_b = 1.0 if precision in ("fp8", "int8") else mem.activation_bytes_per_element(precision)
+    wbpp, act_b, coll_b = inf.element_bytes(workload, precision)
     kv = mem.kv_bytes_per_token(model, inf.kv_precision(workload, precision))
     # the layer's shapes do not depend on the device it is built on (only its GEMM timings)
     ops = tops.layer_ops(model, any_dev, tp, act_b, wbpp, memo)
-    return _Shapes(ops, inf.lengths(model, spec, tp, act_b, kv), act_b,
-                   max(act_b, c.COLLECTIVE_ACTIVATION_BYTES), wbpp)
+    return _Shapes(ops, inf.lengths(model, spec, tp, act_b, kv), act_b, coll_b, wbpp)
 
 
 def _gemm(flops: float, nbytes: float, cols: Columns, at: NDArray[np.intp]) -> Array:
@@ -172,21 +155,17 @@ def _iteration(sh: _Shapes, model: TransformerModel, cols: Columns, at: NDArray[
     h = float(ops.h)
     layer = np.zeros(len(at))
     if rows > 0:
-        for n, k in ((ops.qkv_n, h), (h, ops.o_k)):
+        mlp = ((ops.up_n, h), (h, ops.down_k))
+        for n, k in ((ops.qkv_n, h), (h, ops.o_k)) + (() if ops.moe else mlp):
             layer += _gemm(2.0 * rows * n * k, k * n * w_b + rows * (k + n) * act_b, cols, at)
         if ops.moe:
             groups = max(1.0, ops.experts * inf._experts_touched(model, rows))
             routed = rows * ops.top_k
-            for n, k in ((ops.up_n, h), (h, ops.down_k)):
+            for n, k in mlp:
                 layer += _gemm(2.0 * routed * n * k,
                                groups * k * n * w_b + routed * (k + n) * act_b, cols, at)
-            elementwise = ops.elementwise * rows * ops.moe_elementwise
-        else:
-            for n, k in ((ops.up_n, h), (h, ops.down_k)):
-                layer += _gemm(2.0 * rows * n * k, k * n * w_b + rows * (k + n) * act_b,
-                               cols, at)
-            elementwise = ops.elementwise * rows
-        layer += elementwise / cols.bytes_s[at]
+        # moe_elementwise is exactly 1 for a dense layer (LayerOps)
+        layer += ops.elementwise * rows * ops.moe_elementwise / cols.bytes_s[at]
     layer += np.maximum(attn_flops / cols.attention[at], attn_bytes / cols.bytes_s[at])
     layer += c.TRANSFORMER_KERNELS_PER_LAYER * cols.kernel_s[at]
     total = layer * model.layers + fixed
@@ -348,7 +327,8 @@ def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
         groups.setdefault(r.precision_used, []).append(i)
     for precision, members in groups.items():
         at = np.array(members, dtype=np.intp)
-        dev = _device(cols.gpus[members[0]], cols.rates[members[0]], spec.runtime, memo)
+        dev = inf.serving_device(cols.gpus[members[0]], cols.rates[members[0]], spec.runtime,
+                                 memo)
         for j, t in enumerate(tps):  # TP 1 first: every count holds it
             sh = _shapes(workload, precision, t, dev, memo)
             if t == 1:

@@ -23,6 +23,7 @@ from service.engine.types import (
     InferenceSpec,
     MemoryBreakdown,
     Precision,
+    ServingRuntime,
     TransformerModel,
     Workload,
 )
@@ -285,6 +286,37 @@ def packed_timing(params: np.ndarray, gemms: np.ndarray, batch: int) -> Timing:
                   None if tpot is None else PhaseTime(*tpot), batch, stage)
 
 
+def serving_device(gpu: GpuSpec, rate: PeakRate, runtime: ServingRuntime,
+                   memo: Memo | None) -> kernels.Device:
+    """The device a serving runtime runs ``gpu`` at ``rate`` on (kept in the shared cache's
+    ``device`` table)."""
+    return memo_of(memo).get("device", (gpu, rate, runtime),
+                             lambda: kernels.runtime_device(gpu, rate, runtime))
+
+
+def element_bytes(workload: Workload, precision: Precision) -> tuple[float, float, float]:
+    """(bytes per stored weight, per activation element, per element of a TP all-reduce or
+    pipeline send) of serving ``workload`` at compute ``precision``: 8-bit engines keep
+    activations in 8 bits between GEMMs but all-reduce and send them in the runtimes' 16-bit
+    dtype (:data:`constants.COLLECTIVE_ACTIVATION_BYTES`)."""
+    wbpp = mem.weight_bytes_per_param(precision, mem.stored_weight_precision(workload))
+    act_b = mem.activation_bytes_per_element(precision)
+    if precision in ("fp8", "int8"):
+        act_b = 1.0
+    return wbpp, act_b, max(act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+
+
+def tp_link(gpu: GpuSpec, link_gb_s: float) -> tuple[float, float]:
+    """(all-reduce bytes/s, latency [s]) of a TP group over a link of ``link_gb_s`` one way:
+    the vendor's collective library (all-reduces, pipeline sends) reaches its software factor
+    of NCCL's bandwidth and pays its latency over it (:data:`constants.VENDOR_EFFICIENCY`);
+    a link no faster than PCIe pays PCIe's latency."""
+    vendor = kernels.vendor_factor(gpu)
+    fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
+    latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
+    return (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY * vendor, latency / vendor
+
+
 class ServingModel:
     """The one inference cost model: time of a forward pass or a continuous-batching iteration
     as a function of the batch, for one split (TP degree ``tp``, PP degree ``pp``, TP link
@@ -326,26 +358,11 @@ class ServingModel:
         self._timings: dict[int, Timing] = {}
         self.packed: object | None = None
         """Its figures as the compiled array model reads them (:mod:`compiled`), on first use."""
-        runtime = spec.runtime
-        self.dev = dev = memo_of(memo).get("device", (gpu, rate, runtime),
-                                           lambda: kernels.runtime_device(gpu, rate, runtime))
-        self.wbpp = mem.weight_bytes_per_param(
-            rate.precision_used, mem.stored_weight_precision(workload)
-        )
-        self.act_b = mem.activation_bytes_per_element(rate.precision_used)
-        if rate.precision_used in ("fp8", "int8"):
-            self.act_b = 1.0  # 8-bit engines keep activations in 8 bits between GEMMs
-        # bytes per element of a TP all-reduce or a pipeline send: the runtimes' 16-bit dtype
-        # even when the GEMMs run in 8 bits (constants.COLLECTIVE_ACTIVATION_BYTES)
-        self.coll_b = max(self.act_b, c.COLLECTIVE_ACTIVATION_BYTES)
+        self.dev = dev = serving_device(gpu, rate, spec.runtime, memo)
+        self.wbpp, self.act_b, self.coll_b = element_bytes(workload, rate.precision_used)
         self.decoder = False
-        # the vendor's collective library (all-reduces, pipeline sends) reaches its software
-        # factor of NCCL's bandwidth and pays its latency over it (constants.VENDOR_EFFICIENCY)
         vendor = kernels.vendor_factor(gpu)
-        self.link_s = (link_gb_s or 1.0) * c.GB * c.COLLECTIVE_EFFICIENCY * vendor
-        fast = link_gb_s > par.pcie_gb_s(gpu) + 1e-9
-        latency = c.COLLECTIVE_LATENCY_S if fast else c.PCIE_COLLECTIVE_LATENCY_S
-        self.coll_latency = latency / vendor
+        self.link_s, self.coll_latency = tp_link(gpu, link_gb_s)
         self.comm_vol = 2.0 * (tp - 1) / tp if tp > 1 else 0.0
         self.pp_link_s = (pp_link_gb_s or link_gb_s or 1.0) * c.GB * vendor
         self.pp_latency = c.PIPELINE_STAGE_LATENCY_S / vendor
@@ -609,33 +626,11 @@ class ServingModel:
         kv_read = self.layers * self.tp * self.out * self.ctx * self.kv_layer / dev.bytes_s
         return linear + max(attention, kv_read)
 
-    def latency_floor_ms(self, tp_max: int) -> float:
-        """Latency [ms] no split of up to ``tp_max`` TP ranks beats at any batch: per
-        iteration the fixed costs (scheduling, kernel launches: the same on every split) plus
-        this TP-1 model's ideal work (FLOPs at the full rate or bytes, whichever is larger,
-        for GEMMs and attention separately) divided by ``tp_max``; ttft + output x tpot."""
-        assert self.tp == 1
-        dev = self.dev
-        if isinstance(self.model, GenericModel):
-            return (self.fixed_s + self.request_floor_s()) * 1e3
-        launches = self.layers * self.ops.kernels_s
-        weights = self.layers * (self.ops.qkv_n * self.h + self.ops.o_k * self.h) * self.wbpp
-        weights += self.layers * (self.h * self.ops.up_n + self.ops.down_k * self.h) * (
-            self.wbpp * (self.ops.top_k if self.ops.moe else 1))
-        per_token = self._per_token_gemm_flops() / dev.matrix_flops_s
-        attn_rate = self.layers / dev.attention_flops_s
-        if not self.decoder:
-            work = max(self.tokens * per_token, weights / dev.bytes_s)
-            work += attn_rate * self.prompt_attn
-            return (self.fixed_s + launches + work / tp_max) * 1e3
-        k = self.chunks
-        prefill = k * (self.fixed_s + launches) + (
-            max(self.s * per_token, k * weights / dev.bytes_s) + attn_rate * self.prompt_attn
-        ) / tp_max
-        kv = self.layers * self.ctx * self.kv_layer / dev.bytes_s
-        step = max(per_token, weights / dev.bytes_s) + max(attn_rate * self.decode_attn, kv)
-        decode = self.fixed_s + launches + step / tp_max
-        return (prefill + self.out * decode) * 1e3
+    def latency_floor_ms(self) -> float:
+        """A CNN's or detector's latency [ms] no option beats: the fixed costs plus the
+        request floor's work (transformers' floors: :mod:`choice.inference_floors`)."""
+        assert isinstance(self.model, GenericModel)
+        return (self.fixed_s + self.request_floor_s()) * 1e3
 
 
 def largest_meeting(roof: ServingModel, hi: int | None = None) -> int:
