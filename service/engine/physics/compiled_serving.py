@@ -81,21 +81,63 @@ def _grid(top: int, step: float, out: Ints, start: int) -> int:
     return end
 
 
+_SKIP_SLACK = 1e-9
+"""Relative margin of the batch skips below (rounding of the rates, ~1e-16, is far inside)."""
+
+
+@_jit
+def _skip_to(b: int, r: float, value: float) -> float:
+    """The least batch that can reach ``value`` requests/s, given batch ``b`` reaches ``r``.
+
+    A replica's cycle (the iterations in which its batch completes) never gets shorter as the
+    batch grows: every GEMM's tile waves, its bytes, attention, the KV read and the
+    collectives grow with the rows (tile and wave quantization make requests/s per batch
+    wiggle, never the cycle fall). So at any batch ``b' >= b`` the rate ``b' / cycle(b')`` is at
+    most ``b' x r / b``, and a batch below ``value x b / r`` cannot reach ``value``: the scans
+    below skip those batches untimed, which leaves their answers exactly the full scans'
+    (:meth:`serving.Context.capacity_batch`, :func:`estimate.operating_batch`)."""
+    if r <= 0.0:
+        return float(b + 1)
+    return value * b / r * (1.0 - _SKIP_SLACK)
+
+
 @_jit
 def _capacity(p: Array, g: Array, top: int, step: float) -> int:
     """:meth:`serving.Context.capacity_batch`'s search below ``top`` (>= 1): every batch of the
-    top grid step and the grid below it; the first with the most requests/s."""
+    top grid step and the grid below it; the first with the most requests/s. The top batch is
+    timed first; a batch that cannot reach the best rate timed so far (:func:`_skip_to`) is
+    skipped."""
     floor = max(1, int(math.ceil(top / step)))
     batches = np.empty(top - floor + 1 + _GRID_ROOM, np.int64)
     end = _grid(floor, step, batches, 0)
     for b in range(floor + 1, top + 1):
         batches[end] = b
         end += 1
-    best, at = 0.0, 0
-    for i in range(end):
-        r = rate(p, g, float(batches[i]), 1.0, 1.0)
-        if i == 0 or r > best:
+    at = end - 1
+    best = rate(p, g, float(batches[at]), 1.0, 1.0)
+    i = 0
+    while i < at:
+        b = batches[i]
+        r = rate(p, g, float(b), 1.0, 1.0)
+        if r >= best:  # the first of equal rates: every earlier one was below
             best, at = r, i
+            break
+        bound = _skip_to(b, r, best)
+        i += 1
+        while i < at and batches[i] < bound:
+            i += 1
+    # past the first batch at the best rate so far, only a strictly higher rate moves it (the
+    # top batch, timed first, is not timed again)
+    i = at + 1
+    while i < end - 1:
+        b = batches[i]
+        r = rate(p, g, float(b), 1.0, 1.0)
+        if r > best:
+            best, at = r, i
+        bound = _skip_to(b, r, best)
+        i += 1
+        while i < end - 1 and batches[i] < bound:
+            i += 1
     found: int = batches[at]
     return found
 
@@ -103,24 +145,35 @@ def _capacity(p: Array, g: Array, top: int, step: float) -> int:
 @_jit
 def _operating(p: Array, g: Array, capacity_batch: int, load: float, step: float) -> int:
     """:func:`estimate.operating_batch`: the least batch covering ``load`` requests/s above
-    the last grid batch that does not."""
+    the last grid batch that does not. Batches that cannot cover it (:func:`_skip_to`) are
+    skipped untimed, grid batches included (they count as not covering)."""
     if capacity_batch <= 1:
         return 1
     need = load * (1 - 1e-9)
     grid = np.empty(_GRID_ROOM, np.int64)
     end = _grid(capacity_batch, step, grid, 0)
-    if rate(p, g, float(grid[0]), 1.0, 1.0) >= need:
+    r = rate(p, g, float(grid[0]), 1.0, 1.0)
+    if r >= need:
         return 1
+    bound = _skip_to(grid[0], r, need)
     below = 1
     for i in range(1, end):
         top = grid[i]
-        if rate(p, g, float(top), 1.0, 1.0) >= need:
-            for b in range(below + 1, top):
-                if rate(p, g, float(b), 1.0, 1.0) >= need:
+        if top < bound:
+            below = top
+            continue
+        r = rate(p, g, float(top), 1.0, 1.0)
+        if r >= need:
+            b = below + 1
+            while b < top:
+                rb = rate(p, g, float(b), 1.0, 1.0)
+                if rb >= need:
                     return b
+                b = max(b + 1, int(math.ceil(_skip_to(b, rb, need))))
             found: int = top
             return found
-        below = grid[i]
+        bound = _skip_to(top, r, need)
+        below = top
     return capacity_batch
 
 
