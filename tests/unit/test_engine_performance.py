@@ -468,3 +468,36 @@ def test_a_memory_bound_decode_on_the_amd_stack_slows_by_its_factor() -> None:
         c.VENDOR_EFFICIENCY["amd"] = f
     assert slow is not None and fast is not None
     assert 0.8 / f < slow / fast <= 1.0 / f + 1e-9
+
+
+def test_inference_bound_is_the_phase_the_explanation_names() -> None:
+    """An inference estimate's ``bound`` is the bound of the phase a request spends longer in,
+    by the same rule the explanation words it with (output tokens x TPOT against TTFT): the
+    request's own decode iterations (``Timing.tpot``) or its prompt. Near the crossover the
+    throughput iteration (every arrival's prompt in it) once named another phase and bound:
+    a 3-token answer called decode-bound at batch 1, an RTX 4090 decode called compute-bound
+    where the iterations a request sees are memory-bound."""
+    from service.engine.choice.explain import _phase
+
+    seen = set()
+    for gpu in (H100_SXM, RTX_4090):
+        rate = peak_rate(gpu, "int8")
+        assert rate is not None
+        for out in (1, 2, 3, 8, 31, 35, 39, 64):
+            w = Workload(kind="inference", model=PRESETS["llama-2-7b"].model, precision="int8",
+                         inference=InferenceSpec(prompt_tokens=1500, output_tokens=out,
+                                                 target_requests_per_s=30.0))
+            est = estimate(w, gpu, 1)
+            par = est.parallelism
+            sm = serving.ServingModel(w, gpu, rate, par.tensor_parallel,
+                                      pp=par.pipeline_parallel,
+                                      **serving.links(gpu, par.tensor_parallel,
+                                                      par.pipeline_parallel))
+            t = sm.timing(est.batch_size)
+            assert t.tpot is not None and t.decode is not None
+            phase = _phase(w, est)
+            want = t.tpot.bound if phase == "decode" else t.prefill.bound
+            assert est.bound == want, (gpu.slug, out)
+            old = t.decode.bound if out * t.decode.total_s > t.ttft_s else t.prefill.bound
+            seen.add(old != want)
+    assert seen == {False, True}  # the sweep crosses where the old rule disagreed

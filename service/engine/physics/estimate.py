@@ -624,9 +624,11 @@ def _estimate_inference(
             f"{placement.tp * placement.pp} GPU(s)"
         )
     warnings += _input_bound(spec.input_samples_per_s_per_gpu, requests_s / n)
+    # the phase a request spends longer in, as its latencies (and the explanation) say: its
+    # own decode iterations (the TPOT it sees) or its prompt (TTFT)
     dominant = timing.prefill
-    if timing.decode is not None and spec.output_tokens * timing.decode.total_s > timing.ttft_s:
-        dominant = timing.decode
+    if timing.tpot is not None and tpot is not None and spec.output_tokens * tpot > ttft:
+        dominant = timing.tpot
     power = point.power_w
     # memory is sized for the capacity batch: the replica must hold the load's peaks
     breakdown = size.breakdown(cap_timing.batch)
