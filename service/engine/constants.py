@@ -41,9 +41,12 @@ BYTES_PER_ELEMENT: dict[Precision, float] = {
 QUANT_SCALE_OVERHEAD = _const(
     "quant_scale_overhead",
     0.03,
-    "fraction of quantized weight bytes",
+    "fraction of int4 weight bytes",
     "Group-wise weight-only quantization (GPTQ/AWQ, group 128) stores an fp16 scale (+zero) per "
-    "group: ~3% extra for int4 (ESTIMATION.md)",
+    "group: ~3% extra for int4 (ESTIMATION.md; 2 B per 128 x 0.5 B = 3.1%). int8 weights "
+    "carry one scale per output channel (per-channel quantization: SmoothQuant W8A8, Xiao et "
+    "al. ICML 2023; TensorRT-LLM's int8 weight-only), 2 B per thousands of weights: none is "
+    "counted",
 )
 MASTER_WEIGHT_BYTES = _const(
     "master_weight_bytes_per_param",

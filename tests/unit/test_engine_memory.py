@@ -147,14 +147,15 @@ def test_activations_checkpointing_and_masked_lm_head() -> None:
 
 
 def test_int4_weights_half_byte_plus_scales() -> None:
+    # int4: an fp16 scale per group of 128; int8: a scale per output channel, none counted
     assert memory.weight_bytes_per_param("fp16", "int4") == pytest.approx(0.5 * 1.03)
-    assert memory.weight_bytes_per_param("fp16", "int8") == pytest.approx(1.03)
+    assert memory.weight_bytes_per_param("fp16", "int8") == 1.0
 
 
 def test_int4_and_int8_compute_store_quantized_weights() -> None:
     # int4 compute without weight_precision runs at the int8 rate on int4 weights:
     # Llama 2 7B, 6.74e9 x 0.5 B x 1.03 (group scales) = 3.47 GB, as with weight_precision
-    # int4 (not 6.74 GB, the int8 rate's 1 B/param); int8 compute: 6.74e9 x 1.03 = 6.94 GB
+    # int4 (not 6.74 GB, the int8 rate's 1 B/param); int8 compute: 6.74e9 x 1 B = 6.74 GB
     def weights(precision: Precision, weight_precision: Precision | None) -> float:
         w = Workload(
             kind="inference", precision=precision, weight_precision=weight_precision,
@@ -165,9 +166,9 @@ def test_int4_and_int8_compute_store_quantized_weights() -> None:
 
     assert weights("int4", None) == pytest.approx(6.74 * 0.5 * 1.03, rel=1e-3)
     assert weights("int4", None) == weights("fp16", "int4")
-    assert weights("int8", None) == pytest.approx(6.74 * 1.03, rel=1e-3)
+    assert weights("int8", None) == pytest.approx(6.74, rel=1e-3)
     assert weights("int8", None) == weights("fp16", "int8")
-    assert memory.weight_bytes_per_param("int8", None) == pytest.approx(1.03)
+    assert memory.weight_bytes_per_param("int8", None) == 1.0
     assert memory.weight_bytes_per_param("bf16", None) == 2.0
 
 

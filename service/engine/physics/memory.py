@@ -38,13 +38,14 @@ def stored_weight_precision(workload: Workload) -> Precision | None:
 
 def weight_bytes_per_param(precision: Precision, weight_precision: Precision | None) -> float:
     """Bytes per stored weight [B/param] for compute at ``precision`` and weights stored as
-    ``weight_precision`` (:func:`stored_weight_precision`; None = ``precision``). int8/int4
-    weights are quantized and carry group scales (:data:`constants.QUANT_SCALE_OVERHEAD`),
-    whether named by ``weight_precision`` or by the compute precision."""
+    ``weight_precision`` (:func:`stored_weight_precision`; None = ``precision``). int4
+    weights carry group scales (:data:`constants.QUANT_SCALE_OVERHEAD`), int8 ones a scale
+    per output channel (none counted), whether named by ``weight_precision`` or by the
+    compute precision."""
     if weight_precision is None and precision in QUANTIZED_WEIGHTS:
         weight_precision = precision
-    if weight_precision in ("int8", "int4"):
-        return c.BYTES_PER_ELEMENT[weight_precision] * (1.0 + c.QUANT_SCALE_OVERHEAD)
+    if weight_precision == "int4":
+        return c.BYTES_PER_ELEMENT["int4"] * (1.0 + c.QUANT_SCALE_OVERHEAD)
     if weight_precision is not None:
         return c.BYTES_PER_ELEMENT[weight_precision]
     return c.BYTES_PER_ELEMENT[precision]
