@@ -110,7 +110,9 @@ class GpuSpecFields(SQLModel):
     )
     form_factor: FormFactor = Field(sa_type=String(16), description="Module / card class")
     launch_year: int | None = Field(default=None, ge=1990, le=2100, description="Year of release")
-    memory_gb: float = Field(gt=0, le=10_000, description="Device memory [GB]")
+    memory_gb: float = Field(gt=0, le=10_000, description=(
+        "Device memory, its marketing size [GB]: binary, as GPU makers size it (80 = 80 GiB = "
+        "85.9e9 bytes; GDDR datacenter boards with ECC on offer 15/16 of it)"))
     memory_type: str = Field(
         default="", max_length=60,
         description="Memory technology, e.g. HBM3, GDDR6",

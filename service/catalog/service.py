@@ -211,6 +211,7 @@ def to_spec(gpu: Gpu) -> GpuSpec:
         vendor=gpu.vendor,
         form_factor=gpu.form_factor,
         memory_gb=gpu.memory_gb,
+        memory_type=gpu.memory_type or "",
         memory_bandwidth_gb_s=gpu.memory_bandwidth_gb_s,
         tdp_w=gpu.tdp_w,
         fp64_tflops=gpu.fp64_tflops,

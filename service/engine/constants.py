@@ -23,6 +23,9 @@ def _note(name: str, value: str, unit: str, source: str) -> None:
 GB = 1e9
 """Bytes per GB (decimal, as GPU datasheets use)."""
 MIB = 2.0**20
+GIB = 2.0**30
+"""Bytes per GiB: a GPU's memory size is binary (the A100 80GB holds 81,920 MiB; the H100
+80GB's driver reports 81,559 MiB, the rest held for itself)."""
 """Bytes per MiB: on-chip cache sizes are binary (A100 'l2CacheSize' 41,943,040 B = 40 MiB,
 quoted as 40 MB)."""
 
@@ -77,6 +80,17 @@ FRAMEWORK_OVERHEAD_GB = _const(
     "GB per GPU",
     "CUDA context + cuBLAS/NCCL workspaces + allocator: 0.5-1 GB commonly assumed "
     "(gpu_poor uses 650 MB); we take 1 GB",
+)
+ECC_RESERVED_FRACTION = _const(
+    "ecc_reserved_fraction",
+    1.0 / 16.0,
+    "fraction of a GDDR board's memory",
+    "GDDR has no sideband for ECC check bits, so a board with ECC on stores them in its own "
+    "memory, 1/16 of it; NVIDIA's datacenter PCIe GDDR boards ship with ECC on: nvidia-smi "
+    "reports 23,034 MiB on the L4 and 15,360 MiB on the T4 (24 and 16 GiB x 15/16, public "
+    "nvidia-smi outputs), where the workstation RTX A6000 (ECC off by default) reports "
+    "49,140 MiB of 48 GiB and HBM parts keep their ECC in the stack's sideband (A100 80GB: "
+    "81,920 MiB)",
 )
 MEMORY_RESERVE_FRACTION = _const(
     "memory_reserve_fraction",
@@ -845,6 +859,7 @@ POWER_UTILIZATION = _const(
 COMMON_KEYS = (
     "framework_overhead_gb",
     "memory_reserve_fraction",
+    "ecc_reserved_fraction",
     "power_utilization",
     "sustained_clock_fraction_unknown",
     "static_power_fraction",

@@ -100,6 +100,10 @@ class GpuSpec:
     tensor_core_generation: int | None = None
     """Matrix-unit generation (NVIDIA tensor cores: 1 Volta .. 5 Blackwell; AMD CDNA 1-3;
     0 = none)."""
+    memory_type: str = ""
+    """The memory's kind as the catalog names it (HBM3, GDDR6, LPDDR5, ...; empty: unknown,
+    read as stacked memory): whether ECC takes a share of it
+    (:func:`service.engine.physics.memory.capacity_bytes`)."""
     network_gb_s_per_gpu: float | None = None
     """Cross-node bandwidth per GPU [GB/s, one way] of the offer the GPUs are rented or
     bought with (its fabric's rate / 8 / GPUs per node); None = the class default

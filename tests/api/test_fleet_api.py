@@ -154,7 +154,7 @@ def test_fleet_pools_pass_the_real_validators(client: TestClient) -> None:
     check them (the mixed fleet and the single type's, 70B at a rate that mixes types)."""
     from tests.provisioning.validators import validate_kubernetes, validate_skypilot
 
-    b = body(target_requests_per_s=20)  # a load the cheapest fleet serves with two types
+    b = body(target_requests_per_s=24)  # a load the cheapest fleet serves with two types
     b["model"] = {"preset": "llama-2-70b"}
     fleet = client.post("/v1/recommendations?view=compact", json=b).json()["fleet"]
     pools = fleet["pools"] + fleet["best_single_type"]["pools"]

@@ -59,6 +59,7 @@ def _gpu(row: dict[str, str]) -> GpuSpec:
         interconnect=cast(Any, row["interconnect"] or "none"),
         max_gpus_per_node=int(row["max_gpus_per_node"] or 1),
         architecture=row["architecture"],
+        memory_type=row["memory_type"],
         **values,
     )
 

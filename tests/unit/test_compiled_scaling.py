@@ -58,7 +58,7 @@ def test_compiled_hours_are_the_scaled_time(seed: int) -> None:
         got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts)
         for n, hours in zip(counts, got, strict=True):
             fits = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
-                usable_memory_bytes(gpu.memory_gb) / c.GB)
+                usable_memory_bytes(gpu) / c.GB)
             want = scaling.scaled_time(spec, gpu, n, one, elem_b,
                                        exchange(gpu, n, memo)).total_s / 3600.0
             assert repr(hours) == repr(want if fits else None), (gpu.slug, n)

@@ -329,3 +329,32 @@ def test_least_gb_is_the_least_split_exactly(preset: str, wanted: str) -> None:
             least = ts.least_gb(w, gpu, count, "bf16", False, wanted)  # type: ignore[arg-type]
             assert least == min(o.fixed_gb + o.act_gb for o in records), (gpu.slug, count)
             assert [o.tp for o in records] == sorted(o.tp for o in records)
+
+
+def test_gpu_memory_is_its_binary_size_less_ecc_on_datacenter_gddr() -> None:
+    """A GPU's memory size is binary (nvidia-smi: A100 80GB 81,920 MiB, RTX A6000 49,140
+    MiB of 48 GiB); NVIDIA's datacenter PCIe GDDR boards ship with ECC on, which keeps 1/16
+    (L4 23,034 MiB, T4 15,360 MiB); a Jetson's memory, shared with its CPU, keeps the
+    decimal reading."""
+    from tests.unit.catalog_data import gpus_by_slug
+
+    gpus = gpus_by_slug()
+    gib = 2.0**30
+
+    def mib(slug: str) -> float:
+        return memory.capacity_bytes(gpus[slug]) / 2.0**20
+
+    assert mib("nvidia-a100-sxm4-80gb") == 81920
+    assert mib("nvidia-h100-sxm5-80gb") == 81920
+    assert mib("nvidia-rtx-a6000") == 49152 and mib("nvidia-rtx-4090") == 24576
+    assert mib("nvidia-l4") == 23040 and mib("nvidia-t4") == 15360
+    assert mib("nvidia-l40s") == 46080 and mib("nvidia-a10g") == 23040
+    assert not memory.ecc_reserved(gpus["nvidia-rtx-6000-ada"])
+    assert memory.capacity_bytes(gpus["nvidia-jetson-orin-nx-16gb"]) == 16e9
+    assert memory.usable_memory_bytes(gpus["nvidia-h100-sxm5-80gb"]) == pytest.approx(
+        80 * gib * 0.95)
+    # the estimate reports the capacity in the decimal GB its needs are counted in
+    w = Workload(kind="inference", precision="bf16", model=LLAMA2_7B,
+                 inference=InferenceSpec(prompt_tokens=1, output_tokens=1, batch_size=1))
+    assert estimate(w, gpus["nvidia-h100-sxm5-80gb"], 1).memory_available_gb == pytest.approx(
+        85.899, rel=1e-4)

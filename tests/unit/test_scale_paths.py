@@ -50,7 +50,7 @@ def test_compute_smallest_count_equals_the_bisection() -> None:
 def test_compute_smallest_count_at_exact_boundaries() -> None:
     """Memory sized so that a searched count fits with no slack: the rounding edge."""
     for gpu in load_gpus():
-        room = es.mem.usable_memory_bytes(gpu.memory_gb) / es.c.GB - es.c.FRAMEWORK_OVERHEAD_GB
+        room = es.mem.usable_memory_bytes(gpu) / es.c.GB - es.c.FRAMEWORK_OVERHEAD_GB
         for n in es.gpu_count_candidates(gpu)[:6]:
             for gb in (room * n, room * n * (1 + 1e-12), room * n * (1 - 1e-12)):
                 w = _compute(gb)

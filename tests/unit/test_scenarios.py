@@ -182,7 +182,7 @@ def test_model_too_big_for_one_gpu_gets_more_gpus_or_more_memory() -> None:
         assert f"weights {cand.estimate.memory.weights:.1f}" in text
     h100 = next(c for c in rec.recommendations if c.gpu_slug == "nvidia-h100-sxm5-80gb")
     assert h100.gpu_count >= 2
-    assert any("on one GPU it would need" in r and "> 80 GB" in r for r in h100.reasons)
+    assert any("on one GPU it would need" in r and "> 85.9 GB (80 GiB)" in r for r in h100.reasons)
     assert any(r.startswith("needs ") and ("TP=" in r or "PP=" in r) for r in h100.reasons)
 
 

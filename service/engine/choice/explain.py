@@ -15,7 +15,7 @@ from service.engine.choice.provision import provision
 from service.engine.constants import GB, MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
-from service.engine.physics.memory import usable_memory_bytes
+from service.engine.physics.memory import capacity_bytes, ecc_reserved
 from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import (
     NOT_PROVISIONED,
@@ -162,6 +162,17 @@ _PARTS = (
 )
 
 
+def memory_size(gpu: GpuSpec) -> str:
+    """ "85.9 GB (80 GiB)": a GPU's memory in the GB its needs are counted in, and its size
+    (less ECC's share on boards that keep it in memory)."""
+    gb = capacity_bytes(gpu) / GB
+    if gpu.form_factor == "edge":
+        return f"{gb:.1f} GB (shared with the CPU)"
+    if ecc_reserved(gpu):
+        return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB, less ECC's 1/16)"
+    return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB)"
+
+
 def memory_parts(mem: MemoryBreakdown) -> str:
     """ "weights 140.0 + KV 8.2 + overhead 1.2 GB" (zero terms left out)."""
     parts = [
@@ -199,7 +210,7 @@ def memory_reasons(
     """The memory arithmetic: what one GPU would need, and what each GPU needs as split."""
     per_gpu = (
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU for {memory_parts(est.memory)}; "
-        f"{gpu.name} has {gpu.memory_gb:g} GB"
+        f"{gpu.name} has {memory_size(gpu)}"
     )
     if est.gpu_count == 1:
         return [per_gpu]
@@ -208,10 +219,10 @@ def memory_reasons(
         single = estimate(workload, gpu, 1, memo=memo)
         out.append(
             f"on one GPU it would need {single.memory_per_gpu_gb:.1f} GB "
-            f"({memory_parts(single.memory)}) > {gpu.memory_gb:g} GB, so it is split"
+            f"({memory_parts(single.memory)}) > {memory_size(gpu)}, so it is split"
         )
     if first_fit > 1:
-        out.append(f"fits memory from at least {first_fit} GPUs of {gpu.memory_gb:g} GB")
+        out.append(f"fits memory from at least {first_fit} GPUs of {memory_size(gpu)}")
     return out
 
 
@@ -326,7 +337,7 @@ def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> 
     split = f"{layout(est)}; " if est.gpu_count > 1 else ""
     reason = (
         f"needs {est.memory_per_gpu_gb:.1f} GB per GPU at {est.gpu_count} GPU(s) "
-        f"({split}{memory_parts(est.memory)}); {gpu.name} has {gpu.memory_gb:g} GB"
+        f"({split}{memory_parts(est.memory)}); {gpu.name} has {memory_size(gpu)}"
     )
     # the estimate's count fix is min_gpus_to_fit (``first``): the ranking offers it as a
     # max_gpus above the cap (no count up to the cap fits, so it is above)
@@ -468,8 +479,8 @@ def limit_failure(
 ) -> Failure | None:
     """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
     if not est.fits:
-        if workload.kind == "training" and est.memory_per_gpu_gb * GB <= usable_memory_bytes(
-                est.memory_available_gb):
+        if workload.kind == "training" and est.memory_per_gpu_gb <= (
+                est.memory_available_gb * (1.0 - MEMORY_RESERVE_FRACTION)):
             # memory holds: the count leaves data-parallel replicas without a sample
             return _failure(0, "constraint", "; ".join(est.infeasible_reasons),
                             _fewer_gpus_fixes(est))

@@ -78,7 +78,7 @@ def _no_rate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
         fits=False,
         precision_used=workload.precision,
         memory_per_gpu_gb=0.0,
-        memory_available_gb=gpu.memory_gb,
+        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
         memory=MemoryBreakdown(),
         parallelism=par.make_layout(gpu, gpu_count, 1, 1, "none").parallelism,
         bound=None,
@@ -211,7 +211,7 @@ def _estimate_compute(
                                  exchange(gpu, n, memo))
     total_s = scaled.total_s
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
-    usable_gb = mem.usable_memory_bytes(gpu.memory_gb) / c.GB
+    usable_gb = mem.usable_memory_bytes(gpu) / c.GB
     fits = per_gpu_gb <= usable_gb
     # the fix is a count the search tries (1, 2, 4, 8, whole nodes), not ceil(memory/room)
     needed = min_gpus_to_fit(workload, gpu, memo)
@@ -224,7 +224,7 @@ def _estimate_compute(
         fits=fits,
         precision_used=rate.precision_used,
         memory_per_gpu_gb=per_gpu_gb,
-        memory_available_gb=gpu.memory_gb,
+        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
         memory=MemoryBreakdown(
             activations=spec.memory_gb / n, overhead=c.FRAMEWORK_OVERHEAD_GB
         ),
@@ -326,7 +326,7 @@ def _estimate_training(
         fits=fits,
         precision_used=prec,
         memory_per_gpu_gb=plan.memory.total,
-        memory_available_gb=gpu.memory_gb,
+        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
         memory=plan.memory,
         parallelism=plan.layout.parallelism,
         bound=step.bound,
@@ -639,7 +639,7 @@ def _estimate_inference(
         fits=fits,
         precision_used=prec,
         memory_per_gpu_gb=breakdown.total,
-        memory_available_gb=gpu.memory_gb,
+        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
         memory=breakdown,
         parallelism=placement.layout.parallelism,
         bound=dominant.bound,
@@ -791,7 +791,7 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo)
     spec_c = workload.compute
     assert spec_c is not None
     return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
-        mem.usable_memory_bytes(gpu.memory_gb) / c.GB
+        mem.usable_memory_bytes(gpu) / c.GB
     )
 
 
@@ -825,7 +825,7 @@ def _min_compute_count(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | No
     if rate is None or spec is None:
         return None
     counts = gpu_count_candidates(gpu, memo=memo)
-    room = mem.usable_memory_bytes(gpu.memory_gb) / c.GB - c.FRAMEWORK_OVERHEAD_GB
+    room = mem.usable_memory_bytes(gpu) / c.GB - c.FRAMEWORK_OVERHEAD_GB
     if room <= 0:
         return None
     need = spec.memory_gb / room

@@ -11,6 +11,7 @@ from service.engine import constants as c
 from service.engine.physics.transformer_ops import mlp_matrices
 from service.engine.types import (
     GenericModel,
+    GpuSpec,
     ModelSpec,
     Optimizer,
     Precision,
@@ -260,6 +261,28 @@ def serving_activation_bytes(model: TransformerModel, tp: int, elem_bytes: float
     return tokens * model.hidden_size * c.ACT_COEF_LINEAR * elem_bytes / 2.0 / tp
 
 
-def usable_memory_bytes(memory_gb: float) -> float:
-    """Memory a job may allocate on one GPU [B], after the fragmentation reserve."""
-    return memory_gb * c.GB * (1.0 - c.MEMORY_RESERVE_FRACTION)
+def ecc_reserved(gpu: GpuSpec) -> bool:
+    """Whether ECC takes :data:`constants.ECC_RESERVED_FRACTION` of the GPU's memory: GDDR
+    boards of NVIDIA's datacenter PCIe line, which ship with ECC on (workstation and
+    consumer boards ship with it off; stacked memory keeps ECC in its sideband)."""
+    return (gpu.form_factor == "pcie" and gpu.vendor.lower() == "nvidia"
+            and gpu.memory_type.upper().startswith("GDDR"))
+
+
+def capacity_bytes(gpu: GpuSpec) -> float:
+    """Memory the GPU offers [B]: its size in GiB (the catalog's ``memory_gb`` is the
+    marketing size, binary: an 80 GB A100 holds 81,920 MiB), less the ECC share where
+    :func:`ecc_reserved`. A module whose memory the CPU and its OS share (form factor
+    ``edge``: Jetson) gives the GPU what they leave, which no datasheet states: it keeps the
+    decimal reading of its size (``memory_gb`` x 1e9 B, 7% under the size), as the engine
+    read every GPU before."""
+    if gpu.form_factor == "edge":
+        return gpu.memory_gb * c.GB
+    size = gpu.memory_gb * c.GIB
+    return size * (1.0 - c.ECC_RESERVED_FRACTION) if ecc_reserved(gpu) else size
+
+
+def usable_memory_bytes(gpu: GpuSpec) -> float:
+    """Memory a job may allocate on one GPU [B]: :func:`capacity_bytes` after the
+    fragmentation reserve."""
+    return capacity_bytes(gpu) * (1.0 - c.MEMORY_RESERVE_FRACTION)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from service.engine import constants as c
 from service.engine.cache import Memo
+from service.engine.physics.memory import capacity_bytes
 from service.engine.types import GpuSpec, Parallelism, Sharding
 
 FAST_LINKS = ("nvlink", "infinity_fabric")
@@ -50,8 +51,8 @@ def memory_twin(gpu: GpuSpec, precision_used: str | None, memo: Memo) -> GpuSpec
     few dozen memory configurations and up to thousands of GPU types (33 types, 20
     configurations in the seeded one): the fit searches run once per configuration.
     tests/unit/test_memory_twin.py perturbs every other figure and checks the answers stay."""
-    key = (gpu.memory_gb, gpu.max_gpus_per_node, gpu.form_factor, fast_domain_size(gpu),
-           precision_used)
+    key = (capacity_bytes(gpu), gpu.max_gpus_per_node, gpu.form_factor,
+           fast_domain_size(gpu), precision_used)
     return memo.scratch("memory_twin", key, lambda: gpu)
 
 

@@ -91,7 +91,7 @@ def max_num_seqs(workload: Workload, gpu: GpuSpec) -> int:
         return top
     if spec.max_num_seqs is not None:
         return max(1, min(top, spec.max_num_seqs))
-    large = gpu.memory_gb * c.GB >= c.RUNTIME_LARGE_GPU_GIB * 2**30
+    large = mem.capacity_bytes(gpu) >= c.RUNTIME_LARGE_GPU_GIB * c.GIB
     return min(top, int(c.RUNTIME_MAX_NUM_SEQS_LARGE if large else c.RUNTIME_MAX_NUM_SEQS_SMALL))
 
 
@@ -746,7 +746,7 @@ class Context:
         # keeps this context, and a context keeping it back would make every request's
         # figures a reference cycle, freed only by the collector
         self.memo = None if memo is None else Memo(memo.shared)
-        self.usable = mem.usable_memory_bytes(gpu.memory_gb)
+        self.usable = mem.usable_memory_bytes(gpu)
         self.seqs_cap = max_num_seqs(workload, gpu)
         model = workload.model
         assert model is not None

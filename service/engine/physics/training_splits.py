@@ -296,4 +296,4 @@ def _least_gb(
 
 
 def usable_gb(gpu: GpuSpec) -> float:
-    return mem.usable_memory_bytes(gpu.memory_gb) / c.GB
+    return mem.usable_memory_bytes(gpu) / c.GB
