@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 
+import numpy as np
 import pytest
 
 from service.engine.cache import EngineCache, Memo
@@ -108,3 +109,42 @@ def test_cnn_jobs_keep_the_python_walk() -> None:
         "kind": "training", "model": {"preset": "resnet-50"}, "precision": "bf16",
         "training": {"batch_size": 256, "samples": 1e6}}).to_engine()
     assert not ct.supported(cnn)
+
+
+def test_plans_of_many_counts_at_once_are_each_counts_own() -> None:
+    """One compiled call plans every count of a GPU type (a ranking's ``fitted_steps``) and
+    remembers micro-steps across its counts and shardings: each count's plan is the one it
+    gets alone (which the test above holds to the Python walk)."""
+    checked = 0
+    for workload in _jobs(max(6, CASES // 3)):
+        cache = EngineCache()
+        for gpu in load_gpus()[::2]:
+            rate = peak_rate(gpu, workload.precision)
+            if rate is None:
+                continue
+            counts = tuple(gpu_count_candidates(gpu, LARGEST_COUNT, Memo(cache)))
+            together = tr.fitted_steps(workload, gpu, counts, rate, Memo(EngineCache()))
+            alone = [tr.fitted_steps(workload, gpu, (n,), rate, Memo(EngineCache()))[0]
+                     for n in counts]
+            assert repr(together) == repr(alone), gpu.slug
+            checked += sum(x is not None for x in alone)
+    assert checked > 20
+
+
+def test_micro_step_memo_tells_colliding_micro_batches_apart() -> None:
+    """Micro-batches 64 apart share a memo slot: each still gets its own figures."""
+    workload = _jobs(1)[0]
+    gpu = next(g for g in load_gpus() if g.slug == "nvidia-h100-sxm5-80gb")
+    rate = peak_rate(gpu, workload.precision)
+    assert rate is not None
+    memo = Memo(EngineCache())
+    job = tr._job(workload, gpu, rate, True, memo)
+    packed = ct.pack_job(workload, gpu, rate.precision_used, job, memo, tr.LAYOUT_TIE,
+                         tr._floor_flops(workload, memo))
+    p, tps, tables = packed.params, packed.tps, packed.tables
+    row = np.empty((1, tables.shape[2]))
+    keys = np.full((tps.shape[0], ct._MEMO_SLOTS), -1.0)
+    values = np.empty((tps.shape[0], ct._MEMO_SLOTS, 3))
+    for micro in (1.0, 1.0 + ct._MEMO_SLOTS, 1.0, 2.0, 2.0 + 2 * ct._MEMO_SLOTS, 2.0):
+        got = ct._micro_step_memo(p, tps, tables, 0, micro, row, keys, values)
+        assert got == ct._micro_step(p, tps, tables, 0, micro, row), micro

@@ -391,6 +391,27 @@ def _micro_step(p: Array, tps: Array, tables: Array, ti: int, micro: float,
     return compute, memory + loss, total + loss
 
 
+_MEMO_SLOTS = 64
+"""Micro-batches remembered per TP degree in one :func:`_plans` call (direct-mapped by
+micro-batch: a call's counts and shardings ask for a few dozen distinct ones)."""
+
+
+@_jit
+def _micro_step_memo(p: Array, tps: Array, tables: Array, ti: int, micro: float, row: Array,
+                     keys: Array, values: Array) -> tuple[float, float, float]:
+    """:func:`_micro_step`, remembered per (TP degree, micro-batch) for one :func:`_plans`
+    call: a micro-step's figures depend on nothing else (the sharding changes the memory
+    and the collectives, not the step), and a call's counts and shardings ask for the same
+    few again and again (about five times each on varied training requests)."""
+    slot = int(micro) % _MEMO_SLOTS
+    if keys[ti, slot] == micro:
+        return values[ti, slot, 0], values[ti, slot, 1], values[ti, slot, 2]
+    kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
+    keys[ti, slot] = micro
+    values[ti, slot, 0], values[ti, slot, 1], values[ti, slot, 2] = kc, km, kt
+    return kc, km, kt
+
+
 @_jit
 def _all_reduce(p: Array, nbytes: float, ranks: float, link: float) -> float:
     """:func:`performance.all_reduce_s`."""
@@ -455,7 +476,7 @@ def _micro_choices(p: Array, s: Array, i: int) -> tuple[float, float]:
 
 @_jit
 def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float, out: Array,
-          row: Array) -> int:
+          row: Array, keys: Array, values: Array) -> int:
     """:func:`training.fastest_scalar` over the first ``n`` packed splits ``s``: each walked
     split's micro-batch and step into ``out`` (NaN: not walked); returns the chosen split's
     index (-1: none fits)."""
@@ -485,7 +506,7 @@ def _walk(p: Array, tps: Array, tables: Array, s: Array, n: int, dp_link: float,
             if micro == 0.0:
                 continue
             accumulation = np.ceil(batch / micro)
-            kc, km, kt = _micro_step(p, tps, tables, ti, micro, row)
+            kc, km, kt = _micro_step_memo(p, tps, tables, ti, micro, row, keys, values)
             compute_s = accumulation * kc
             memory_s = accumulation * km + optimizer_s
             total = accumulation * kt + optimizer_s
@@ -601,10 +622,12 @@ def _plans(p: Array, tps: Array, tables: Array, counts: Array, wanted: float,
     s = np.empty((4 * tps.shape[0], _SPLIT_COLUMNS))
     out = np.empty((s.shape[0], _OUT_COLUMNS))
     row = np.empty((1, tables.shape[2]))
+    keys = np.full((tps.shape[0], _MEMO_SLOTS), -1.0)
+    values = np.empty((tps.shape[0], _MEMO_SLOTS, 3))
     for k in range(counts.shape[0]):
         count = int(counts[k])
         n = _splits(p, tps, count, wanted, s)
-        i = _walk(p, tps, tables, s, n, _dp_link(p, count), out, row)
+        i = _walk(p, tps, tables, s, n, _dp_link(p, count), out, row, keys, values)
         res[k, P_MICRO] = math.nan
         if i >= 0:
             for j in range(_SPLIT_COLUMNS):
