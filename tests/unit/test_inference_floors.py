@@ -155,3 +155,27 @@ def test_a_types_floor_is_below_every_count_it_bounds(name: str) -> None:
                     assert floor <= est.latency_ms * (1 + 1e-12), (gpu.slug, n, latency_mode)
                     checked += 1
     assert checked >= 50
+
+
+def test_cost_floors_pay_for_whole_gpus_of_the_counts_options_run_on() -> None:
+    """With a target, an option's GPUs are a count times whole replicas: the floor pays for
+    at least the least multiple of a fitting count that keeps the target's GPU-time busy
+    (2.25 GPUs of work on counts 1, 2, 4: 3 GPUs; on counts 4, 8: 4; 9.5 on 4, 8: 12), never
+    fewer than the smallest count, and a count's own floor for its replicas of that size."""
+    import numpy as np
+
+    w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
+                 inference=InferenceSpec(prompt_tokens=512, output_tokens=256,
+                                         target_requests_per_s=10.0))
+    request_s = np.array([0.225, 0.225, 0.95, 0.05])
+    got = bd.inference_floors(w, request_s, np.zeros(4), np.array([1.0, 4.0, 4.0, 2.0]),
+                              [(1, 2, 4), (4, 8), (4, 8), (2, 4)])
+    paid = got[0].paid_per_gpu
+    assert paid > 0
+    assert [round(f.gpu_hours / paid, 6) for f in got] == [3.0, 4.0, 12.0, 2.0]
+    assert got[0].gpus_needed == pytest.approx(2.25)
+    # a count's floor: its own replicas (2.25 GPUs of work on 2 per replica: 4 GPUs)
+    pending = bd.Pending(load_gpus()[0], (), None, 1, (1, 2, 4), 8, 0, 0.0, 0.0, 0.0, got[0])
+    assert bd.count_floors("inference", pending, 2, 1.0)[0] == pytest.approx(4 * paid)
+    assert bd.count_floors("inference", pending, 4, 1.0)[0] == pytest.approx(4 * paid)
+    assert bd.count_floors("inference", pending, 1, 1.0)[0] == pytest.approx(3 * paid)

@@ -29,7 +29,7 @@ Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +118,11 @@ class Floors:
     least (the work served is at most the target, :func:`cost.unit_rates`), so an option on
     ``n`` GPUs costs at least ``n x paid_per_gpu`` per unit (:func:`count_floors`); 0 for
     no target and for training/compute."""
+    gpus_needed: float = 0.0
+    """Inference with a target: GPUs the target keeps busy at the request floor (target x
+    GPU-seconds per request, lowered by :data:`BOUND_SLACK`): an option's GPUs (a count
+    times its whole replicas) are an integer at least this, so ``n`` GPUs per replica pay for
+    at least ``n x ceil(gpus_needed / n)`` (:func:`count_floors`); 0 otherwise."""
 
     def time_at(self, n: int) -> float:
         """Training/compute: hours no option on ``n`` GPUs beats: the one-GPU hours ``H``
@@ -149,22 +154,25 @@ def floors(
     cap: int,
     throughput: bool = False,
     memo: Memo | None = None,
+    fitting: tuple[int, ...] = (),
 ) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
-    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: CNN
+    memory) to ``cap`` GPUs per replica (see the module docstring); ``fitting``: the counts
+    its options run on (from ``first`` up; empty: any count from ``first``). ``throughput``: CNN
     inference options run at the throughput-optimal batch (every objective but time), which
     gives a much higher latency floor (:func:`_latency_floor`); transformers' floor
     (:mod:`inference_floors`) holds in either mode."""
     memo = memo_of(memo)
     if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
         return _floors(workload, gpu, first, cap, throughput, memo)
-    key = (workload, gpu, first, cap, throughput)
+    key = (workload, gpu, first, cap, throughput, fitting)
     return memo.get("bound_floors", key,
-                    lambda: _floors(workload, gpu, first, cap, throughput, memo))
+                    lambda: _floors(workload, gpu, first, cap, throughput, memo, fitting))
 
 
 def _floors(
-    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool, memo: Memo
+    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool, memo: Memo,
+    fitting: tuple[int, ...] = (),
 ) -> Floors:
     rate = workload_rate(workload, gpu)  # the rate estimate() uses
     if rate is None:
@@ -174,7 +182,7 @@ def _floors(
     elif workload.kind == "training":
         out = _training(workload, gpu, rate, first, cap, memo)
     else:
-        out = _inference(workload, gpu, rate, first, cap, throughput, memo)
+        out = _inference(workload, gpu, rate, first, cap, throughput, memo, fitting)
     return lowered(out)
 
 
@@ -182,7 +190,8 @@ def lowered(out: Floors) -> Floors:
     """``out`` lowered by :data:`BOUND_SLACK` (every figure but the scaling form's)."""
     low = 1 - BOUND_SLACK
     return Floors(out.gpu_hours * low, out.time_hours * low, out.latency_ms * low,
-                  out.serial_fraction, out.weak_scaling, out.paid_per_gpu * low)
+                  out.serial_fraction, out.weak_scaling, out.paid_per_gpu * low,
+                  out.gpus_needed)
 
 
 def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: Memo) -> Floors:
@@ -298,21 +307,52 @@ def _serving_units(workload: Workload) -> tuple[float, float]:
 
 
 def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.ndarray,
-                     firsts: np.ndarray) -> list[Floors]:
+                     firsts: np.ndarray,
+                     fitting: Sequence[tuple[int, ...]] | None = None) -> list[Floors]:
     """Inference :class:`Floors` (not yet :func:`lowered`) from per-GPU request floors
     [GPU-s], latency floors [ms] and smallest fitting counts, a GPU per element: a request
-    costs at least its floor in GPU-time per unit of work, and with a target at least the
-    ``first`` GPUs paid for while at most the target is served."""
+    costs at least its floor in GPU-time per unit of work; with a target, an option's GPUs
+    are whole: a count ``n`` (one of the GPU's ``fitting`` counts, else any from its
+    ``first``) times its whole replicas, at least the GPUs the target keeps busy at the
+    request floor (target x floor, :attr:`Floors.gpus_needed`), so at least the least
+    ``n x ceil(needed / n)`` of them are paid for while at most the target is served."""
     spec = workload.inference
     assert spec is not None
     units, scale = _serving_units(workload)
     gpu_hours = request_s / (units * SECONDS_PER_HOUR) * scale
     paid = 0.0
-    if spec.target_requests_per_s:
-        paid = scale / (spec.target_requests_per_s * units * SECONDS_PER_HOUR)
-        gpu_hours = np.maximum(gpu_hours, firsts * paid)
-    return [Floors(g, 0.0, lat, paid_per_gpu=paid)
-            for g, lat in zip(gpu_hours.tolist(), latency_ms.tolist(), strict=True)]
+    needed = np.zeros(len(request_s))
+    target = spec.target_requests_per_s
+    if target:
+        paid = scale / (target * units * SECONDS_PER_HOUR)
+        needed = request_s * target * (1.0 - 2.0 * BOUND_SLACK)
+        whole = np.maximum(np.ceil(needed), firsts)
+        if fitting is not None:
+            whole = np.maximum(whole, _whole_gpus(needed, fitting))
+        gpu_hours = np.maximum(gpu_hours, whole * paid)
+    return [Floors(g, 0.0, lat, paid_per_gpu=paid, gpus_needed=x)
+            for g, lat, x in zip(gpu_hours.tolist(), latency_ms.tolist(), needed.tolist(),
+                                 strict=True)]
+
+
+def _whole_gpus(needed: np.ndarray, fitting: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """Per element, the least ``n x ceil(needed / n)`` over its counts ``n`` (at least one
+    replica): the fewest GPUs its options pay for. Elements with the same counts (most
+    share a few count lists) are done together."""
+    out = np.zeros(len(needed))
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, counts in enumerate(fitting):
+        groups.setdefault(counts, []).append(i)
+    for counts, members in groups.items():
+        if not counts:
+            continue
+        at = np.array(members, dtype=np.intp)
+        x = needed[at]
+        least = np.full(len(at), math.inf)
+        for n in counts:
+            least = np.minimum(least, n * np.maximum(1.0, np.ceil(x / n)))
+        out[at] = least
+    return out
 
 
 def _inference(
@@ -323,19 +363,21 @@ def _inference(
     cap: int,
     throughput: bool,
     memo: Memo | None,
+    fitting: tuple[int, ...] = (),
 ) -> Floors:
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     if ifl.supported(workload):  # transformers: the column screen's floors, for one GPU
         table = _one_gpu_table(workload, gpu, rate, cap, memo_of(memo))
         return inference_floors(workload, table.request_s, table.least_latency_column(cap),
-                                np.array([float(first)]))[0]
+                                np.array([float(first)]), [fitting] if fitting else None)[0]
     # CNNs, one GPU, TP 1: the serving model's own floors (ServingModel.request_floor_s)
     roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
     latency_ms = (_latency_floor(workload, gpu, rate, cap, memo) if throughput
                   else roof.latency_floor_ms())
     return inference_floors(workload, np.array([roof.request_floor_s()]),
-                            np.array([latency_ms]), np.array([float(first)]))[0]
+                            np.array([latency_ms]), np.array([float(first)]),
+                            [fitting] if fitting else None)[0]
 
 
 def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:
@@ -392,7 +434,8 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
                  latency_ms: float = 0.0, job_hours: float = 0.0) -> tuple[float, float]:
     """(cost, time) no option of ``p`` on ``n`` GPUs rented at ``usd_per_gpu_hour`` can
     beat: the GPU's floors with that count's rate (inference with a target: at least ``n``
-    GPUs paid for the target's work, :attr:`Floors.paid_per_gpu`); training/compute time >=
+    GPUs paid for the target's work, :attr:`Floors.paid_per_gpu`, in whole replicas of ``n``
+    that keep :attr:`Floors.gpus_needed` busy); training/compute time >=
     H / n (ideal scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``;
     compute jobs with their serial part, :meth:`Floors.time_at`), or ``job_hours`` where
     known (a compute job's time on ``n`` GPUs, :func:`compute_count_hours`, for which its
@@ -400,7 +443,8 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
     (:func:`count_latency_floor` of the count; 0: none known), at least the GPU's latency
     floor. No rate: 0 (no bound)."""
     f = p.floor
-    hours = max(f.gpu_hours, n * f.paid_per_gpu, n * job_hours)
+    whole = n * max(1.0, math.ceil(f.gpus_needed / n)) if f.gpus_needed > 0 else n
+    hours = max(f.gpu_hours, whole * f.paid_per_gpu, n * job_hours)
     lbc = 0.0 if usd_per_gpu_hour is None else hours * usd_per_gpu_hour
     if kind != "inference":
         lbt = max(job_hours, f.time_at(n)) if f.time_hours > 0 else p.lb_time
