@@ -268,7 +268,9 @@ def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | N
     found = table.least_latency_ms(gpu.slug, n) if table is not None else None
     if found is None:
         if ifl.supported(workload):
-            found = _one_gpu_table(workload, gpu, rate, n, memo).least_latency_ms(gpu.slug, n)
+            one = memo.scratch("one_gpu_floor_table", (workload, gpu, n),
+                               lambda: _one_gpu_table(workload, gpu, rate, n, memo))
+            found = one.least_latency_ms(gpu.slug, n)
             assert found is not None
         else:
             found = _latency_floor(workload, gpu, rate, n, memo)
