@@ -21,7 +21,8 @@ def _note(name: str, value: str, unit: str, source: str) -> None:
 
 
 GB = 1e9
-"""Bytes per GB (decimal, as GPU datasheets use)."""
+"""Bytes per GB (decimal: bandwidths, and the engine's memory needs; a GPU's memory size is
+binary, :data:`GIB`)."""
 MIB = 2.0**20
 GIB = 2.0**30
 """Bytes per GiB: a GPU's memory size is binary (the A100 80GB holds 81,920 MiB; the H100

@@ -29,8 +29,8 @@ QUANTIZED_WEIGHTS: frozenset[Precision] = frozenset({"int8", "int4"})
 def stored_weight_precision(workload: Workload) -> Precision | None:
     """The format inference weights are stored in when it is not the compute precision:
     ``weight_precision``, else the compute precision itself when that is int8 or int4 (an
-    int8/int4 compute request runs on weights quantized to that format, group scales and
-    all; int4 compute runs at the int8 rate, :func:`performance.peak_rate`, so the rate's
+    int8/int4 compute request runs on weights quantized to that format, scales and all;
+    int4 compute runs at the int8 rate, :func:`performance.peak_rate`, so the rate's
     precision does not say which); None = weights in the precision the GPU computes in."""
     if workload.weight_precision is not None:
         return workload.weight_precision
