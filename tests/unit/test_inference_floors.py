@@ -7,16 +7,20 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
 import pytest
 
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
 from service.engine.choice import inference_floors as ifl
+from service.engine.choice import ranking as rk
+from service.engine.choice.cost import OfferIndex
 from service.engine.physics import serving as inf
 from service.engine.physics.estimate import estimate, workload_rate
+from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import InferenceSpec, Workload
 from service.presets.catalog import PRESETS
-from tests.unit.catalog_data import load_gpus
+from tests.unit.catalog_data import gpus_by_slug, load_gpus
 
 
 def _serve(model: str, precision: str = "bf16", **spec: object) -> Workload:
@@ -157,25 +161,57 @@ def test_a_types_floor_is_below_every_count_it_bounds(name: str) -> None:
     assert checked >= 50
 
 
-def test_cost_floors_pay_for_whole_gpus_of_the_counts_options_run_on() -> None:
-    """With a target, an option's GPUs are a count times whole replicas: the floor pays for
-    at least the least multiple of a fitting count that keeps the target's GPU-time busy
-    (2.25 GPUs of work on counts 1, 2, 4: 3 GPUs; on counts 4, 8: 4; 9.5 on 4, 8: 12), never
-    fewer than the smallest count, and a count's own floor for its replicas of that size."""
-    import numpy as np
-
+def test_cost_floors_pay_for_whole_gpus() -> None:
+    """With a target, an option pays for whole GPUs, at least the smallest fitting count and
+    at least the GPUs the target keeps busy at the request floor (2.25 GPUs of work: 3; 0.5
+    with a smallest count of 2: 2), and a count's own floor for its replicas of that size."""
     w = Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-8b"].model,
                  inference=InferenceSpec(prompt_tokens=512, output_tokens=256,
                                          target_requests_per_s=10.0))
-    request_s = np.array([0.225, 0.225, 0.95, 0.05])
-    got = bd.inference_floors(w, request_s, np.zeros(4), np.array([1.0, 4.0, 4.0, 2.0]),
-                              [(1, 2, 4), (4, 8), (4, 8), (2, 4)])
+    got = bd.inference_floors(w, np.array([0.225, 0.05, 0.95]), np.zeros(3),
+                              np.array([1.0, 2.0, 4.0]))
     paid = got[0].paid_per_gpu
     assert paid > 0
-    assert [round(f.gpu_hours / paid, 6) for f in got] == [3.0, 4.0, 12.0, 2.0]
+    assert [round(f.gpu_hours / paid, 6) for f in got] == [3.0, 2.0, 10.0]
     assert got[0].gpus_needed == pytest.approx(2.25)
     # a count's floor: its own replicas (2.25 GPUs of work on 2 per replica: 4 GPUs)
     pending = bd.Pending(load_gpus()[0], (), None, 1, (1, 2, 4), 8, 0, 0.0, 0.0, 0.0, got[0])
     assert bd.count_floors("inference", pending, 2, 1.0)[0] == pytest.approx(4 * paid)
     assert bd.count_floors("inference", pending, 4, 1.0)[0] == pytest.approx(4 * paid)
     assert bd.count_floors("inference", pending, 1, 1.0)[0] == pytest.approx(3 * paid)
+
+
+def test_whole_gpu_floors_hold_for_instances_of_odd_sizes() -> None:
+    """An option rents its offer's instances: a 3-GPU instance runs a count (3) that is not
+    one of the searched ones (1, 2, 4, 8). A floor rounding the target's GPUs up to a
+    multiple of a searched count (4 for 2.5 GPUs of work on counts 2, 4, 8) would sit above
+    that option's cost and let branch and bound drop the cheapest GPU (a review found it:
+    the pruned search named the L40S where the exhaustive one names the L40). Whole GPUs
+    hold: the pruned answer is the exhaustive one."""
+    by = gpus_by_slug()
+    l40, l40s = by["nvidia-l40"], by["nvidia-l40s"]
+
+    def workload(target: float) -> Workload:
+        return Workload(kind="inference", precision="int8", model=PRESETS["llama-2-70b"].model,
+                        inference=InferenceSpec(prompt_tokens=2048, output_tokens=16,
+                                                target_requests_per_s=target,
+                                                tensor_parallel=1, pipeline_parallel=3))
+
+    offers = [Offer(quote_id=1, gpu_slug=l40.slug, provider="x", region="r",
+                    instance_type="l40x3", gpu_count=3, pricing="on_demand",
+                    price_usd_per_hour=3.0),
+              Offer(quote_id=2, gpu_slug=l40s.slug, provider="x", region="r",
+                    instance_type="l40sx3", gpu_count=3, pricing="on_demand",
+                    price_usd_per_hour=3.5)]
+    # the target that keeps 2.5 L40s busy at the request floor
+    index = OfferIndex(offers[:1])
+    req = rk.Request(workload(1.0), Constraints(), CostSettings(), "cost", Memo(), False, index)
+    pending = rk._screen(req, l40, index)
+    assert isinstance(pending, bd.Pending) and pending.counts[0] == 2 and 3 not in pending.counts
+    target = 2.5 / pending.floor.gpus_needed
+    pruned = rk.recommend(workload(target), [l40, l40s], offers, objective="cost", limit=1)
+    full = rk.recommend(workload(target), [l40, l40s], offers, objective="cost", limit=1,
+                        exhaustive=True)
+    got = [(c.gpu_slug, c.gpu_count) for c in pruned.recommendations]
+    assert got == [(c.gpu_slug, c.gpu_count) for c in full.recommendations]
+    assert got == [(l40.slug, 3)]

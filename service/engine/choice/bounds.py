@@ -16,8 +16,9 @@ functions and constants the estimate uses, dropping only terms that can only add
 * Inference: a request costs at least the one-GPU compute of its prompt and every decode
   token (linear layers + attention, at the estimate's efficiencies) plus, for attention, at
   least the time to read its KV cache once per token; per GPU no split, batch or replica
-  count beats that, and with a target the paid GPUs are at least the smallest fitting count
-  while the work served is at most the target. Transformers' latency is at least, at the
+  count beats that, and with a target the paid GPUs are whole, at least the smallest fitting
+  count and at least the GPUs the target keeps busy at that floor, while the work served is
+  at most the target. Transformers' latency is at least, at the
   smallest batch, the TTFT and TPOT iterations with every kernel at the larger of its FLOPs
   at its rate and its bytes at bandwidth, at the best TP degree the count holds (PP stages
   run in sequence; latency grows with the batch: :mod:`inference_floors`, for every GPU type
@@ -29,7 +30,7 @@ Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,25 +155,22 @@ def floors(
     cap: int,
     throughput: bool = False,
     memo: Memo | None = None,
-    fitting: tuple[int, ...] = (),
 ) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
-    memory) to ``cap`` GPUs per replica (see the module docstring); ``fitting``: the counts
-    its options run on (from ``first`` up; empty: any count from ``first``). ``throughput``: CNN
+    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: CNN
     inference options run at the throughput-optimal batch (every objective but time), which
     gives a much higher latency floor (:func:`_latency_floor`); transformers' floor
     (:mod:`inference_floors`) holds in either mode."""
     memo = memo_of(memo)
     if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
         return _floors(workload, gpu, first, cap, throughput, memo)
-    key = (workload, gpu, first, cap, throughput, fitting)
+    key = (workload, gpu, first, cap, throughput)
     return memo.get("bound_floors", key,
-                    lambda: _floors(workload, gpu, first, cap, throughput, memo, fitting))
+                    lambda: _floors(workload, gpu, first, cap, throughput, memo))
 
 
 def _floors(
-    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool, memo: Memo,
-    fitting: tuple[int, ...] = (),
+    workload: Workload, gpu: GpuSpec, first: int, cap: int, throughput: bool, memo: Memo
 ) -> Floors:
     rate = workload_rate(workload, gpu)  # the rate estimate() uses
     if rate is None:
@@ -182,7 +180,7 @@ def _floors(
     elif workload.kind == "training":
         out = _training(workload, gpu, rate, first, cap, memo)
     else:
-        out = _inference(workload, gpu, rate, first, cap, throughput, memo, fitting)
+        out = _inference(workload, gpu, rate, first, cap, throughput, memo)
     return lowered(out)
 
 
@@ -309,15 +307,16 @@ def _serving_units(workload: Workload) -> tuple[float, float]:
 
 
 def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.ndarray,
-                     firsts: np.ndarray,
-                     fitting: Sequence[tuple[int, ...]] | None = None) -> list[Floors]:
+                     firsts: np.ndarray) -> list[Floors]:
     """Inference :class:`Floors` (not yet :func:`lowered`) from per-GPU request floors
     [GPU-s], latency floors [ms] and smallest fitting counts, a GPU per element: a request
-    costs at least its floor in GPU-time per unit of work; with a target, an option's GPUs
-    are whole: a count ``n`` (one of the GPU's ``fitting`` counts, else any from its
-    ``first``) times its whole replicas, at least the GPUs the target keeps busy at the
-    request floor (target x floor, :attr:`Floors.gpus_needed`), so at least the least
-    ``n x ceil(needed / n)`` of them are paid for while at most the target is served."""
+    costs at least its floor in GPU-time per unit of work; with a target, an option pays for
+    whole GPUs (the count it rents, at least ``first``, times its whole replicas), at least
+    the GPUs the target keeps busy at the request floor (target x floor,
+    :attr:`Floors.gpus_needed`), while at most the target is served. The counts an option
+    rents are its offers' instance multiples (a 3-GPU instance rents 3), not only the
+    searched counts, so the type's floor rounds the GPUs up to a whole one, not to a multiple
+    of a searched count."""
     spec = workload.inference
     assert spec is not None
     units, scale = _serving_units(workload)
@@ -328,33 +327,10 @@ def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.n
     if target:
         paid = scale / (target * units * SECONDS_PER_HOUR)
         needed = request_s * target * (1.0 - 2.0 * BOUND_SLACK)
-        whole = np.maximum(np.ceil(needed), firsts)
-        if fitting is not None:
-            whole = np.maximum(whole, _whole_gpus(needed, fitting))
-        gpu_hours = np.maximum(gpu_hours, whole * paid)
+        gpu_hours = np.maximum(gpu_hours, np.maximum(np.ceil(needed), firsts) * paid)
     return [Floors(g, 0.0, lat, paid_per_gpu=paid, gpus_needed=x)
             for g, lat, x in zip(gpu_hours.tolist(), latency_ms.tolist(), needed.tolist(),
                                  strict=True)]
-
-
-def _whole_gpus(needed: np.ndarray, fitting: Sequence[tuple[int, ...]]) -> np.ndarray:
-    """Per element, the least ``n x ceil(needed / n)`` over its counts ``n`` (at least one
-    replica): the fewest GPUs its options pay for. Elements with the same counts (most
-    share a few count lists) are done together."""
-    out = np.zeros(len(needed))
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, counts in enumerate(fitting):
-        groups.setdefault(counts, []).append(i)
-    for counts, members in groups.items():
-        if not counts:
-            continue
-        at = np.array(members, dtype=np.intp)
-        x = needed[at]
-        least = np.full(len(at), math.inf)
-        for n in counts:
-            least = np.minimum(least, n * np.maximum(1.0, np.ceil(x / n)))
-        out[at] = least
-    return out
 
 
 def _inference(
@@ -365,21 +341,19 @@ def _inference(
     cap: int,
     throughput: bool,
     memo: Memo | None,
-    fitting: tuple[int, ...] = (),
 ) -> Floors:
     spec, model = workload.inference, workload.model
     assert spec is not None and model is not None
     if ifl.supported(workload):  # transformers: the column screen's floors, for one GPU
         table = _one_gpu_table(workload, gpu, rate, cap, memo_of(memo))
         return inference_floors(workload, table.request_s, table.least_latency_column(cap),
-                                np.array([float(first)]), [fitting] if fitting else None)[0]
+                                np.array([float(first)]))[0]
     # CNNs, one GPU, TP 1: the serving model's own floors (ServingModel.request_floor_s)
     roof = inf.ServingModel(workload, gpu, rate, 1, 1.0, memo=memo)
     latency_ms = (_latency_floor(workload, gpu, rate, cap, memo) if throughput
                   else roof.latency_floor_ms())
     return inference_floors(workload, np.array([roof.request_floor_s()]),
-                            np.array([latency_ms]), np.array([float(first)]),
-                            [fitting] if fitting else None)[0]
+                            np.array([latency_ms]), np.array([float(first)]))[0]
 
 
 def cost_floor(floor: Floors, usd_per_gpu_hour: float | None) -> float:

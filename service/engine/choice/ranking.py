@@ -218,7 +218,7 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
         return _network_failure(gpu, first)
     # bounds hold for every offer: at the fastest network any of them has
     floor = bd.floors(workload, index.fastest_network_gpu(gpu, c), first, cap,
-                      req.objective == "balanced", memo, tuple(fitting))
+                      req.objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
     # the time objective's unit: latency [ms] for inference, hours to finish otherwise
     lb_time = floor.latency_ms if workload.kind == "inference" else floor.time_hours

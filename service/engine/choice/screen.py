@@ -232,19 +232,18 @@ def _build(
 
 def _floors_column(
     t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int], memo: Memo,
-    throughput: bool, fits: list[tuple[int, ...]],
+    throughput: bool,
 ) -> list[bd.Floors]:
-    """:func:`bounds.floors` at each of ``rows`` (live positions) with its smallest count
-    and the counts its options run on (``fits``): training and compute jobs as array
-    operations, inference per GPU."""
+    """:func:`bounds.floors` at each of ``rows`` (live positions) with its smallest count:
+    training and compute jobs as array operations, inference per GPU."""
     if not rows:
         return []
     low = 1 - bd.BOUND_SLACK
     if workload.kind == "inference":
         if ifl.supported(workload):
-            return _serving_floors(t, workload, rows, firsts, memo, fits)
-        return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo, fitting)
-                for i, first, fitting in zip(rows, firsts, fits, strict=True)]
+            return _serving_floors(t, workload, rows, firsts, memo)
+        return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
+                for i, first in zip(rows, firsts, strict=True)]
     at = np.array(rows, dtype=np.intp)
     has_rate = np.array([t.rate[i] is not None for i in rows], dtype=bool)
     if workload.kind == "compute":
@@ -286,7 +285,7 @@ def _floors_column(
 
 
 def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
-                    memo: Memo, fits: list[tuple[int, ...]]) -> list[bd.Floors]:
+                    memo: Memo) -> list[bd.Floors]:
     """:func:`bounds.floors` at each of ``rows`` (live positions) from the request's
     :class:`inference_floors.Table` over the catalog's columns (kept in the request's memo
     for its count floors, :func:`bounds.count_latency_floor`)."""
@@ -303,7 +302,7 @@ def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts:
     at = np.where(has, at, 0)
     latency = table.least_latency_column(t.cap)[at]
     floors = bd.inference_floors(workload, table.request_s[at], latency,
-                                 np.array(firsts, dtype=np.float64), fits)
+                                 np.array(firsts, dtype=np.float64))
     return [bd.lowered(f) if ok else bd.NO_FLOORS
             for f, ok in zip(floors, has.tolist(), strict=True)]
 
@@ -353,7 +352,7 @@ def screen(
         firsts.append(first)
         fits.append(fitting)
         rates.append(rate)
-    floors = _floors_column(t, workload, rows, firsts, memo, objective == "balanced", fits)
+    floors = _floors_column(t, workload, rows, firsts, memo, objective == "balanced")
     pending: list[bd.Pending] = []
     inference = workload.kind == "inference"
     for i, first, fitting, rate, floor in zip(rows, firsts, fits, rates, floors, strict=True):
