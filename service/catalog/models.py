@@ -235,7 +235,9 @@ class GpuUpdate(SQLModel):
     )
     form_factor: FormFactor | None = Field(default=None, description="Module / card class")
     launch_year: int | None = Field(default=None, ge=1990, le=2100, description="Year of release")
-    memory_gb: float | None = Field(default=None, gt=0, le=10_000, description="Device memory [GB]")
+    memory_gb: float | None = Field(default=None, gt=0, le=10_000, description=(
+        "Device memory, its marketing size [GB]: binary, as GPU makers size it (80 = 80 GiB = "
+        "85.9e9 bytes; GDDR datacenter boards with ECC on offer 15/16 of it)"))
     memory_type: str | None = Field(
         default=None, max_length=60,
         description="Memory technology, e.g. HBM3, GDDR6",

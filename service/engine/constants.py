@@ -24,11 +24,11 @@ GB = 1e9
 """Bytes per GB (decimal: bandwidths, and the engine's memory needs; a GPU's memory size is
 binary, :data:`GIB`)."""
 MIB = 2.0**20
+"""Bytes per MiB: on-chip cache sizes are binary (A100 'l2CacheSize' 41,943,040 B = 40 MiB,
+quoted as 40 MB)."""
 GIB = 2.0**30
 """Bytes per GiB: a GPU's memory size is binary (the A100 80GB holds 81,920 MiB; the H100
 80GB's driver reports 81,559 MiB, the rest held for itself)."""
-"""Bytes per MiB: on-chip cache sizes are binary (A100 'l2CacheSize' 41,943,040 B = 40 MiB,
-quoted as 40 MB)."""
 
 BYTES_PER_ELEMENT: dict[Precision, float] = {
     "fp64": 8.0,

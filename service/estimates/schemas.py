@@ -67,7 +67,10 @@ class MemoryBreakdownOut(BaseModel):
 
 class MemoryOut(BaseModel):
     per_gpu_gb: float = Field(description="Needed per GPU [GB]")
-    available_gb: float = Field(description="Device memory per GPU [GB]")
+    available_gb: float = Field(description=(
+        "Device memory per GPU [GB, decimal, as per_gpu_gb]: the catalog's size read as GiB, "
+        "less ECC's 1/16 on datacenter GDDR boards (an 80 GB H100: 85.9); jobs may use it "
+        "less a 5% allocator reserve"))
     breakdown_gb: MemoryBreakdownOut = Field(description="What the per-GPU memory is made of [GB]")
 
 

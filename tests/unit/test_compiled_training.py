@@ -145,6 +145,8 @@ def test_micro_step_memo_tells_colliding_micro_batches_apart() -> None:
     row = np.empty((1, tables.shape[2]))
     keys = np.full((tps.shape[0], ct._MEMO_SLOTS), -1.0)
     values = np.empty((tps.shape[0], ct._MEMO_SLOTS, 3))
+    assert tps.shape[0] >= 2  # several TP degrees share the memo's arrays, each its own row
     for micro in (1.0, 1.0 + ct._MEMO_SLOTS, 1.0, 2.0, 2.0 + 2 * ct._MEMO_SLOTS, 2.0):
-        got = ct._micro_step_memo(p, tps, tables, 0, micro, row, keys, values)
-        assert got == ct._micro_step(p, tps, tables, 0, micro, row), micro
+        for ti in (0, 1, 0):
+            got = ct._micro_step_memo(p, tps, tables, ti, micro, row, keys, values)
+            assert got == ct._micro_step(p, tps, tables, ti, micro, row), (ti, micro)

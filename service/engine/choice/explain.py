@@ -12,11 +12,12 @@ from service.engine.choice import cost as co
 from service.engine.choice import guardrails
 from service.engine.choice.bounds import BALANCED_WEIGHT, Minima, ratio_to_min
 from service.engine.choice.provision import provision
-from service.engine.constants import GB, MEMORY_RESERVE_FRACTION
+from service.engine.constants import MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
-from service.engine.physics.memory import capacity_bytes, ecc_reserved
+from service.engine.physics.memory import memory_size
 from service.engine.physics.performance import peak_rate
+from service.engine.physics.serving import decode_longer
 from service.engine.recommend_types import (
     NOT_PROVISIONED,
     Candidate,
@@ -162,17 +163,6 @@ _PARTS = (
 )
 
 
-def memory_size(gpu: GpuSpec) -> str:
-    """ "85.9 GB (80 GiB)": a GPU's memory in the GB its needs are counted in, and its size
-    (less ECC's share on boards that keep it in memory)."""
-    gb = capacity_bytes(gpu) / GB
-    if gpu.form_factor == "edge":
-        return f"{gb:.1f} GB (shared with the CPU)"
-    if ecc_reserved(gpu):
-        return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB, less ECC's 1/16)"
-    return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB)"
-
-
 def memory_parts(mem: MemoryBreakdown) -> str:
     """ "weights 140.0 + KV 8.2 + overhead 1.2 GB" (zero terms left out)."""
     parts = [
@@ -233,9 +223,7 @@ def _phase(workload: Workload, est: Estimate) -> str:
         return "the job"
     spec = workload.inference
     if spec is not None and est.tpot_ms is not None and est.ttft_ms is not None:
-        if spec.output_tokens * est.tpot_ms > est.ttft_ms:
-            return "decode"
-        return "prefill"
+        return "decode" if decode_longer(spec, est.ttft_ms, est.tpot_ms) else "prefill"
     return "the forward pass"
 
 

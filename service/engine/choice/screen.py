@@ -46,7 +46,6 @@ from service.engine.physics.estimate import (
     min_gpus_to_fit,
     training_samples,
 )
-from service.engine.physics.memory import capacity_bytes
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.recommend_types import Constraints, CostSettings, Objective, Offer
@@ -218,8 +217,7 @@ def _build(
         if rate is None:
             twin_l.append(-1)
             continue
-        key = (capacity_bytes(gpu), gpu.max_gpus_per_node, gpu.form_factor,
-               par.fast_domain_size(gpu), rate.precision_used)
+        key = par.memory_twin_key(gpu, rate.precision_used)
         t = twin_ids.get(key)
         if t is None:
             t = twin_ids[key] = len(twins)

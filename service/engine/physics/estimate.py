@@ -425,7 +425,7 @@ def _training_fixes(
     assert spec is not None
     reasons = (
         f"needs {plan.memory.total:.1f} GB per GPU at micro-batch 1; "
-        f"{gpu.memory_gb:g} GB available",
+        f"{mem.usable_memory_bytes(gpu) / c.GB:.1f} GB usable of {mem.memory_size(gpu)}",
     )
     fixes: list[Fix] = []
     if not spec.activation_checkpointing and tr.fits(
@@ -627,7 +627,7 @@ def _estimate_inference(
     # the phase a request spends longer in, as its latencies (and the explanation) say: its
     # own decode iterations (the TPOT it sees) or its prompt (TTFT)
     dominant = timing.prefill
-    if timing.tpot is not None and tpot is not None and spec.output_tokens * tpot > ttft:
+    if timing.tpot is not None and inf.decode_longer(spec, ttft, tpot):
         dominant = timing.tpot
     power = point.power_w
     # memory is sized for the capacity batch: the replica must hold the load's peaks
@@ -757,7 +757,8 @@ def _inference_fixes(
     if fits:
         return (), (), n
     reasons = (
-        f"needs {breakdown.total:.1f} GB per GPU; {gpu.memory_gb:g} GB available",
+        f"needs {breakdown.total:.1f} GB per GPU; "
+        f"{mem.usable_memory_bytes(gpu) / c.GB:.1f} GB usable of {mem.memory_size(gpu)}",
     )
     fixes: list[Fix] = []
     spec = workload.inference

@@ -282,6 +282,17 @@ def capacity_bytes(gpu: GpuSpec) -> float:
     return size * (1.0 - c.ECC_RESERVED_FRACTION) if ecc_reserved(gpu) else size
 
 
+def memory_size(gpu: GpuSpec) -> str:
+    """ "85.9 GB (80 GiB)": a GPU's memory in the GB its needs are counted in, and its size
+    (less ECC's share on boards that keep it in memory)."""
+    gb = capacity_bytes(gpu) / c.GB
+    if gpu.form_factor == "edge":
+        return f"{gb:.1f} GB (shared with the CPU)"
+    if ecc_reserved(gpu):
+        return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB, less ECC's 1/16)"
+    return f"{gb:.1f} GB ({gpu.memory_gb:g} GiB)"
+
+
 def usable_memory_bytes(gpu: GpuSpec) -> float:
     """Memory a job may allocate on one GPU [B]: :func:`capacity_bytes` after the
     fragmentation reserve."""

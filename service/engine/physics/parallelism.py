@@ -51,9 +51,14 @@ def memory_twin(gpu: GpuSpec, precision_used: str | None, memo: Memo) -> GpuSpec
     few dozen memory configurations and up to thousands of GPU types (33 types, 20
     configurations in the seeded one): the fit searches run once per configuration.
     tests/unit/test_memory_twin.py perturbs every other figure and checks the answers stay."""
-    key = (capacity_bytes(gpu), gpu.max_gpus_per_node, gpu.form_factor,
-           fast_domain_size(gpu), precision_used)
-    return memo.scratch("memory_twin", key, lambda: gpu)
+    return memo.scratch("memory_twin", memory_twin_key(gpu, precision_used), lambda: gpu)
+
+
+def memory_twin_key(gpu: GpuSpec, precision_used: str | None) -> tuple[object, ...]:
+    """What :func:`memory_twin` groups GPU types by: the memory they offer, GPUs per node,
+    form factor and fast-domain size, at a precision."""
+    return (capacity_bytes(gpu), gpu.max_gpus_per_node, gpu.form_factor, fast_domain_size(gpu),
+            precision_used)
 
 
 def pcie_gb_s(gpu: GpuSpec) -> float:

@@ -198,6 +198,12 @@ def _check(
     return ok, worst, latency
 
 
+def decode_longer(spec: InferenceSpec, ttft_ms: float | None, tpot_ms: float | None) -> bool:
+    """Whether a request spends longer in its decode iterations (``output_tokens`` x TPOT)
+    than in its prompt (TTFT): the phase an estimate's bound and its explanation name."""
+    return ttft_ms is not None and tpot_ms is not None and spec.output_tokens * tpot_ms > ttft_ms
+
+
 def latencies(spec: InferenceSpec, t: Timing) -> tuple[float, float | None, float]:
     """(ttft_ms, tpot_ms, latency_ms) of a :class:`Timing`."""
     return _latencies(spec, t.ttft_s, None if t.tpot is None else t.tpot.total_s)
