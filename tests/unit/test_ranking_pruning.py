@@ -438,3 +438,34 @@ def test_a_serving_count_marked_missed_misses_a_limit() -> None:
                     assert missed == (miss is not None), (p.gpu.slug, n, tpot, max_usd, miss)
                     seen["miss" if missed else "light"] += 1
     assert seen["light"] >= 10 and seen["miss"] >= 10, seen
+
+
+@pytest.mark.parametrize("objective", ("cost", "energy"))
+@pytest.mark.parametrize("target", (10.0, 60.0))
+def test_count_bounds_with_the_floors_replicas_hold(objective: Objective, target: float) -> None:
+    """A serving count is skipped when the rate of the replicas it cannot go below (the
+    floor's busy GPUs over the count, :attr:`bounds.Floors.gpus_needed`) already beats the
+    best option: every option's value is at least that bound, and the bound asks for more
+    than one replica somewhere (else it says nothing new)."""
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    assert base.inference is not None
+    workload = dataclasses.replace(base, inference=dataclasses.replace(
+        base.inference, target_requests_per_s=target))
+    from service.engine.choice.cost import unit_rate_lower_bound
+
+    checked = multi = 0
+    for p, options in _evaluated(workload, objective):
+        for o in options:
+            n = o.est.gpu_count
+            needed = p.floor.gpus_needed
+            replicas = max(1, -(-needed // n)) if needed > 0 else 1
+            bound = unit_rate_lower_bound(workload, objective, p.gpu, n, o.offer, o.instances,
+                                          int(replicas))
+            if bound is None:
+                continue
+            # exact where the replicas are the floor's (the pruning clears PRUNE_MARGIN)
+            value = rk._value(o, objective, NO_MINIMA)
+            assert bound <= value * (1 + 1e-12), (p.gpu.slug, n, replicas, bound, value)
+            checked += 1
+            multi += replicas > 1
+    assert checked >= 10 and multi >= 3, (checked, multi)

@@ -436,6 +436,7 @@ def unit_rate_lower_bound(
     n: int,
     offer: Offer | None,
     instances: int,
+    replicas: int = 1,
 ) -> float | None:
     """A cost (USD, or GPU-hours without an offer) or energy per unit of work that no option of
     ``n`` GPUs can beat, known before estimating it; None: no bound (not inference with a
@@ -443,7 +444,8 @@ def unit_rate_lower_bound(
 
     :func:`unit_rates` divides by the work served, which is the target whatever the count
     (at most the target when capacity falls short), while the hourly price, GPUs and power
-    grow with the replicas (at least 1): the rate with a single replica bounds it from below."""
+    grow with the replicas: the rate with ``replicas`` (a number of them the option cannot go
+    below; 1 when none is known) bounds it from below."""
     spec = workload.inference
     if spec is None or not spec.target_requests_per_s or objective not in ("cost", "energy"):
         return None
@@ -451,12 +453,12 @@ def unit_rate_lower_bound(
     units = spec.target_requests_per_s * (spec.output_tokens if llm else 1) * SECONDS_PER_HOUR
     scale = TOKENS_PER_MILLION if llm else REQUESTS_PER_UNIT
     if objective == "energy":
-        return n * gpu.tdp_w * POWER_UTILIZATION / 1000.0 / units * scale
+        return replicas * n * gpu.tdp_w * POWER_UTILIZATION / 1000.0 / units * scale
     if offer is None:
-        return n / units * scale
+        return replicas * n / units * scale
     if offer.pricing == "purchase":
         return None
-    return group_usd_per_hour(offer, instances) / units * scale
+    return replicas * group_usd_per_hour(offer, instances) / units * scale
 
 
 def cost_breakdown(
