@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from service.engine import constants as c
 from service.engine import estimate, min_gpus_to_fit
 from service.engine.cache import Memo
+from service.engine.physics import memory as mem
 from service.engine.physics import training as tr
 from service.engine.physics.kernels import sustained_clock_fraction
 from service.engine.physics.performance import PeakRate, peak_rate
@@ -370,7 +371,7 @@ def test_the_step_keeps_the_faster_of_the_exact_and_the_even_micro_batch() -> No
     memo = Memo(EngineCache())
     option = next(o for o in sp.splits(w, gpu, 8, rate.precision_used, True, "zero3", memo)
                   if o.tp == 1)
-    exact, even = option.micro_choices(sp.usable_gb(gpu))
+    exact, even = option.micro_choices(mem.usable_gb(gpu))
     assert 32 % exact == 0 and 32 % even != 0 and exact < even
     timed = {}
     for micro in (exact, even):
@@ -523,8 +524,6 @@ def test_moe_backward_runs_every_routed_token_through_its_experts() -> None:
 
 
 def test_training_attention_pairs_by_model_and_kernel() -> None:
-    from service.engine.physics import memory as mem
-
     llama, bert = PRESETS["llama-2-7b"].model, PRESETS["bert-large"].model
     mistral = PRESETS["mistral-7b"].model
     assert isinstance(llama, tr.TransformerModel) and isinstance(bert, tr.TransformerModel)

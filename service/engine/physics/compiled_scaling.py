@@ -27,7 +27,7 @@ from service.engine.physics import parallelism as par
 from service.engine.physics import scaling
 from service.engine.physics.batched import Array
 from service.engine.physics.compiled import _jit, group_link, node_layout
-from service.engine.physics.memory import usable_memory_bytes
+from service.engine.physics.memory import usable_gb
 from service.engine.types import ComputeSpec, GpuSpec
 
 # the scalars of one (job, GPU type)
@@ -50,7 +50,7 @@ def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: 
     p[_HOP], p[_EFFICIENCY], p[_GB] = c.REDUCTION_HOP_LATENCY_S, c.COLLECTIVE_EFFICIENCY, c.GB
     p[_HALO_DEPTH], p[_MEMORY_GB] = c.HALO_DEPTH_CELLS, spec.memory_gb
     p[_OVERHEAD_GB] = c.FRAMEWORK_OVERHEAD_GB
-    p[_USABLE_GB] = usable_memory_bytes(gpu) / c.GB
+    p[_USABLE_GB] = usable_gb(gpu)
     p[_COMPUTE_S], p[_MEMORY_S] = one_gpu
     p[_SERIAL], p[_STEPS] = scaling.serial_fraction(spec), scaling.job_steps(spec)
     p[_COMMUNICATION], p[_ELEM_B] = COMMUNICATION[spec.communication], elem_b

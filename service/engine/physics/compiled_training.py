@@ -164,7 +164,7 @@ def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
     p[_HEADS], p[_LAYERS], p[_BATCH] = model.attention_heads, model.layers, spec.batch_size
     states = mem.training_state_bytes(rate_precision, spec.optimizer)
     p[_STATE_W], p[_STATE_G], p[_STATE_O] = states.weights, states.gradients, states.optimizer
-    p[_USABLE_GB], p[_OVERHEAD_GB] = splits.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
+    p[_USABLE_GB], p[_OVERHEAD_GB] = mem.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
     p[_DOMAIN], p[_PER_NODE] = par.fast_domain_size(gpu), max(1, gpu.max_gpus_per_node)
     degrees = par.powers_of_two_upto(par.fast_domain_size(gpu))
     tps = np.zeros((len(degrees), _TP_COLUMNS))

@@ -78,7 +78,7 @@ def _no_rate(workload: Workload, gpu: GpuSpec, gpu_count: int) -> Estimate:
         fits=False,
         precision_used=workload.precision,
         memory_per_gpu_gb=0.0,
-        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
+        memory_available_gb=mem.capacity_gb(gpu),
         memory=MemoryBreakdown(),
         parallelism=par.make_layout(gpu, gpu_count, 1, 1, "none").parallelism,
         bound=None,
@@ -211,7 +211,7 @@ def _estimate_compute(
                                  exchange(gpu, n, memo))
     total_s = scaled.total_s
     per_gpu_gb = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB
-    usable_gb = mem.usable_memory_bytes(gpu) / c.GB
+    usable_gb = mem.usable_gb(gpu)
     fits = per_gpu_gb <= usable_gb
     # the fix is a count the search tries (1, 2, 4, 8, whole nodes), not ceil(memory/room)
     needed = min_gpus_to_fit(workload, gpu, memo)
@@ -224,7 +224,7 @@ def _estimate_compute(
         fits=fits,
         precision_used=rate.precision_used,
         memory_per_gpu_gb=per_gpu_gb,
-        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
+        memory_available_gb=mem.capacity_gb(gpu),
         memory=MemoryBreakdown(
             activations=spec.memory_gb / n, overhead=c.FRAMEWORK_OVERHEAD_GB
         ),
@@ -326,7 +326,7 @@ def _estimate_training(
         fits=fits,
         precision_used=prec,
         memory_per_gpu_gb=plan.memory.total,
-        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
+        memory_available_gb=mem.capacity_gb(gpu),
         memory=plan.memory,
         parallelism=plan.layout.parallelism,
         bound=step.bound,
@@ -424,8 +424,7 @@ def _training_fixes(
     spec = workload.training
     assert spec is not None
     reasons = (
-        f"needs {plan.memory.total:.1f} GB per GPU at micro-batch 1; "
-        f"{mem.usable_memory_bytes(gpu) / c.GB:.1f} GB usable of {mem.memory_size(gpu)}",
+        f"needs {plan.memory.total:.1f} GB per GPU at micro-batch 1; {mem.usable_text(gpu)}",
     )
     fixes: list[Fix] = []
     if not spec.activation_checkpointing and tr.fits(
@@ -639,7 +638,7 @@ def _estimate_inference(
         fits=fits,
         precision_used=prec,
         memory_per_gpu_gb=breakdown.total,
-        memory_available_gb=mem.capacity_bytes(gpu) / c.GB,
+        memory_available_gb=mem.capacity_gb(gpu),
         memory=breakdown,
         parallelism=placement.layout.parallelism,
         bound=dominant.bound,
@@ -757,8 +756,7 @@ def _inference_fixes(
     if fits:
         return (), (), n
     reasons = (
-        f"needs {breakdown.total:.1f} GB per GPU; "
-        f"{mem.usable_memory_bytes(gpu) / c.GB:.1f} GB usable of {mem.memory_size(gpu)}",
+        f"needs {breakdown.total:.1f} GB per GPU; {mem.usable_text(gpu)}",
     )
     fixes: list[Fix] = []
     spec = workload.inference
@@ -792,7 +790,7 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo)
     spec_c = workload.compute
     assert spec_c is not None
     return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
-        mem.usable_memory_bytes(gpu) / c.GB
+        mem.usable_gb(gpu)
     )
 
 
@@ -826,7 +824,7 @@ def _min_compute_count(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | No
     if rate is None or spec is None:
         return None
     counts = gpu_count_candidates(gpu, memo=memo)
-    room = mem.usable_memory_bytes(gpu) / c.GB - c.FRAMEWORK_OVERHEAD_GB
+    room = mem.usable_gb(gpu) - c.FRAMEWORK_OVERHEAD_GB
     if room <= 0:
         return None
     need = spec.memory_gb / room

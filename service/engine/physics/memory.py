@@ -297,3 +297,18 @@ def usable_memory_bytes(gpu: GpuSpec) -> float:
     """Memory a job may allocate on one GPU [B]: :func:`capacity_bytes` after the
     fragmentation reserve."""
     return capacity_bytes(gpu) * (1.0 - c.MEMORY_RESERVE_FRACTION)
+
+
+def capacity_gb(gpu: GpuSpec) -> float:
+    """:func:`capacity_bytes` in GB (decimal, as memory needs are counted)."""
+    return capacity_bytes(gpu) / c.GB
+
+
+def usable_gb(gpu: GpuSpec) -> float:
+    """:func:`usable_memory_bytes` in GB (decimal, as memory needs are counted)."""
+    return usable_memory_bytes(gpu) / c.GB
+
+
+def usable_text(gpu: GpuSpec) -> str:
+    """ "76.5 GB usable of 85.9 GB (80 GiB)": what a memory failure compares its need with."""
+    return f"{usable_gb(gpu):.1f} GB usable of {memory_size(gpu)}"

@@ -10,10 +10,9 @@ builds the same memory figures and fixes from the minimum-memory layout alone.
 from __future__ import annotations
 
 from service.engine.cache import Memo, memo_of
-from service.engine.constants import GB
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import _training_fixes, estimate, workload_rate
-from service.engine.physics.memory import capacity_bytes
+from service.engine.physics.memory import capacity_gb
 from service.engine.types import Estimate, GpuSpec, Workload
 
 
@@ -44,7 +43,7 @@ def memory_estimate(
         fits=plan.fits,
         precision_used=prec,
         memory_per_gpu_gb=plan.memory.total,
-        memory_available_gb=capacity_bytes(gpu) / GB,
+        memory_available_gb=capacity_gb(gpu),
         memory=plan.memory,
         parallelism=plan.layout.parallelism,
         bound=None,

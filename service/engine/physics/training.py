@@ -400,7 +400,7 @@ def min_memory_plan(
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
     options = splits.splits(workload, gpu, gpu_count, precision_used, ckpt, wanted, memo)
     best = min(options, key=lambda o: o.fixed_gb + o.act_gb)
-    return _plan(gpu, gpu_count, best, 1, best.largest_micro(splits.usable_gb(gpu)) > 0)
+    return _plan(gpu, gpu_count, best, 1, best.largest_micro(mem.usable_gb(gpu)) > 0)
 
 
 def least_fitting_count(
@@ -436,7 +436,7 @@ def fits(
     """Whether some layout fits memory (cheap: no step times, no layout records)."""
     ckpt, wanted = _resolve(workload, checkpointing, sharding)
     least = splits.least_gb(workload, gpu, gpu_count, precision_used, ckpt, wanted, memo)
-    return least <= splits.usable_gb(gpu)
+    return least <= mem.usable_gb(gpu)
 
 
 _Step = tuple[float, float, float, float, float, float]
@@ -468,7 +468,7 @@ def _walk(
     memory-bound, more sharding at that degree cannot be faster (same compute and TP traffic,
     no less data-parallel traffic), so those layouts are skipped. ``known``: the job and the
     splits, when the caller has them."""
-    usable = splits.usable_gb(gpu)
+    usable = mem.usable_gb(gpu)
     nodes, per_node = par.node_layout(gpu, gpu_count)
     dp_link = par.group_link(gpu, per_node, spans_nodes=nodes > 1)[1]
     if known is None:

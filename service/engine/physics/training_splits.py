@@ -293,7 +293,3 @@ def _least_gb(
         if total < best:
             best = total
     return best
-
-
-def usable_gb(gpu: GpuSpec) -> float:
-    return mem.usable_memory_bytes(gpu) / c.GB
