@@ -125,6 +125,11 @@ class Floors:
     times its whole replicas) are an integer at least this, so ``n`` GPUs per replica pay for
     at least ``n x ceil(gpus_needed / n)`` (:func:`count_floors`); 0 otherwise."""
 
+    def replicas_at(self, n: int) -> int:
+        """Replicas of ``n`` GPUs an option cannot go below: enough to keep
+        :attr:`gpus_needed` busy, at least one."""
+        return max(1, math.ceil(self.gpus_needed / n)) if self.gpus_needed > 0 else 1
+
     def time_at(self, n: int) -> float:
         """Training/compute: hours no option on ``n`` GPUs beats: the one-GPU hours ``H``
         over ``n`` (ideal scaling), and for compute jobs the serial part too:
@@ -419,8 +424,7 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
     (:func:`count_latency_floor` of the count; 0: none known), at least the GPU's latency
     floor. No rate: 0 (no bound)."""
     f = p.floor
-    whole = n * max(1.0, math.ceil(f.gpus_needed / n)) if f.gpus_needed > 0 else n
-    hours = max(f.gpu_hours, whole * f.paid_per_gpu, n * job_hours)
+    hours = max(f.gpu_hours, n * f.replicas_at(n) * f.paid_per_gpu, n * job_hours)
     lbc = 0.0 if usd_per_gpu_hour is None else hours * usd_per_gpu_hour
     if kind != "inference":
         lbt = max(job_hours, f.time_at(n)) if f.time_hours > 0 else p.lb_time

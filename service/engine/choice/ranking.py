@@ -269,11 +269,8 @@ def _walk_counts(
     for n, fig in zip(counts, light, strict=True):
         offer, instances = plan[n]
         if options and best < INF:
-            # replicas of n GPUs keep at least the floor's GPUs busy (bounds.Floors)
-            needed = p.floor.gpus_needed
-            replicas = max(1, math.ceil(needed / n)) if needed > 0 else 1
             bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances,
-                                             replicas)
+                                             p.floor.replicas_at(n))
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
