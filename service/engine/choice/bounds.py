@@ -271,9 +271,7 @@ def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | N
     found = table.least_latency_ms(gpu.slug, n) if table is not None else None
     if found is None:
         if ifl.supported(workload):
-            one = memo.scratch("one_gpu_floor_table", (workload, gpu, n),
-                               lambda: _one_gpu_table(workload, gpu, rate, n, memo))
-            found = one.least_latency_ms(gpu.slug, n)
+            found = _one_gpu_table(workload, gpu, rate, n, memo).least_latency_ms(gpu.slug, n)
             assert found is not None
         else:
             found = _latency_floor(workload, gpu, rate, n, memo)
@@ -283,10 +281,13 @@ def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | N
 def _one_gpu_table(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int,
                    memo: Memo) -> ifl.Table:
     """The :class:`inference_floors.Table` of ``gpu`` alone (the column screen's arithmetic,
-    element for element)."""
+    element for element), kept in the request's memo: a GPU's floors and its counts' latency
+    floors above the screen's cap ask again."""
     spec = workload.inference
     assert spec is not None
-    return ifl.table(workload, ifl.columns([gpu], [rate], spec.runtime, memo), cap, memo)
+    return memo.scratch(
+        "one_gpu_floor_table", (workload, gpu, cap),
+        lambda: ifl.table(workload, ifl.columns([gpu], [rate], spec.runtime, memo), cap, memo))
 
 
 def floor_table(workload: Workload, memo: Memo, n: int,
