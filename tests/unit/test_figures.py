@@ -8,6 +8,7 @@ builds only the listed options, so any drift here would reorder answers."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -17,7 +18,7 @@ from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import figures as figures_module
 from service.engine.choice import ranking
-from service.engine.choice.figures import figures
+from service.engine.choice.figures import Figures, figures
 from service.engine.physics.estimate import gpu_count_candidates
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import ComputeSpec, Precision, TrainingSpec, Workload
@@ -134,9 +135,52 @@ def test_a_ranking_builds_only_the_options_it_lists(
     assert len(built) == 5
     monkeypatch.setattr(figures_module, "figures", lambda *args: None)
     monkeypatch.setattr(figures_module, "figures_of",
-                        lambda workload, gpu, counts, *args: [None] * len(counts))
+                        lambda workload, gpu, counts, *args, **kwargs: [None] * len(counts))
     built.clear()
     full = ranking.recommend(workload, GPUS, OFFERS, objective=objective,  # type: ignore[arg-type]
                              limit=5)
     assert len(built) > 20
     assert full == light
+
+
+@pytest.mark.parametrize("kind", ["compute", "training"])
+def test_the_time_cut_leaves_out_only_counts_too_slow_to_be_chosen(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Objective time: a GPU type's counts slower than (1 + tolerance) x (1 + the cost guard's
+    10%) x its fastest feasible count are left unfigured (:class:`figures.Slower`), the other
+    counts get the figures they get without the cut, and the answer is the one a ranking that
+    figures every count gives."""
+    if kind == "compute":
+        workload = Workload(kind="compute", precision="fp64", compute=ComputeSpec(
+            total_tflop=1e6, total_gb_moved=1e5, memory_gb=200.0))
+    else:
+        workload = Workload(kind="training", precision="bf16",
+                            model=PRESETS["llama-3.1-8b"].model, training=TrainingSpec(
+                                batch_size=512, seq_len=4096, tokens=1e11))
+    settings, constraints = CostSettings(), Constraints()
+    cut = ranking._time_cut(constraints)
+    assert cut == pytest.approx(1.05 * 1.10)
+    memo = Memo(EngineCache())
+    index = co.offer_index(OFFERS, memo)
+    slower = kept = 0
+    for gpu in GPUS:
+        usable = index.usable(gpu.slug, constraints)
+        counts = gpu_count_candidates(gpu, ranking.CAP_TRAINING_GPUS, memo) or (1,)
+        plan = dict(co.cheapest_offers(gpu, usable, counts, ranking.CAP_TRAINING_GPUS))
+        asked = [(n, *plan[n]) for n in sorted(plan)]
+        every = figures_module.figures_of(workload, gpu, asked, settings, constraints, memo)
+        got = figures_module.figures_of(workload, gpu, asked, settings, constraints, memo,
+                                        time_cut=cut)
+        fastest = min((f.time for f in every if isinstance(f, Figures)), default=math.inf)
+        for a, b in zip(every, got, strict=True):
+            if isinstance(b, figures_module.Slower):
+                assert isinstance(a, Figures) and a.time > fastest * cut, gpu.slug
+                slower += 1
+            else:
+                assert repr(a) == repr(b), gpu.slug
+                kept += isinstance(a, Figures)
+                assert not isinstance(a, Figures) or a.time <= fastest * cut, gpu.slug
+    assert slower >= 5 and kept >= len(GPUS) // 2, (slower, kept)
+    cut_answer = ranking.recommend(workload, GPUS, OFFERS, objective="time", limit=8)
+    monkeypatch.setattr(ranking, "_time_cut", lambda constraints: math.inf)
+    assert ranking.recommend(workload, GPUS, OFFERS, objective="time", limit=8) == cut_answer

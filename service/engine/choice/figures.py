@@ -95,13 +95,22 @@ def figures(
     """The ranked figures of ``n`` x ``gpu`` on ``instances`` of ``offer`` for the compute or
     training job ``workload``, as the full option would give them; None where the full option
     is needed (see the module docstring)."""
-    return figures_of(workload, gpu, ((n, offer, instances),), settings, constraints, memo)[0]
+    fig = figures_of(workload, gpu, ((n, offer, instances),), settings, constraints, memo)[0]
+    assert not isinstance(fig, Slower)  # no time_cut
+    return fig
 
 
 LIGHT_KINDS = ("compute", "training")
 """Kinds whose counts :func:`figures_of` figures: a count of theirs gets None exactly when its
 full option misses a limit (memory, idle replicas, a cost limit), so a ranking can skip its
 estimate unless it needs the failure."""
+
+
+class Slower(NamedTuple):
+    """A count that runs and misses no limit, left unfigured: its hours are above
+    ``time_cut`` times the fastest such count's (:func:`figures_of`)."""
+
+    hours: float
 
 
 def figures_of(
@@ -111,20 +120,45 @@ def figures_of(
     settings: CostSettings,
     constraints: Constraints,
     memo: Memo,
-) -> list[Figures | None]:
+    time_cut: float | None = None,
+) -> list[Figures | Slower | None]:
     """:func:`figures` of each of ``counts`` of one GPU type: the rate looked up once per
     network the counts run on, a training job's steps planned together
-    (:func:`training.fitted_steps`), the same floats."""
+    (:func:`training.fitted_steps`), the same floats.
+
+    ``time_cut`` (objective time: no option slower than that many times the fastest can be
+    chosen): the counts are figured fastest first, and a count whose hours exceed
+    ``time_cut`` x the hours of the fastest count that misses no limit is
+    :class:`Slower` instead (the figures of a count do not depend on the others')."""
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
     # the GPU as each count runs it: with its offer's network when it spans nodes
     gpus = [co.network_gpu(gpu, offer, n, memo) for n, offer, _ in counts]
     hours = _hours(workload, gpus, [n for n, _, _ in counts], memo)
-    out: list[Figures | None] = []
-    for (n, offer, instances), gpu_n, got in zip(counts, gpus, hours, strict=True):
-        out.append(None if got is None else _figures(n, offer, instances, gpu_n, got,
-                                                     settings, constraints))
+    out: list[Figures | Slower | None] = [None] * len(counts)
+    order: Sequence[int] = range(len(counts))
+    if time_cut is not None:
+        order = sorted(order, key=lambda i: _sort_hours(hours[i]))
+    cut = math.inf
+    for i in order:
+        got = hours[i]
+        if got is None:
+            continue
+        if got[0] is not None and got[0] > cut:
+            out[i] = Slower(got[0])
+            continue
+        n, offer, instances = counts[i]
+        fig = out[i] = _figures(n, offer, instances, gpus[i], got, settings, constraints)
+        if fig is not None and time_cut is not None and cut == math.inf:
+            cut = fig.time * time_cut
     return out
+
+
+def _sort_hours(got: _Hours | None) -> float:
+    """A count's hours to sort by (inf: it does not run, or the job states no length)."""
+    if got is None or got[0] is None:
+        return math.inf
+    return got[0]
 
 
 _Hours = tuple[float | None]

@@ -253,7 +253,8 @@ def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, in
 
 def _walk_counts(
     req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | None, int]],
-    counts: list[int], light: list[fg.Figures | None], latency_mode: bool, defer: bool,
+    counts: list[int], light: list[fg.Figures | fg.Slower | None], latency_mode: bool,
+    defer: bool,
 ) -> tuple[list[Ranked], Failure | None, bool, bool]:
     """:func:`_evaluate_gpu`'s walk over ``counts``: (feasible options, the nearest failure,
     whether a count was skipped for idle GPUs, whether a count known to miss a limit was
@@ -267,6 +268,8 @@ def _walk_counts(
     job = workload.kind in fg.LIGHT_KINDS
     serving = workload.inference is not None
     for n, fig in zip(counts, light, strict=True):
+        if isinstance(fig, fg.Slower):
+            continue  # runs, but too slow to be chosen (figures_of's time_cut)
         offer, instances = plan[n]
         if options and best < INF:
             bound = co.unit_rate_lower_bound(workload, objective, p.gpu, n, offer, instances,
@@ -298,6 +301,13 @@ def _walk_counts(
     return options, failure, skipped_idle, deferred
 
 
+def _time_cut(constraints: Constraints) -> float:
+    """Objective ``time``: how many times the fastest option's time an option of the same GPU
+    type may take and still be chosen (:func:`choose`: within the tolerance of the fastest,
+    then under :data:`COST_GUARD_TIME` slower than that pick), above the float margin."""
+    return (1.0 + constraints.time_tolerance) * (1.0 + COST_GUARD_TIME) * (1.0 + PRUNE_MARGIN)
+
+
 def _evaluate_gpu(
     req: Request, p: bd.Pending
 ) -> tuple[list[Ranked], Failure | None, Notice | None]:
@@ -311,7 +321,8 @@ def _evaluate_gpu(
     counts = sorted(plan)
     # compute and training jobs: every count's ranked figures at once (None for inference)
     light = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts], req.settings,
-                          req.constraints, req.memo)
+                          req.constraints, req.memo,
+                          time_cut=_time_cut(req.constraints) if objective == "time" else None)
     # a count known to miss a limit (a job's without light figures, figures_of's contract;
     # a serving count's fg.MISS) needs its full estimate only for its failure: skipped
     # unless no count is feasible, and then every count is walked again in order (the
@@ -390,7 +401,9 @@ def _probe(
         if lbc >= c_min and lbt >= t_min:
             rest.append((lbc, lbt))
             continue
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=light[n])
+        fig = light[n]
+        assert not isinstance(fig, fg.Slower)  # no time_cut asked
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=fig)
         serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
                 _idle(req.workload, opt)
