@@ -133,8 +133,11 @@ def figures_of(
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
     # the GPU as each count runs it: with its offer's network when it spans nodes
-    gpus = [co.network_gpu(gpu, offer, n, memo) for n, offer, _ in counts]
-    hours = _hours(workload, gpus, [n for n, _, _ in counts], memo)
+    # (co.network_gpu is the GPU itself within a node and without an offer: not asked there)
+    per_node = max(1, gpu.max_gpus_per_node)
+    gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
+            for n, offer, _ in counts]
+    hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
     out: list[Figures | Slower | None] = [None] * len(counts)
     order: Sequence[int] = range(len(counts))
     if time_cut is not None:
@@ -165,14 +168,16 @@ _Hours = tuple[float | None]
 """Hours to finish of a count that runs (None inside: the job states no length)."""
 
 
-def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], memo: Memo
-           ) -> list[_Hours | None]:
-    """Each count's hours to finish on its GPU, None where the count does not run (a
-    single-module device asked for several modules, no rate, memory, idle replicas)."""
+def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_module: bool,
+           memo: Memo) -> list[_Hours | None]:
+    """Each count's hours to finish on its GPU (one GPU type on the networks its counts run
+    on; ``single_module``: :func:`parallelism.single_module` of it), None where the count
+    does not run (a single-module device asked for several modules, no rate, memory, idle
+    replicas)."""
     out: list[_Hours | None] = [None] * len(counts)
     by_gpu: dict[GpuSpec, list[int]] = {}
     for i, (gpu_n, n) in enumerate(zip(gpus, counts, strict=True)):
-        if not (n > 1 and par.single_module(gpu_n)):
+        if not (n > 1 and single_module):
             by_gpu.setdefault(gpu_n, []).append(i)
     for gpu_n, indices in by_gpu.items():
         rate = workload_rate(workload, gpu_n)
