@@ -38,6 +38,18 @@ MORE = {
         kind="inference", precision="bf16", model=PRESETS["llama-3.1-405b"].model,
         inference=InferenceSpec(prompt_tokens=2048, output_tokens=256, max_ttft_ms=3000,
                                 target_requests_per_s=2)),
+    # the CNN floor columns at a fixed batch (split-K and L2 residency move with it) and a
+    # host/input ceiling; a detector without a layer table keeps the per-GPU floors
+    "resnet-50-batch-64-input": Workload(
+        kind="inference", precision="int8", model=PRESETS["resnet-50"].model,
+        inference=InferenceSpec(batch_size=64, max_latency_ms=50, target_requests_per_s=2000,
+                                input_samples_per_s_per_gpu=20000)),
+    "resnet-50-fp16-batch-7": Workload(
+        kind="inference", precision="fp16", model=PRESETS["resnet-50"].model,
+        inference=InferenceSpec(batch_size=7, target_requests_per_s=300)),
+    "yolov8-l-serve": Workload(
+        kind="inference", precision="int8", model=PRESETS["yolov8-l"].model,
+        inference=InferenceSpec(batch_size=8, max_latency_ms=30, target_requests_per_s=500)),
     "fp32-compute-large": Workload(
         kind="compute", precision="fp32",
         compute=ComputeSpec(total_tflop=1e6, total_gb_moved=5e5, memory_gb=900)),
@@ -137,3 +149,24 @@ def test_tables_are_kept_per_offer_list_and_read_fields() -> None:
     for cap in range(2, 2 + OfferIndex.MAX_SCREENS + 3):
         sc.table(gpus, index, workload, Constraints(), CostSettings(), cap, False, memo)
     assert len(index.screens) == OfferIndex.MAX_SCREENS
+
+
+def test_cnn_columns_are_kept_per_model_and_bounded() -> None:
+    """The CNN layer-table columns a screen table keeps: one per (model, runtime, weight
+    precision), asked again from the store, and at most ``CNN_COLUMNS_KEPT`` of them however
+    many models requests name (a request may bring its own); a model without a layer table
+    keeps the scalar floors (None)."""
+    gpus, index = tuple(load_gpus()), OfferIndex(load_offers())
+    base = MORE["resnet-50-batch-64-input"]
+    memo = Memo(EngineCache())
+    table = sc.table(gpus, index, base, Constraints(), CostSettings(), 64, False, memo)
+    first = table.cnn_columns(base, memo)
+    assert first is not None and table.cnn_columns(base, memo) is first
+    assert len(first.request_s) == sum(r is not None for r in table.rate)
+    for i in range(sc.CNN_COLUMNS_KEPT + 3):
+        model = dataclasses.replace(PRESETS["resnet-50"].model, name=f"resnet-50-v{i}",
+                                    params=25.6e6 + i)
+        got = table.cnn_columns(dataclasses.replace(base, model=model), memo)
+        assert got is not None and got is not first
+        assert len(table._cnn) <= sc.CNN_COLUMNS_KEPT
+    assert table.cnn_columns(MORE["yolov8-l-serve"], memo) is None  # no layer table

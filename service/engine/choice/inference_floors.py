@@ -24,8 +24,8 @@ recommendation. Here the same two floors are array operations over the GPUs:
 
 These are lower bounds of the model's figures, not copies of them (no tile quantization, no
 split-K), so they sit a little below :func:`bounds._latency_floor`'s; the property suite
-checks they never exceed the estimate's latency at any count. CNNs and detectors (no
-transformer shapes) keep the per-GPU path.
+checks they never exceed the estimate's latency at any count. CNNs with a layer table have
+columns of their own (:mod:`cnn_floors`); detectors without one keep the per-GPU path.
 
 Units: seconds [s] inside, milliseconds [ms] for latencies out, bytes [B], FLOP.
 """

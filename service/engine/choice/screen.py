@@ -16,8 +16,10 @@ per GPU and per request, facts that do not depend on the workload. Here they are
 * Per request, the memory search runs once per memory twin (a few dozen, not thousands), and
   the training and compute floors are array operations in the order the scalar bounds take
   them (IEEE operations on the same operands give the same bits). Transformer serving floors
-  are columns too (:mod:`inference_floors`, the devices kept per table and runtime); CNN
-  serving floors, which need a network per device, stay scalar (:func:`bounds.floors`).
+  are columns too (:mod:`inference_floors`, the devices kept per table and runtime), and so
+  are CNN serving floors where the model has a layer table (:mod:`cnn_floors`: each type's
+  table gathered once per catalog and model, timed per request as arrays); detectors
+  without one stay scalar (:func:`bounds.floors`).
 
 Only the GPU types that pass become :class:`bounds.Pending` objects; failures are the same
 :class:`explain.Failure` values the scalar screen returns.
@@ -33,11 +35,13 @@ import numpy as np
 
 from service.engine.cache import Memo
 from service.engine.choice import bounds as bd
+from service.engine.choice import cnn_floors as cnnf
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import inference_floors as ifl
 from service.engine.choice.explain import Failure
 from service.engine.physics import kernels, scaling
+from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
@@ -49,7 +53,18 @@ from service.engine.physics.estimate import (
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.recommend_types import Constraints, CostSettings, Objective, Offer
-from service.engine.types import Fix, GpuSpec, ServingRuntime, TransformerModel, Workload
+from service.engine.types import (
+    Fix,
+    GenericModel,
+    GpuSpec,
+    ServingRuntime,
+    TransformerModel,
+    Workload,
+)
+
+CNN_COLUMNS_KEPT = 4
+"""CNN layer-table columns a screen table keeps (:meth:`ScreenTable.cnn_columns`), by model,
+runtime and weight precision: the presets' few, and a request's own model without growing."""
 
 SCREENED_TOLERANCE = Constraints().time_tolerance
 """The time tolerance of the constraints a table is keyed by (the table never reads it)."""
@@ -88,6 +103,7 @@ class ScreenTable:
     _floor_rates: dict[bool, np.ndarray] = field(default_factory=dict)
     _compute: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _serving: dict[ServingRuntime, ifl.Columns] = field(default_factory=dict)
+    _cnn: dict[tuple[object, ...], cnnf.Columns | None] = field(default_factory=dict)
 
     def cheapest(self, i: int, smallest: int) -> float | None:
         """:meth:`cost.OfferIndex.cheapest_gpu_hour` of live GPU ``i`` from ``smallest``."""
@@ -123,6 +139,28 @@ class ScreenTable:
                     if rate is not None]
             got = self._serving[runtime] = ifl.columns(
                 [g for g, _ in live], [r for _, r in live], runtime, memo)
+        return got
+
+    def cnn_columns(self, workload: Workload, memo: Memo) -> cnnf.Columns | None:
+        """The live GPUs with a rate (their fastest-network variants) as
+        :class:`cnn_floors.Columns` of the workload's CNN at its runtime and stored weight
+        precision (None: some type's network has no layer table)."""
+        spec = workload.inference
+        assert spec is not None
+        key = (workload.model, spec.runtime, mem.stored_weight_precision(workload))
+        if key in self._cnn:
+            return self._cnn[key]
+        live = [(fast, rate) for fast, rate in zip(self.fast, self.rate, strict=True)
+                if rate is not None]
+        got = self._cnn[key] = cnnf.columns(workload, [g for g, _ in live],
+                                            [r for _, r in live], spec.runtime, memo)
+        # bounded: a request may name a model of its own (each entry is a few arrays per
+        # convolution group and GPU type); the oldest goes first
+        while len(self._cnn) > CNN_COLUMNS_KEPT:
+            try:
+                self._cnn.pop(next(iter(self._cnn)), None)
+            except (StopIteration, RuntimeError):  # another thread changed it: next time
+                break
         return got
 
     def compute_columns(self, workload: Workload, memo: Memo) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +278,10 @@ def _floors_column(
     if workload.kind == "inference":
         if ifl.supported(workload):
             return _serving_floors(t, workload, rows, firsts, memo)
+        if isinstance(workload.model, GenericModel):
+            got = _cnn_floors(t, workload, rows, firsts, memo, throughput)
+            if got is not None:
+                return got
         return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
                 for i, first in zip(rows, firsts, strict=True)]
     at = np.array(rows, dtype=np.intp)
@@ -300,6 +342,30 @@ def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts:
     at = np.where(has, at, 0)
     latency = table.least_latency_column(t.cap)[at]
     floors = bd.inference_floors(workload, table.request_s[at], latency,
+                                 np.array(firsts, dtype=np.float64))
+    return [bd.lowered(f) if ok else bd.NO_FLOORS
+            for f, ok in zip(floors, has.tolist(), strict=True)]
+
+
+def _cnn_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
+                memo: Memo, throughput: bool) -> list[bd.Floors] | None:
+    """:func:`bounds.floors` of a CNN at each of ``rows`` (live positions) from the catalog's
+    layer-table columns (:mod:`cnn_floors`, kept by the table); None where a type has no
+    layer table (the scalar floors then apply)."""
+    spec, model = workload.inference, workload.model
+    assert spec is not None and isinstance(model, GenericModel)
+    cols = t.cnn_columns(workload, memo)
+    if cols is None:
+        return None
+    at = np.array([cols.index.get(t.fast[i].slug, -1) if t.rate[i] is not None else -1
+                   for i in rows], dtype=np.intp)
+    has = at >= 0
+    at = np.where(has, at, 0)
+    if throughput:
+        latency = cols.latency_ms(spec.batch_size or 1, spec.input_samples_per_s_per_gpu)
+    else:
+        latency = cols.latency_floor_ms()
+    floors = bd.inference_floors(workload, cols.request_s[at], latency[at],
                                  np.array(firsts, dtype=np.float64))
     return [bd.lowered(f) if ok else bd.NO_FLOORS
             for f, ok in zip(floors, has.tolist(), strict=True)]
