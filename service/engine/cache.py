@@ -34,7 +34,7 @@ an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 16384, "training_tables": 512,
-                                "serving_base": 40960, "cnn_network": 8192}
+                                "serving_base": 40960, "cnn_network": 8192, "cnn_columns": 4}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
@@ -52,13 +52,16 @@ only a catalog of thousands of GPU types fills (the synthetic 5,000-type one: 31
 seeded catalog 300 varied LLM serving requests left 504 entries, ~3 MB.
 A ``cnn_network`` entry (a CNN's layer table on one device for inference, :class:`physics.cnn.Net`,
 ~31 KB; ~0.4 ms to build) : 8,192 of them, up to ~250 MB, only on a catalog of thousands of
-GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen."""
+GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen.
+A ``cnn_columns`` entry (a catalog's CNN layer tables as arrays, :mod:`choice.cnn_floors`) is
+~4 MB at 5,000 GPU types and ~30 KB on the seeded catalog: 4 of them (a request may name a
+model of its own)."""
 
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
-    "serving_base", "cnn_network",
+    "serving_base", "cnn_network", "cnn_columns",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -68,7 +71,8 @@ process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.
 ``training_tables``: a model's training GEMM rows per TP degree on one device;
 ``serving_base``: a serving split's packed figures less the request's lengths and limits,
 :meth:`physics.serving.Context.packed_base`; ``cnn_network``: a CNN's tabulated layers on one
-device, its batch memo left out, :meth:`physics.cnn.Net.fresh`);
+device, its batch memo left out, :meth:`physics.cnn.Net.fresh`; ``cnn_columns``: a catalog's
+CNN layer tables as arrays, :meth:`choice.screen.ScreenTable.cnn_columns`);
 every other table is
 one call's
 (:meth:`Memo.get`)."""

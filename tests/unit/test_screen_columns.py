@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from service.engine.cache import EngineCache, Memo
+from service.engine.cache import TABLE_LIMITS, EngineCache, Memo
 from service.engine.choice import ranking as rk
 from service.engine.choice import screen as sc
 from service.engine.choice.bounds import Pending
@@ -151,22 +151,29 @@ def test_tables_are_kept_per_offer_list_and_read_fields() -> None:
     assert len(index.screens) == OfferIndex.MAX_SCREENS
 
 
-def test_cnn_columns_are_kept_per_model_and_bounded() -> None:
-    """The CNN layer-table columns a screen table keeps: one per (model, runtime, weight
-    precision), asked again from the store, and at most ``CNN_COLUMNS_KEPT`` of them however
+def test_cnn_columns_are_kept_per_catalog_and_model_and_bounded() -> None:
+    """The CNN layer-table columns: one per (catalog, precision, model, runtime, weight
+    precision) in the shared cache, shared by the screen tables of one catalog (other
+    constraints, caps, offer lists), at most ``TABLE_LIMITS["cnn_columns"]`` of them however
     many models requests name (a request may bring its own); a model without a layer table
     keeps the scalar floors (None)."""
-    gpus, index = tuple(load_gpus()), OfferIndex(load_offers())
+    gpus = tuple(load_gpus())
     base = MORE["resnet-50-batch-64-input"]
-    memo = Memo(EngineCache())
-    table = sc.table(gpus, index, base, Constraints(), CostSettings(), 64, False, memo)
+    cache = EngineCache()
+    memo = Memo(cache)
+    table = sc.table(gpus, OfferIndex(load_offers()), base, Constraints(), CostSettings(), 64,
+                     False, memo)
     first = table.cnn_columns(base, memo)
-    assert first is not None and table.cnn_columns(base, memo) is first
-    assert len(first.request_s) == sum(r is not None for r in table.rate)
-    for i in range(sc.CNN_COLUMNS_KEPT + 3):
+    assert first is not None and table.cnn_columns(base, Memo(cache)) is first
+    assert len(first.request_s) == len(gpus)  # every seeded GPU has an INT8 or fallback rate
+    other = sc.table(gpus, OfferIndex(load_offers()), base, Constraints(vendors=("nvidia",)),
+                     CostSettings(), 8, False, Memo(cache))
+    assert other is not table and other.cnn_columns(base, Memo(cache)) is first
+    limit = TABLE_LIMITS["cnn_columns"]
+    for i in range(limit + 3):
         model = dataclasses.replace(PRESETS["resnet-50"].model, name=f"resnet-50-v{i}",
                                     params=25.6e6 + i)
-        got = table.cnn_columns(dataclasses.replace(base, model=model), memo)
+        got = table.cnn_columns(dataclasses.replace(base, model=model), Memo(cache))
         assert got is not None and got is not first
-        assert len(table._cnn) <= sc.CNN_COLUMNS_KEPT
+        assert cache.sizes()["cnn_columns"] <= limit
     assert table.cnn_columns(MORE["yolov8-l-serve"], memo) is None  # no layer table

@@ -313,7 +313,7 @@ def _serving_units(workload: Workload) -> tuple[float, float]:
 
 
 def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.ndarray,
-                     firsts: np.ndarray) -> list[Floors]:
+                     firsts: np.ndarray, low: bool = False) -> list[Floors]:
     """Inference :class:`Floors` (not yet :func:`lowered`) from per-GPU request floors
     [GPU-s], latency floors [ms] and smallest fitting counts, a GPU per element: a request
     costs at least its floor in GPU-time per unit of work; with a target, an option pays for
@@ -322,7 +322,8 @@ def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.n
     :attr:`Floors.gpus_needed`), while at most the target is served. The counts an option
     rents are its offers' instance multiples (a 3-GPU instance rents 3), not only the
     searched counts, so the type's floor rounds the GPUs up to a whole one, not to a multiple
-    of a searched count."""
+    of a searched count. ``low``: each already :func:`lowered` (the same floats, multiplied
+    as arrays: a screen of thousands of types builds each record once)."""
     spec = workload.inference
     assert spec is not None
     units, scale = _serving_units(workload)
@@ -334,7 +335,11 @@ def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.n
         paid = scale / (target * units * SECONDS_PER_HOUR)
         needed = request_s * target * (1.0 - 2.0 * BOUND_SLACK)
         gpu_hours = np.maximum(gpu_hours, np.maximum(np.ceil(needed), firsts) * paid)
-    return [Floors(g, 0.0, lat, paid_per_gpu=paid, gpus_needed=x)
+    if low:  # lowered(): every figure but the scaling form's and the GPUs needed
+        slack = 1 - BOUND_SLACK
+        gpu_hours, latency_ms, paid = gpu_hours * slack, latency_ms * slack, paid * slack
+    zero = 0.0 * (1 - BOUND_SLACK) if low else 0.0
+    return [Floors(g, zero, lat, paid_per_gpu=paid, gpus_needed=x)
             for g, lat, x in zip(gpu_hours.tolist(), latency_ms.tolist(), needed.tolist(),
                                  strict=True)]
 

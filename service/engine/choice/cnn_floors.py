@@ -116,6 +116,14 @@ def columns(workload: Workload, gpus: Sequence[GpuSpec], rates: Sequence[PeakRat
                            net.floor_bytes / dev.bytes_s))
     if not nets:
         return None
+    kept: dict[bytes, Array] = {}
+
+    def column(values: list[float]) -> Array:
+        """``values`` as an array, the same object as an equal one gathered before (the SMs
+        and FLOP time of every group, most widths and caps: ~half the arrays are repeats)."""
+        arr = np.array(values, dtype=np.float64)
+        return kept.setdefault(arr.tobytes(), arr)
+
     first = nets[0]
     if any(len(net._convs) != len(first._convs) or len(net._pools) != len(first._pools)
            for net in nets):
@@ -134,14 +142,10 @@ def columns(workload: Workload, gpus: Sequence[GpuSpec], rates: Sequence[PeakRat
         fwd = [r[1].fwd for r in rows]
         convs.append(_Conv(
             count, pixels, shape.empty, tiles,
-            np.array([r[3] for r in rows], dtype=np.float64),
-            np.array([r[4] for r in rows], dtype=np.float64),
-            np.array([g.k for g in fwd], dtype=np.float64),
-            np.array([g.sms for g in fwd], dtype=np.float64),
-            np.array([g.per_flop for g in fwd], dtype=np.float64),
-            np.array([g.shapes[0][2] for g in fwd], dtype=np.float64),
-            np.array([g.weight_s for g in fwd], dtype=np.float64),
-            np.array([g.row_s for g in fwd], dtype=np.float64)))
+            column([r[3] for r in rows]), column([r[4] for r in rows]),
+            column([g.k for g in fwd]), column([g.sms for g in fwd]),
+            column([g.per_flop for g in fwd]), column([g.shapes[0][2] for g in fwd]),
+            column([g.weight_s for g in fwd]), column([g.row_s for g in fwd])))
     pools = tuple((np.array([net._pools[j][0] for net in nets], dtype=np.float64),
                    np.array([net._pools[j][1] for net in nets], dtype=np.float64))
                   for j in range(len(first._pools)))
@@ -181,6 +185,8 @@ def _gemm(cv: _Conv, m: float) -> tuple[Array, Array]:
         better = ~done & (work < best)
         best = np.where(better, work, best)
         done |= better & (best <= enough)
+        if done.all():
+            break  # every GPU stopped: the later shapes change nothing
     return best * cv.per_flop, memory
 
 

@@ -62,10 +62,6 @@ from service.engine.types import (
     Workload,
 )
 
-CNN_COLUMNS_KEPT = 4
-"""CNN layer-table columns a screen table keeps (:meth:`ScreenTable.cnn_columns`), by model,
-runtime and weight precision: the presets' few, and a request's own model without growing."""
-
 SCREENED_TOLERANCE = Constraints().time_tolerance
 """The time tolerance of the constraints a table is keyed by (the table never reads it)."""
 
@@ -103,7 +99,6 @@ class ScreenTable:
     _floor_rates: dict[bool, np.ndarray] = field(default_factory=dict)
     _compute: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _serving: dict[ServingRuntime, ifl.Columns] = field(default_factory=dict)
-    _cnn: dict[tuple[object, ...], cnnf.Columns | None] = field(default_factory=dict)
 
     def cheapest(self, i: int, smallest: int) -> float | None:
         """:meth:`cost.OfferIndex.cheapest_gpu_hour` of live GPU ``i`` from ``smallest``."""
@@ -142,26 +137,24 @@ class ScreenTable:
         return got
 
     def cnn_columns(self, workload: Workload, memo: Memo) -> cnnf.Columns | None:
-        """The live GPUs with a rate (their fastest-network variants) as
-        :class:`cnn_floors.Columns` of the workload's CNN at its runtime and stored weight
-        precision (None: some type's network has no layer table)."""
+        """Every GPU type of the catalog with a rate at the workload's precision as
+        :class:`cnn_floors.Columns` of its CNN at its runtime and stored weight precision
+        (None: some type's network has no layer table). Kept in the shared cache by catalog
+        (the GPUs, not this table: the tables of other constraints, caps and offer lists
+        share it, as the columns depend on the GPUs and rates only; a GPU's device, hence
+        its table, is the same on any network), bounded there (``cnn_columns``)."""
         spec = workload.inference
         assert spec is not None
-        key = (workload.model, spec.runtime, mem.stored_weight_precision(workload))
-        if key in self._cnn:
-            return self._cnn[key]
-        live = [(fast, rate) for fast, rate in zip(self.fast, self.rate, strict=True)
-                if rate is not None]
-        got = self._cnn[key] = cnnf.columns(workload, [g for g, _ in live],
-                                            [r for _, r in live], spec.runtime, memo)
-        # bounded: a request may name a model of its own (each entry is a few arrays per
-        # convolution group and GPU type); the oldest goes first
-        while len(self._cnn) > CNN_COLUMNS_KEPT:
-            try:
-                self._cnn.pop(next(iter(self._cnn)), None)
-            except (StopIteration, RuntimeError):  # another thread changed it: next time
-                break
-        return got
+        key = (self.gpus, workload.precision, workload.model, spec.runtime,
+               mem.stored_weight_precision(workload))
+
+        def build() -> cnnf.Columns | None:
+            rated = [(gpu, peak_rate(gpu, workload.precision)) for gpu in self.gpus]
+            live = [(gpu, rate) for gpu, rate in rated if rate is not None]
+            return cnnf.columns(workload, [g for g, _ in live], [r for _, r in live],
+                                spec.runtime, memo)
+
+        return memo.get("cnn_columns", key, build)
 
     def compute_columns(self, workload: Workload, memo: Memo) -> tuple[np.ndarray, np.ndarray]:
         """Per live GPU: the sustained compute rate x the job's efficiency (the divisor of
@@ -342,9 +335,8 @@ def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts:
     at = np.where(has, at, 0)
     latency = table.least_latency_column(t.cap)[at]
     floors = bd.inference_floors(workload, table.request_s[at], latency,
-                                 np.array(firsts, dtype=np.float64))
-    return [bd.lowered(f) if ok else bd.NO_FLOORS
-            for f, ok in zip(floors, has.tolist(), strict=True)]
+                                 np.array(firsts, dtype=np.float64), low=True)
+    return [f if ok else bd.NO_FLOORS for f, ok in zip(floors, has.tolist(), strict=True)]
 
 
 def _cnn_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
@@ -366,9 +358,8 @@ def _cnn_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: lis
     else:
         latency = cols.latency_floor_ms()
     floors = bd.inference_floors(workload, cols.request_s[at], latency[at],
-                                 np.array(firsts, dtype=np.float64))
-    return [bd.lowered(f) if ok else bd.NO_FLOORS
-            for f, ok in zip(floors, has.tolist(), strict=True)]
+                                 np.array(firsts, dtype=np.float64), low=True)
+    return [f if ok else bd.NO_FLOORS for f, ok in zip(floors, has.tolist(), strict=True)]
 
 
 def screen(
