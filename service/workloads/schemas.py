@@ -601,21 +601,30 @@ class WorkloadSpec(_Strict):
     def to_engine(self, *, require_amount: bool = True) -> Workload:
         """Resolve presets and check consistency; raises :class:`WorkloadError`.
         ``require_amount=False``: a training workload may omit tokens / samples / epochs
-        (an estimate then answers everything but the time and energy to finish)."""
+        (an estimate then answers everything but the time and energy to finish).
+
+        Only the section of the workload's ``kind`` reaches the engine: a ``training``,
+        ``inference`` or ``compute`` section given beside another kind is not read (the
+        engine takes a workload with an inference section for a serving one, wherever its
+        kind says otherwise)."""
         model = self.model.to_engine() if self.model is not None else None
+        kind = self.kind
+        training = self.training if kind == "training" else None
+        inference = self.inference if kind == "inference" else None
+        compute = self.compute if kind == "compute" else None
         workload = Workload(
-            kind=self.kind,
+            kind=kind,
             precision=self.precision,
             model=model,
             weight_precision=self.weight_precision,
             kv_cache_precision=self.kv_cache_precision,
-            training=self.training.to_engine() if self.training else None,
-            inference=self.inference.to_engine() if self.inference else None,
-            compute=self.compute.to_engine() if self.compute else None,
+            training=training.to_engine() if training else None,
+            inference=inference.to_engine() if inference else None,
+            compute=compute.to_engine() if compute else None,
         )
         errors = validate_workload(workload, require_amount=require_amount)
-        if self.inference is not None:
-            own = self.inference.errors(model)
+        if inference is not None:
+            own = inference.errors(model)
             if any(field == "inference.traffic_preset" for field, _ in own):
                 # an unknown preset leaves the request without sizes: that is its one error
                 errors = [e for e in errors if e[0] != "inference.prompt_tokens"]

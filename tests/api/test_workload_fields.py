@@ -177,3 +177,34 @@ def test_lm_head_fraction_moves_the_step(client: TestClient) -> None:
 def test_lm_head_fraction_outside_0_1_is_422(client: TestClient, value: Any) -> None:
     assert_problem(client.post("/v1/estimates", json=_bert_training(lm_head_fraction=value)),
                    422, "body.workload.training.lm_head_fraction")
+
+
+def test_sections_of_another_kind_are_not_read(client: TestClient,
+                                              admin_headers: dict[str, str]) -> None:
+    """A compute workload that also carries an inference section (the live fuzzer's case, a
+    500 before: the engine took the section for a serving workload and built a serving
+    context without a model) is ranked and estimated as the compute job it is, stored or
+    not; so is a training workload with a compute section."""
+    compute = {"kind": "compute", "precision": "fp32", "model": None,
+               "inference": {"max_num_seqs": 461414},
+               "compute": {"total_tflop": 1.1e5, "communication": "allreduce"}}
+    plain = {k: v for k, v in compute.items() if k != "inference"}
+    got = client.post("/v1/recommendations?view=full", json={**compute, "limit": 3})
+    assert got.status_code == 200, got.text
+    want = client.post("/v1/recommendations?view=full", json={**plain, "limit": 3})
+    assert [c["gpu"]["slug"] for c in got.json()["recommendations"]] == \
+        [c["gpu"]["slug"] for c in want.json()["recommendations"]]
+    created = client.post("/v1/workloads", json={**compute, "name": "fuzzed"},
+                          headers=admin_headers)
+    assert created.status_code == 201, created.text
+    ranked = client.get(f"/v1/workloads/{created.json()['id']}/recommendations?limit=3"
+                        "&objective=cost&view=full", headers=admin_headers)
+    assert ranked.status_code == 200, ranked.text
+    estimate = client.post("/v1/estimates", json={"workload": compute, "gpu_slug": H100,
+                                                  "gpu_count": 2})
+    assert estimate.status_code == 200, estimate.text
+    training = {"kind": "training", "precision": "bf16", "model": {"preset": "llama-3.1-8b"},
+                "training": {"batch_size": 64, "seq_len": 2048, "tokens": 1e9},
+                "compute": {"total_tflop": 5.0}}
+    got = client.post("/v1/recommendations", json={**training, "limit": 2})
+    assert got.status_code == 200, got.text
