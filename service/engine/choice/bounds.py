@@ -338,8 +338,7 @@ def inference_floors(workload: Workload, request_s: np.ndarray, latency_ms: np.n
     if low:  # lowered(): every figure but the scaling form's and the GPUs needed
         slack = 1 - BOUND_SLACK
         gpu_hours, latency_ms, paid = gpu_hours * slack, latency_ms * slack, paid * slack
-    zero = 0.0 * (1 - BOUND_SLACK) if low else 0.0
-    return [Floors(g, zero, lat, paid_per_gpu=paid, gpus_needed=x)
+    return [Floors(g, 0.0, lat, paid_per_gpu=paid, gpus_needed=x)
             for g, lat, x in zip(gpu_hours.tolist(), latency_ms.tolist(), needed.tolist(),
                                  strict=True)]
 

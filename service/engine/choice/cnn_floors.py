@@ -68,7 +68,6 @@ class Columns:
     """The CNN layer tables of a catalog's GPU types (those with a rate) at one serving
     setup, a GPU per element."""
 
-    gpus: tuple[GpuSpec, ...]
     index: dict[str, int]
     """GPU slug -> element."""
     request_s: Array
@@ -150,7 +149,7 @@ def columns(workload: Workload, gpus: Sequence[GpuSpec], rates: Sequence[PeakRat
                    np.array([net._pools[j][1] for net in nets], dtype=np.float64))
                   for j in range(len(first._pools)))
     return Columns(
-        tuple(gpus), {g.slug: i for i, g in enumerate(gpus)},
+        {g.slug: i for i, g in enumerate(gpus)},
         np.array(request, dtype=np.float64),
         np.array([net.kernels_s for net in nets], dtype=np.float64),
         np.array([net.dev.bytes_s for net in nets], dtype=np.float64),

@@ -328,36 +328,38 @@ def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts:
     table = bd.floor_table(workload, memo, t.cap,
                            lambda: ifl.table(workload, cols, t.cap, memo))
     assert table is not None
-    # by slug: a table kept from another screen of the request may order its GPUs otherwise
-    at = np.array([table.index.get(t.fast[i].slug, -1) if t.rate[i] is not None else -1
-                   for i in rows], dtype=np.intp)
-    has = at >= 0
-    at = np.where(has, at, 0)
-    latency = table.least_latency_column(t.cap)[at]
-    floors = bd.inference_floors(workload, table.request_s[at], latency,
-                                 np.array(firsts, dtype=np.float64), low=True)
-    return [f if ok else bd.NO_FLOORS for f, ok in zip(floors, has.tolist(), strict=True)]
+    return _floors_at(t, workload, rows, firsts, table.index, table.request_s,
+                      table.least_latency_column(t.cap))
 
 
 def _cnn_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
                 memo: Memo, throughput: bool) -> list[bd.Floors] | None:
     """:func:`bounds.floors` of a CNN at each of ``rows`` (live positions) from the catalog's
-    layer-table columns (:mod:`cnn_floors`, kept by the table); None where a type has no
-    layer table (the scalar floors then apply)."""
+    layer-table columns (:mod:`cnn_floors`, kept in the shared cache); None where a type has
+    no layer table (the scalar floors then apply)."""
     spec, model = workload.inference, workload.model
     assert spec is not None and isinstance(model, GenericModel)
     cols = t.cnn_columns(workload, memo)
     if cols is None:
         return None
-    at = np.array([cols.index.get(t.fast[i].slug, -1) if t.rate[i] is not None else -1
-                   for i in rows], dtype=np.intp)
-    has = at >= 0
-    at = np.where(has, at, 0)
     if throughput:
         latency = cols.latency_ms(spec.batch_size or 1, spec.input_samples_per_s_per_gpu)
     else:
         latency = cols.latency_floor_ms()
-    floors = bd.inference_floors(workload, cols.request_s[at], latency[at],
+    return _floors_at(t, workload, rows, firsts, cols.index, cols.request_s, latency)
+
+
+def _floors_at(t: ScreenTable, workload: Workload, rows: list[int], firsts: list[int],
+               index: dict[str, int], request_s: np.ndarray, latency_ms: np.ndarray
+               ) -> list[bd.Floors]:
+    """:func:`bounds.inference_floors`, lowered, at each of ``rows`` (live positions) from
+    per-GPU columns whose elements ``index`` names by slug (columns kept from another screen
+    may order their GPUs otherwise); no floors where a row has no rate or no element."""
+    at = np.array([index.get(t.fast[i].slug, -1) if t.rate[i] is not None else -1
+                   for i in rows], dtype=np.intp)
+    has = at >= 0
+    at = np.where(has, at, 0)
+    floors = bd.inference_floors(workload, request_s[at], latency_ms[at],
                                  np.array(firsts, dtype=np.float64), low=True)
     return [f if ok else bd.NO_FLOORS for f, ok in zip(floors, has.tolist(), strict=True)]
 
