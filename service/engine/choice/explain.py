@@ -15,7 +15,7 @@ from service.engine.choice.provision import provision
 from service.engine.constants import MEMORY_RESERVE_FRACTION
 from service.engine.physics.estimate import estimate
 from service.engine.physics.kernels import sustained_clock_fraction
-from service.engine.physics.memory import memory_size
+from service.engine.physics.memory import memory_size, usable_gb
 from service.engine.physics.performance import peak_rate
 from service.engine.physics.serving import decode_longer
 from service.engine.recommend_types import (
@@ -463,12 +463,12 @@ def constraint_failure(gpu: GpuSpec, c: Constraints) -> Failure | None:
 
 
 def limit_failure(
-    workload: Workload, est: Estimate, cost: CostBreakdown, c: Constraints
+    workload: Workload, gpu: GpuSpec, est: Estimate, cost: CostBreakdown, c: Constraints
 ) -> Failure | None:
-    """The first limit an option misses (memory, latency, max_gpus, deadline, budget, $/h)."""
+    """The first limit an option of ``gpu`` misses (memory, latency, max_gpus, deadline,
+    budget, $/h)."""
     if not est.fits:
-        if workload.kind == "training" and est.memory_per_gpu_gb <= (
-                est.memory_available_gb * (1.0 - MEMORY_RESERVE_FRACTION)):
+        if workload.kind == "training" and est.memory_per_gpu_gb <= usable_gb(gpu):
             # memory holds: the count leaves data-parallel replicas without a sample
             return _failure(0, "constraint", "; ".join(est.infeasible_reasons),
                             _fewer_gpus_fixes(est))

@@ -497,7 +497,7 @@ def _new_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instan
     cost = co.cost_breakdown(workload, est, offer, instances, req.settings, p.rent)
     money, time, energy, proxy = _metrics(workload, est, cost)
     opt = _Option(p.gpu, est, offer, instances, cost, money, time, energy, proxy, p.first)
-    return opt, ex.limit_failure(workload, est, cost, req.constraints)
+    return opt, ex.limit_failure(workload, p.gpu, est, cost, req.constraints)
 
 
 MAX_GPUS_RECHECKS = 4
