@@ -335,8 +335,15 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
             if o.money is None or o.offer is None:
                 continue
             assert o.offer == plan[o.est.gpu_count][0]
-            lbc, lbt = floors[o.est.gpu_count]
-            assert lbc <= o.money and lbt <= o.time, (p.gpu.slug, o.est.gpu_count)
+            pairs = floors[o.est.gpu_count]
+            # an option is at or above one of its count's pairs (serving with a target: one
+            # per range of copies, bounds.count_pairs); the first has the count's least cost
+            # floor, the last its least time floor
+            assert any(a <= o.money and b <= o.time for a, b in pairs), (
+                p.gpu.slug, o.est.gpu_count, pairs, o.money, o.time)
+            lbc = pairs[0][0]
+            lbt = max(b for a, b in pairs if a <= o.money and b <= o.time)
+            assert pairs[-1][1] == min(b for _, b in pairs)
             # a count's own floors are at least the GPU's (bounds.count_floors)
             coarse = count_floors(workload.kind, p, o.est.gpu_count, usd_per_gpu_hour(
                 o.offer, p.gpu, CostSettings()))

@@ -23,6 +23,10 @@ functions and constants the estimate uses, dropping only terms that can only add
   at its rate and its bytes at bandwidth, at the best TP degree the count holds (PP stages
   run in sequence; latency grows with the batch: :mod:`inference_floors`, for every GPU type
   at once); CNNs' the batch-1 no-comm latency on one GPU divided by the largest TP degree.
+  With a target and no fixed batch, a count's options are also bounded at the load their
+  copies leave each replica (the batch it settles at is at least the load times the floor
+  of a request's time on the replica: :mod:`load_floors`), as (cost, time) pairs per range of
+  copies (:func:`count_pairs`), which the balanced search takes.
 
 Where no bound is proven (no rate for the precision) the bound is 0: no pruning.
 """
@@ -39,6 +43,7 @@ from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.choice import inference_floors as ifl
+from service.engine.choice import load_floors as lf
 from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
@@ -278,6 +283,22 @@ def count_latency_floor(workload: Workload, gpu: GpuSpec, n: int, memo: Memo | N
     return found * (1 - BOUND_SLACK)
 
 
+def count_latency_floors(workload: Workload, gpu: GpuSpec, counts: list[int],
+                         memo: Memo | None) -> list[float]:
+    """:func:`count_latency_floor` of each of ``counts`` (the same floats: the floor table
+    looked up once)."""
+    rate = workload_rate(workload, gpu)
+    if rate is None or workload.inference is None or not counts:
+        return [0.0] * len(counts)
+    memo = memo_of(memo)
+    table = floor_table(workload, memo, max(counts))
+    found = table.least_latencies_ms(gpu.slug, counts) if table is not None else None
+    if found is None:
+        return [count_latency_floor(workload, gpu, n, memo) for n in counts]
+    low = 1 - BOUND_SLACK
+    return [v * low for v in found]
+
+
 def _one_gpu_table(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int,
                    memo: Memo) -> ifl.Table:
     """The :class:`inference_floors.Table` of ``gpu`` alone (the column screen's arithmetic,
@@ -436,3 +457,30 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
     else:
         lbt = latency_ms
     return lbc, max(lbt, p.lb_time)
+
+
+def count_pairs(p: Pending, n: int, usd_per_gpu_hour: float | None, latency_ms: float,
+                table: lf.LoadTable | None) -> list[tuple[float, float]]:
+    """Serving with a target: (cost, time) pairs of which every option of ``p`` on ``n`` GPUs
+    is at or above one in both figures (:mod:`load_floors`): an option of ``k`` copies pays
+    for ``n k`` GPUs and is no faster than the latency floor at the load ``k`` copies leave
+    each replica, so the copies from :meth:`Floors.replicas_at` up are taken in ranges
+    ``[k0, k0], [k0 + 1, 2 k0], [2 k0 + 1, 4 k0], ...`` (the range's least cost, its
+    largest count's time), then every larger count at :func:`count_floors`' figures (the
+    batch-1 latency floor ``latency_ms``). Without a table or a price: that one pair."""
+    base = count_floors("inference", p, n, usd_per_gpu_hour, latency_ms)
+    f = p.floor
+    if table is None or usd_per_gpu_hour is None or not f.paid_per_gpu > 0:
+        return [base]
+    low = 1 - BOUND_SLACK
+    pairs = []
+    lo = hi = f.replicas_at(n)
+    for found in table.ranges(n, hi):
+        if not found * low > base[1]:
+            break
+        hours = max(f.gpu_hours, n * lo * f.paid_per_gpu)
+        pairs.append((hours * usd_per_gpu_hour, found * low))
+        lo, hi = hi + 1, 2 * hi
+    hours = max(f.gpu_hours, n * lo * f.paid_per_gpu)
+    pairs.append((hours * usd_per_gpu_hour, base[1]))
+    return pairs

@@ -272,6 +272,8 @@ class Table:
     per_node: NDArray[np.int64]
     pinned: tuple[int, int] | None
     """The request's pinned (TP, PP) split, if any (:meth:`serving.Context._split_list`)."""
+    cols: Columns | None = None
+    """The columns the table was built on (:mod:`load_floors` reads them too)."""
 
     def _rows_min(self, n: int) -> Array:
         """Per GPU: the least floor over the degrees up to ``n`` (inf for none)."""
@@ -311,6 +313,23 @@ class Table:
         return min((v for t, v in zip(self.tps, column, strict=True) if t <= n),
                    default=math.inf)
 
+    def least_latencies_ms(self, slug: str, counts: Sequence[int]) -> list[float] | None:
+        """:meth:`least_latency_ms` of each of ``counts`` (the GPU's column read once)."""
+        i = self.index.get(slug)
+        if i is None:
+            return None
+        pinned = self.pinned
+        column = self.latency_ms[:, i].tolist()
+        out = []
+        for n in counts:
+            if pinned is not None and pinned[0] * pinned[1] <= n \
+                    and self.per_node[i] >= pinned[0]:
+                out.append(column[self.tps.index(pinned[0])])
+                continue
+            out.append(min((v for t, v in zip(self.tps, column, strict=True) if t <= n),
+                           default=math.inf))
+        return out
+
 
 def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
     """The request's :class:`Table` over ``cols`` for counts of up to ``cap`` GPUs."""
@@ -338,7 +357,7 @@ def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
     pinned = ((spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
               if spec.tensor_parallel or spec.pipeline_parallel else None)
     return Table(tuple(tps), latency, request, {g.slug: i for i, g in enumerate(cols.gpus)},
-                 cols.per_node, pinned)
+                 cols.per_node, pinned, cols)
 
 
 __all__ = ["Columns", "Table", "columns", "supported", "table", "tp_degrees"]

@@ -73,6 +73,7 @@ from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import figures as fg
+from service.engine.choice import load_floors
 from service.engine.choice import screen as sc
 from service.engine.choice import search as se
 from service.engine.choice.explain import Failure, LightOption, Ranked
@@ -391,15 +392,15 @@ def _probe(
     floors = _count_floors(req, p, plan, counts)
     # the figures of every count below the minima as given, at once (the minima only fall
     # below, so the counts the loop estimates are among them)
-    asked = [n for n, (lbc, lbt) in zip(counts, floors, strict=True)
-             if not (lbc >= c_min and lbt >= t_min)]
+    asked = [n for n, pairs in zip(counts, floors, strict=True)
+             if not _above(pairs, c_min, t_min)]
     light = dict(zip(asked, fg.figures_of(req.workload, p.gpu, [(n, *plan[n]) for n in asked],
                                           req.settings, req.constraints, req.memo),
                      strict=True))
-    for n, (lbc, lbt) in zip(counts, floors, strict=True):
+    for n, pairs in zip(counts, floors, strict=True):
         offer, instances = plan[n]
-        if lbc >= c_min and lbt >= t_min:
-            rest.append((lbc, lbt))
+        if _above(pairs, c_min, t_min):
+            rest.extend(pairs)
             continue
         fig = light[n]
         assert not isinstance(fig, fg.Slower)  # no time_cut asked
@@ -413,24 +414,37 @@ def _probe(
     return opts, rest
 
 
+def _above(pairs: list[tuple[float, float]], c_min: float, t_min: float) -> bool:
+    """Whether no option a count's floor ``pairs`` bound can lower the cost or time minimum."""
+    return all(lbc >= c_min and lbt >= t_min for lbc, lbt in pairs)
+
+
 def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | None, int]],
-                  counts: list[int]) -> list[tuple[float, float]]:
-    """:func:`bounds.count_floors` of each of ``counts`` at its offer in ``plan`` (serving:
-    with the count's own latency floor, at the fastest network any offer has, as the GPU's
-    floors are taken)."""
+                  counts: list[int]) -> list[list[tuple[float, float]]]:
+    """The (cost, time) floors of each of ``counts`` at its offer in ``plan``: one pair,
+    :func:`bounds.count_floors` (serving: with the count's own latency floor, at the fastest
+    network any offer has, as the GPU's floors are taken), or for serving with a target a few
+    pairs (:func:`bounds.count_pairs`: the latency at the load each number of copies leaves a
+    replica) of which every option of the count is at or above one."""
     workload = req.workload
     kind = workload.kind
     fast = (req.offers.fastest_network_gpu(p.gpu, req.constraints)
             if kind in ("inference", "compute") else None)
     job = (bd.compute_count_hours(workload, fast, counts, req.memo)
            if kind == "compute" and fast is not None else [0.0] * len(counts))
+    table = (load_floors.load_table(workload, fast, bd.floor_table(workload, req.memo, p.cap),
+                                    req.memo)
+             if kind == "inference" and fast is not None else None)
+    latencies = (bd.count_latency_floors(workload, fast, counts, req.memo)
+                 if kind == "inference" and fast is not None else None)
     out = []
-    for n, hours in zip(counts, job, strict=True):
+    for k, (n, hours) in enumerate(zip(counts, job, strict=True)):
         offer = plan[n][0]
         usd = co.usd_per_gpu_hour(offer, p.gpu, req.settings) if offer is not None else None
-        latency = (0.0 if fast is None or kind != "inference"
-                   else bd.count_latency_floor(workload, fast, n, req.memo))
-        out.append(bd.count_floors(kind, p, n, usd, latency, hours))
+        if latencies is None:
+            out.append([bd.count_floors(kind, p, n, usd, 0.0, hours)])
+            continue
+        out.append(bd.count_pairs(p, n, usd, latencies[k], table))
     return out
 
 
@@ -438,7 +452,7 @@ def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:
     """The (cost, time) floors of every count of ``p`` the offers plan (the balanced
     search's bound of a GPU not yet evaluated: :class:`search.BalancedSearch`)."""
     plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
-    return _count_floors(req, p, plan, sorted(plan))
+    return [pair for pairs in _count_floors(req, p, plan, sorted(plan)) for pair in pairs]
 
 
 def _option(

@@ -1,0 +1,365 @@
+"""Latency floors of a serving option at the load it carries (transformers with a target).
+
+:mod:`inference_floors` bounds a count's latency at batch 1: no option of the count is faster.
+But an option carrying an offered load runs at the batch the load settles at
+(:func:`estimate.operating_batch`: the least batch whose requests/s cover the load per
+replica), and on a busy replica that batch, hence the latency, is far above batch 1: the
+balanced objective ranks that latency, so a batch-1 floor left most GPU types of a large
+catalog unpruned (their floors a third of their real scores).
+
+The load a replica carries is bounded below by what its copies share. A count of ``n`` GPUs
+on split (tp, pp) runs ``g = n // (tp pp)`` replicas, and an option of ``k`` copies of the
+count puts ``target / (k g)`` requests/s on each; the replica's requests/s at batch ``b`` are
+``b x pp / (out x iteration(b))`` (:func:`serving.requests_per_s`: ``out`` output tokens per
+request, ``iteration`` the mean decode iteration, or the busiest stage times ``pp`` when that
+is longer; encoders: ``b x pp / forward(b)``). The operating batch covers its load, so
+
+    b >= target / (k g) x out x iteration(b) / pp >= target tp / (k n) x out x F_tp(b),
+
+with ``g pp tp <= n`` and ``F_tp`` the floor of the mean iteration at TP ``tp``
+(:func:`inference_floors._tpot`, which holds for any pipeline depth). ``F_tp`` grows with the
+batch (every kernel's rows, bytes and the KV read grow), so starting from ``b = 1`` the
+iteration ``b <- ceil(load x out x F_tp(b))`` only rises and stays at or below the operating
+batch; the latency floor at the batch it reaches (:func:`inference_floors._latency_s`, also
+growing with the batch) bounds the option's latency. It depends on ``target tp / (k n)``
+only: with ``m = k n / tp`` TP groups sharing the target, this module tabulates it per TP
+degree at ``m = 1, 2, 4, ...`` (a larger ``m`` only lowers it, so an ``m`` in between takes
+the next power of two) until the batch reached is 1, where it equals the batch-1 floor.
+
+:func:`count_pairs` turns that into the balanced search's floors of a count: an option of
+``k`` copies pays for ``n k`` GPUs (:func:`bounds.count_floors`' cost floor at ``k``) and is
+no faster than the floor at ``k``; the copies are unknown before estimating, so the count gets
+one (cost, time) pair per range of ``k`` (the range's least cost, its largest ``k``'s time)
+and a last pair for every larger ``k`` (the batch-1 floor). Every option of the count is at
+or above one of its pairs in both figures, so the least balanced score over the pairs bounds
+the count (:class:`search.BalancedSearch`).
+
+Dense transformers only (MoE routing is left to the batch-1 floor), with a target and no fixed
+batch. Compiled (numba) with :mod:`compiled`'s settings: the same operations in the same
+order as :mod:`inference_floors`' numpy (``tests/unit/test_load_floors.py`` compares them and
+checks every pair against the engine's own options).
+
+Units: seconds [s] inside, milliseconds [ms] out, requests/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from service.engine import constants as c
+from service.engine.cache import Memo
+from service.engine.choice import inference_floors as ifl
+from service.engine.physics import serving as inf
+from service.engine.physics.compiled import _jit
+from service.engine.physics.estimate import workload_rate
+from service.engine.types import GpuSpec, Precision, TransformerModel, Workload
+
+Array = NDArray[np.float64]
+
+# a TP degree's figures, packed (:func:`_pack`)
+_MATRIX, _ATTENTION, _BYTES, _KERNEL_S, _SMS, _LINK_S, _LINK_LAT, _TP = 0, 1, 2, 3, 4, 5, 6, 7
+_LAYERS, _H, _QKV_N, _O_K, _UP_N, _DOWN_K, _ELEMENTWISE, _MOE_EL = 8, 9, 10, 11, 12, 13, 14, 15
+_VOCAB_N, _ACT_B, _W_B, _COLL_B, _KPL, _DECODER, _S, _TOKENS = 16, 17, 18, 19, 20, 21, 22, 23
+_PROMPT_ATTN, _PROMPT_ATTN_BYTES, _OUT, _CTX, _KV_LAYER, _KV_BLOCKS = 24, 25, 26, 27, 28, 29
+_DECODE_ATTN, _CHUNKS, _STEP, _PER_SEQ = 30, 31, 32, 33
+_WIDTH = 34
+
+LEVELS = 32
+"""Powers of two of TP groups tabulated (``m`` up to 2^31): past the last, the batch-1 floor."""
+_MAX_STEPS = 16
+"""Rounds of the batch iteration at most (each only raises the batch, so stopping early keeps
+the floor a floor; it converges in a few unless the load nearly saturates the replica)."""
+_LOAD_SLACK = 1e-6
+"""The load is lowered by this much (the operating batch covers it to 1e-9, ``copies_needed``
+rounds to 1e-9): far above float rounding, far below any figure that matters."""
+
+
+@_jit
+def _gemm(p: Array, flops: float, nbytes: float) -> float:
+    """:func:`inference_floors._gemm` on one GPU."""
+    a: float = flops / p[_MATRIX]
+    b: float = nbytes / p[_BYTES]
+    return a if a >= b else b
+
+
+@_jit
+def _iteration(p: Array, rows: float, attn_flops: float, attn_bytes: float, head_rows: float,
+               fixed: float) -> float:
+    """:func:`inference_floors._iteration` of a dense layer stack on one GPU."""
+    h, act_b, w_b = p[_H], p[_ACT_B], p[_W_B]
+    layer = 0.0
+    if rows > 0:
+        for j in range(4):
+            if j == 0:
+                n, k = p[_QKV_N], h
+            elif j == 1:
+                n, k = h, p[_O_K]
+            elif j == 2:
+                n, k = p[_UP_N], h
+            else:
+                n, k = h, p[_DOWN_K]
+            layer += _gemm(p, 2.0 * rows * n * k, k * n * w_b + rows * (k + n) * act_b)
+        layer += p[_ELEMENTWISE] * rows * p[_MOE_EL] / p[_BYTES]
+    a = attn_flops / p[_ATTENTION]
+    b = attn_bytes / p[_BYTES]
+    layer += a if a >= b else b
+    layer += p[_KPL] * p[_KERNEL_S]
+    total = layer * p[_LAYERS] + fixed
+    if head_rows > 0:
+        v = p[_VOCAB_N]
+        total += _gemm(p, 2.0 * head_rows * v * h, h * v * w_b + head_rows * (h + v) * act_b)
+    tp = p[_TP]
+    if tp > 1 and rows > 0:
+        vol = 2.0 * (tp - 1) / tp
+        total += 2.0 * p[_LAYERS] * (vol * rows * h * p[_COLL_B] / p[_LINK_S] + p[_LINK_LAT])
+    out: float = total
+    return out
+
+
+@_jit
+def _kv_read(p: Array, seqs: float) -> float:
+    """:func:`inference_floors._kv_read` on one GPU."""
+    if seqs <= 0:
+        return 0.0
+    blocks = seqs * p[_KV_BLOCKS]
+    sms = p[_SMS]
+    stretch = sms / blocks if blocks < sms else 1.0
+    out: float = seqs * p[_CTX] * p[_KV_LAYER] * stretch
+    return out
+
+
+@_jit
+def _tpot(p: Array, b: float, fixed: float) -> float:
+    """:func:`inference_floors._tpot` on one GPU."""
+    kv = _kv_read(p, b)
+    arrivals = b - 1.0
+    chunked = arrivals * p[_CHUNKS]
+    out_n, s = p[_OUT], p[_S]
+    if chunked >= out_n:
+        share = arrivals / out_n
+        return _iteration(p, b + share * s, b * p[_DECODE_ATTN] + share * p[_PROMPT_ATTN],
+                          kv + share * p[_PROMPT_ATTN_BYTES], b, fixed)
+    alone = _iteration(p, b, b * p[_DECODE_ATTN], kv, b, fixed)
+    if chunked <= 0.0:
+        return alone
+    k = p[_CHUNKS]
+    mixed = _iteration(p, b + s / k, b * p[_DECODE_ATTN] + p[_PROMPT_ATTN] / k,
+                       kv + p[_PROMPT_ATTN_BYTES] / k, b, fixed)
+    f = chunked / out_n
+    out: float = f * mixed + (1.0 - f) * alone
+    return out
+
+
+@_jit
+def latency_s(p: Array, batch: float) -> float:
+    """:func:`inference_floors._latency_s` on one GPU (end-to-end latency floor at ``batch``)."""
+    b = batch
+    if p[_DECODER] <= 0.0:
+        return _iteration(p, b * p[_TOKENS], b * p[_PROMPT_ATTN], b * p[_PROMPT_ATTN_BYTES],
+                          0.0, 0.0)
+    fixed = p[_STEP]
+    per_seq = p[_PER_SEQ]
+    k, rest = p[_CHUNKS], b - 1.0
+    chunk = _iteration(p, p[_S] / k + rest, p[_PROMPT_ATTN] / k + rest * p[_DECODE_ATTN],
+                       p[_PROMPT_ATTN_BYTES] / k + _kv_read(p, rest), 1.0 + rest,
+                       fixed + per_seq * (1.0 + rest))
+    out: float = k * chunk + p[_OUT] * _tpot(p, b, fixed + per_seq * b)
+    return out
+
+
+@_jit
+def cycle_s(p: Array, b: float, output_tokens: float) -> float:
+    """Floor [s] of the time a replica's batch of ``b`` takes to complete (the denominator of
+    its requests/s before the pipeline's factor): ``output_tokens`` mean iterations, or an
+    encoder's forward pass."""
+    if p[_DECODER] <= 0.0:
+        return latency_s(p, b)
+    out: float = output_tokens * _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    return out
+
+
+@_jit
+def _table(packed: Array, target: float, output_tokens: float, max_batch: float,
+           out: Array) -> None:
+    """``out[i, j]``: the latency floor [s] on TP degree row ``i`` of ``packed`` with the
+    target shared by ``2**j`` TP groups (see the module docstring); NaN past the level where
+    the batch reached is 1 (the batch-1 floor holds from there)."""
+    for i in range(packed.shape[0]):
+        p = packed[i]
+        for j in range(out.shape[1]):
+            load = target / 2.0 ** j * (1.0 - _LOAD_SLACK)
+            b = 1.0
+            for _ in range(_MAX_STEPS):
+                need = math.ceil(load * cycle_s(p, b, output_tokens))
+                if need <= b or b >= max_batch:
+                    break
+                b = need if need < max_batch else max_batch
+            if b <= 1.0:
+                for rest in range(j, out.shape[1]):
+                    out[i, rest] = math.nan
+                break
+            out[i, j] = latency_s(p, b)
+
+
+@_jit
+def _ranges(latency: Array, tps: NDArray[np.int64], n: int, k0: int, out: Array) -> int:
+    """``out[r]``: the least of ``latency[i, j]`` over the TP degrees ``tps[i] <= n``, at the
+    least level ``j`` with ``2**j >= k n / tps[i]`` for ``k = k0 2**r`` (the target shared by
+    ``k`` copies of ``n`` GPUs); returns how many ranges were filled (it stops where some
+    degree is down to the batch-1 floor, NaN, or past the table)."""
+    hi = float(k0)
+    for r in range(out.shape[0]):
+        best = math.inf
+        for i in range(tps.shape[0]):
+            t = tps[i]
+            if t > n:
+                continue
+            m = hi * n / t
+            j = 0
+            while j < latency.shape[1] and 2.0 ** j < m:
+                j += 1
+            if j >= latency.shape[1]:
+                return r
+            value = latency[i, j]
+            if math.isnan(value):
+                return r
+            if value < best:
+                best = value
+        if best == math.inf:
+            return r
+        out[r] = best
+        hi *= 2.0
+    filled: int = out.shape[0]
+    return filled
+
+
+def _shape_row(sh: ifl._Shapes, model: TransformerModel, tp: int) -> Array:
+    """TP degree ``tp``'s figures that do not depend on the device, packed (device slots 0)."""
+    ops, ln = sh.ops, sh.ln
+    out = np.zeros(_WIDTH)
+    out[_TP], out[_LAYERS], out[_H] = tp, model.layers, float(ops.h)
+    out[_QKV_N], out[_O_K], out[_UP_N], out[_DOWN_K] = ops.qkv_n, ops.o_k, ops.up_n, ops.down_k
+    out[_ELEMENTWISE], out[_MOE_EL], out[_VOCAB_N] = ops.elementwise, ops.moe_elementwise, \
+        ops.vocab_n
+    out[_ACT_B], out[_W_B], out[_COLL_B] = sh.act_b, sh.wbpp, sh.coll_b
+    out[_KPL] = c.TRANSFORMER_KERNELS_PER_LAYER
+    out[_DECODER], out[_S], out[_TOKENS] = float(ln.decoder), ln.s, ln.tokens
+    out[_PROMPT_ATTN], out[_PROMPT_ATTN_BYTES], out[_OUT] = ln.prompt_attn, \
+        ln.prompt_attn_bytes, ln.out
+    out[_CTX], out[_KV_LAYER], out[_KV_BLOCKS] = ln.ctx, ln.kv_layer, ln.kv_blocks
+    out[_DECODE_ATTN], out[_CHUNKS] = ln.decode_attn, ln.chunks
+    out[_STEP], out[_PER_SEQ] = c.STEP_OVERHEAD_S, c.SEQUENCE_STEP_OVERHEAD_S
+    return out
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A request's figures at each TP degree of a floor table on each GPU of its columns."""
+
+    tps: NDArray[np.int64]
+    rows: Array
+    """[TP degree, GPU, figure]."""
+    per_node: NDArray[np.int64]
+    index: dict[str, int]
+
+
+def packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
+    """The :class:`Packed` rows of ``table``'s columns (kept in the request's memo)."""
+    return memo.scratch("load_floor_rows", (workload, id(table)),
+                        lambda: _packed(workload, table, memo))
+
+
+def _packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
+    spec, model, cols = workload.inference, workload.model, table.cols
+    assert spec is not None and isinstance(model, TransformerModel) and cols is not None
+    rows = np.zeros((len(table.tps), len(cols.gpus), _WIDTH))
+    groups: dict[Precision, list[int]] = {}
+    for i, r in enumerate(cols.rates):
+        groups.setdefault(r.precision_used, []).append(i)
+    for precision, members in groups.items():
+        at = np.array(members, dtype=np.intp)
+        dev = inf.serving_device(cols.gpus[members[0]], cols.rates[members[0]], spec.runtime,
+                                 memo)
+        for j, t in enumerate(table.tps):
+            sh = ifl._shapes(workload, precision, t, dev, memo)
+            rows[j, at] = _shape_row(sh, model, t)
+    for j, t in enumerate(table.tps):
+        rows[j, :, _MATRIX], rows[j, :, _ATTENTION] = cols.matrix, cols.attention
+        rows[j, :, _BYTES], rows[j, :, _KERNEL_S] = cols.bytes_s, cols.kernel_s
+        rows[j, :, _SMS] = cols.sms
+        if t > 1:
+            rows[j, :, _LINK_S], rows[j, :, _LINK_LAT] = cols.links(t)
+    return Packed(np.array(table.tps, dtype=np.int64), rows, cols.per_node, table.index)
+
+
+@dataclass(frozen=True)
+class LoadTable:
+    """One GPU type's latency floors [ms] under load (see the module docstring)."""
+
+    tps: NDArray[np.int64]
+    """The TP degrees tabulated (those a split may use on the type's node)."""
+    latency_ms: Array
+    """[TP degree, level j]: the floor with the target shared by ``2**j`` TP groups; NaN from
+    the level where it is the batch-1 floor."""
+
+    def ranges(self, n: int, k0: int) -> list[float]:
+        """The floors [ms] of ``n`` GPUs with the target shared by ``k0``, ``2 k0``, ``4 k0``,
+        ... copies, the least over the TP degrees ``n`` GPUs hold, as far as every degree is
+        above its batch-1 floor (:func:`_ranges`)."""
+        out = np.empty(LEVELS)
+        got = _ranges(self.latency_ms, self.tps, n, k0, out)
+        values: list[float] = out[:got].tolist()
+        return values
+
+
+def supported(workload: Workload) -> bool:
+    """Dense transformer serving with a target and no fixed batch."""
+    spec, model = workload.inference, workload.model
+    return (ifl.supported(workload) and spec is not None and bool(spec.target_requests_per_s)
+            and spec.batch_size is None and isinstance(model, TransformerModel)
+            and model.experts <= 1)
+
+
+def load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
+               memo: Memo) -> LoadTable | None:
+    """``gpu``'s :class:`LoadTable` (kept in the request's memo) from the request's floor
+    ``table`` over the catalog's columns where it has the GPU, else from the GPU alone; None
+    where it does not apply (:func:`supported`, no rate)."""
+    if not supported(workload) or workload_rate(workload, gpu) is None:
+        return None
+    return memo.scratch("load_floor_table", (workload, gpu, id(table)),
+                        lambda: _load_table(workload, gpu, table, memo))
+
+
+def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
+                memo: Memo) -> LoadTable:
+    spec = workload.inference
+    assert spec is not None
+    if table is None or table.cols is None or gpu.slug not in table.index:
+        rate = workload_rate(workload, gpu)
+        assert rate is not None
+        cols = ifl.columns([gpu], [rate], spec.runtime, memo)
+        table = ifl.table(workload, cols, max(1, gpu.max_gpus_per_node), memo)
+    rows = packed(workload, table, memo)
+    i = rows.index[gpu.slug]
+    usable = rows.tps <= rows.per_node[i]
+    out = np.full((int(usable.sum()), LEVELS), math.nan)
+    _table(np.ascontiguousarray(rows.rows[usable, i]), float(spec.target_requests_per_s or 0.0),
+           float(spec.output_tokens), float(c.MAX_AUTO_BATCH), out)
+    return LoadTable(rows.tps[usable], out * 1e3)
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the loops before the first request needs them."""
+    p = np.ones((1, _WIDTH))
+    out = np.full((1, 2), math.nan)
+    _table(p, 1.0, 1.0, 2.0, out)
+    _ranges(out, np.ones(1, np.int64), 1, 1, np.empty(2))
+
+
+__all__ = ["LEVELS", "LoadTable", "Packed", "cycle_s", "latency_s", "load_table", "packed",
+           "supported", "warm_up"]

@@ -1,0 +1,222 @@
+"""Serving floors under load (service/engine/choice/load_floors.py): the compiled floors are the
+numpy floors' floats, they grow with the batch (the argument needs it), every option of a count
+is at or above the pair of its copies' range, and the floors are tight enough to matter."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import numpy as np
+import pytest
+
+from service.engine.cache import EngineCache, Memo
+from service.engine.choice import inference_floors as ifl
+from service.engine.choice import load_floors as lf
+from service.engine.choice import ranking as rk
+from service.engine.choice.bounds import Pending
+from service.engine.choice.cost import OfferIndex
+from service.engine.physics.estimate import workload_rate
+from service.engine.recommend_types import Constraints, CostSettings
+from service.engine.types import InferenceSpec, Workload
+from service.presets.catalog import PRESETS
+from tests.unit.catalog_data import load_gpus, load_offers
+
+
+def _serve(model: str, precision: str = "bf16", **spec: object) -> Workload:
+    base: dict[str, object] = {"prompt_tokens": 1024, "output_tokens": 256}
+    base.update(spec)
+    return Workload(kind="inference", precision=precision,  # type: ignore[arg-type]
+                    model=PRESETS[model].model, inference=InferenceSpec(**base))  # type: ignore[arg-type]
+
+
+CHAT = _serve("llama-3.1-8b", max_ttft_ms=500, max_tpot_ms=50, target_requests_per_s=20)
+WORKLOADS = {
+    "llama-8b-chat": CHAT,
+    "llama-70b-fp8-busy": _serve("llama-3.1-70b", "fp8", target_requests_per_s=60),
+    "bert-encoder": _serve("bert-large", prompt_tokens=384, output_tokens=0,
+                           target_requests_per_s=3000),
+    "long-prompt-pinned-tp2": _serve("llama-2-13b", prompt_tokens=6000, output_tokens=64,
+                                     tensor_parallel=2, target_requests_per_s=4),
+    "gpt2-chunky": _serve("gpt-2", prompt_tokens=3000, output_tokens=8,
+                          target_requests_per_s=400),
+}
+BATCHES = (1, 2, 3, 7, 16, 33, 100, 255, 1024)
+
+
+def _rows(workload: Workload, memo: Memo) -> tuple[ifl.Table, lf.Packed]:
+    spec = workload.inference
+    assert spec is not None
+    rated = [(g, workload_rate(workload, g)) for g in load_gpus()]
+    rated = [(g, r) for g, r in rated if r is not None]
+    cols = ifl.columns([g for g, _ in rated], [r for _, r in rated], spec.runtime, memo)
+    table = ifl.table(workload, cols, 16, memo)
+    return table, lf.packed(workload, table, memo)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_compiled_floors_are_the_numpy_floors(name: str) -> None:
+    """Element for element, the same floats as inference_floors' numpy (the module's claim that
+    they bound the serving model rests on those floors, which test_inference_floors checks)."""
+    workload = WORKLOADS[name]
+    model = workload.model
+    memo = Memo(EngineCache())
+    table, rows = _rows(workload, memo)
+    assert table.cols is not None
+    cols = table.cols
+    checked = 0
+    for j, t in enumerate(table.tps):
+        for i, gpu in enumerate(cols.gpus):
+            if t > rows.per_node[i]:
+                continue
+            rate = cols.rates[i]
+            dev = ifl.inf.serving_device(gpu, rate, workload.inference.runtime, memo)  # type: ignore[union-attr]
+            sh = ifl._shapes(workload, rate.precision_used, t, dev, memo)
+            at = np.array([i], dtype=np.intp)
+            for b in BATCHES:
+                want = float(ifl._latency_s(sh, model, cols, at, t, b)[0])  # type: ignore[arg-type]
+                assert lf.latency_s(rows.rows[j, i], float(b)) == want, (gpu.slug, t, b)
+                if sh.ln.decoder:
+                    fixed = ifl.c.STEP_OVERHEAD_S + ifl.c.SEQUENCE_STEP_OVERHEAD_S * b
+                    tpot = float(ifl._tpot(sh, model, cols, at, t, float(b), fixed)[0])  # type: ignore[arg-type]
+                    out = float(workload.inference.output_tokens)  # type: ignore[union-attr]
+                    assert lf.cycle_s(rows.rows[j, i], float(b), out) == out * tpot
+                checked += 1
+    assert checked >= 100
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_the_floors_grow_with_the_batch(name: str) -> None:
+    """The batch iteration and the latency read at its batch are floors only if both grow with
+    the batch: every batch 1-1,024 on every GPU and degree."""
+    workload = WORKLOADS[name]
+    out = float(workload.inference.output_tokens)  # type: ignore[union-attr]
+    _, rows = _rows(workload, Memo(EngineCache()))
+    for j in range(rows.rows.shape[0]):
+        for i in range(rows.rows.shape[1]):
+            if rows.tps[j] > rows.per_node[i]:
+                continue
+            p = rows.rows[j, i]
+            lat = [lf.latency_s(p, float(b)) for b in range(1, 1025)]
+            cyc = [lf.cycle_s(p, float(b), out) for b in range(1, 1025)]
+            assert all(b >= a for a, b in zip(lat[:-1], lat[1:], strict=True)), (j, i)
+            assert all(b >= a for a, b in zip(cyc[:-1], cyc[1:], strict=True)), (j, i)
+
+
+def _random_workload(r: random.Random) -> Workload:
+    model = r.choice(("llama-3.1-8b", "llama-2-13b", "mistral-7b", "gpt-j-6b", "gpt-2",
+                      "llama-3.1-70b", "bert-large"))
+    encoder = model == "bert-large"
+    spec: dict[str, object] = {
+        "prompt_tokens": r.choice((64, 512, 1024, 4096)) if not encoder else r.choice((128, 384)),
+        "output_tokens": 0 if encoder else r.choice((1, 16, 128, 512)),
+        "target_requests_per_s": round(10 ** r.uniform(-0.5, 3.3), 2),
+    }
+    if r.random() < 0.5 and not encoder:
+        spec["max_ttft_ms"] = r.choice((200, 1000, 5000))
+        spec["max_tpot_ms"] = r.choice((20, 50, 150))
+    if r.random() < 0.2:
+        spec["max_latency_ms"] = r.choice((500, 5000, 30000))
+    return _serve(model, r.choice(("bf16", "fp8", "int8")), **spec)
+
+
+def _pairs_hold(workload: Workload) -> tuple[int, int]:
+    """Every balanced option of every screened GPU type is at or above the pair of its copies'
+    range in both figures; returns (options checked, options whose pair is a load floor)."""
+    index = OfferIndex(load_offers())
+    req = rk.Request(workload, Constraints(), CostSettings(), "balanced", Memo(EngineCache()),
+                     False, index)
+    checked = loaded = 0
+    for gpu in load_gpus():
+        p = rk._screen(req, gpu, index)
+        if not isinstance(p, Pending):
+            continue
+        options, _, _ = rk._evaluate_gpu(req, p)
+        plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+        floors = dict(zip(sorted(plan), rk._count_floors(req, p, plan, sorted(plan)),
+                          strict=True))
+        for o in options:
+            if o.money is None or o.offer is None:
+                continue
+            n, copies = o.est.gpu_count, o.cost.replicas
+            pairs = floors[n]
+            # the pairs cover copies k0, k0 + 1..2 k0, 2 k0 + 1..4 k0, ...: the range of
+            # the option's copies, else the last pair (every larger number of copies)
+            k0 = p.floor.replicas_at(n)
+            assert copies >= k0, (gpu.slug, n, copies, k0)
+            r, hi = 0, k0
+            while copies > hi:
+                r, hi = r + 1, 2 * hi
+            a, b = pairs[min(r, len(pairs) - 1)]
+            assert a <= o.money * (1 + 1e-12) and b <= o.time, (
+                gpu.slug, n, copies, pairs, o.money, o.time)
+            checked += 1
+            loaded += len(pairs) > 1 and r < len(pairs) - 1
+    return checked, loaded
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_option_is_above_the_pair_of_its_copies(name: str) -> None:
+    checked, loaded = _pairs_hold(WORKLOADS[name])
+    assert checked >= 10
+    if name in ("llama-8b-chat", "gpt2-chunky", "bert-encoder"):
+        assert loaded >= 5, (checked, loaded)
+
+
+def test_every_option_is_above_the_pair_of_its_copies_on_random_workloads() -> None:
+    r = random.Random(7)
+    checked = loaded = 0
+    for _ in range(12):
+        got = _pairs_hold(_random_workload(r))
+        checked, loaded = checked + got[0], loaded + got[1]
+    assert checked >= 200 and loaded >= 50, (checked, loaded)
+
+
+def test_the_load_floor_is_tight_where_the_load_fills_a_replica() -> None:
+    """llama-3.1-8b chat at 20 requests/s on one H100: the replica runs at a batch of tens, so
+    the floor at one copy is well above the batch-1 floor and close to the option's latency."""
+    index = OfferIndex(load_offers())
+    req = rk.Request(CHAT, Constraints(), CostSettings(), "balanced", Memo(EngineCache()),
+                     False, index)
+    gpu = next(g for g in load_gpus() if g.slug == "nvidia-h100-sxm5-80gb")
+    p = rk._screen(req, gpu, index)
+    assert isinstance(p, Pending)
+    options, _, _ = rk._evaluate_gpu(req, p)
+    one = min((o for o in options if o.est.gpu_count == 1 and o.cost.replicas == 1),
+              key=lambda o: o.time)
+    plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+    pairs = dict(zip(sorted(plan), rk._count_floors(req, p, plan, sorted(plan)),
+                     strict=True))[1]
+    first, last = pairs[0][1], pairs[-1][1]
+    assert first >= 2.0 * last, pairs
+    assert 0.6 * one.time <= first <= one.time, (first, one.time)
+
+
+def test_without_a_target_or_with_a_batch_there_is_one_pair() -> None:
+    spec = CHAT.inference
+    assert spec is not None
+    for changed in ({"target_requests_per_s": None}, {"batch_size": 8}):
+        workload = dataclasses.replace(CHAT, inference=dataclasses.replace(spec, **changed))
+        assert not lf.supported(workload)
+    moe = _serve("mixtral-8x7b", target_requests_per_s=10)
+    assert not lf.supported(moe) and lf.supported(CHAT)
+
+
+def test_a_table_from_the_catalog_columns_is_the_one_gpu_table() -> None:
+    """The screen's columns and a GPU alone give the same floors."""
+    memo = Memo(EngineCache())
+    table, _ = _rows(CHAT, memo)
+    for gpu in load_gpus():
+        if workload_rate(CHAT, gpu) is None:
+            continue
+        among = lf.load_table(CHAT, gpu, table, memo)
+        alone = lf.load_table(CHAT, gpu, None, memo)
+        assert among is not None and alone is not None
+        common = [t for t in alone.tps if t in set(among.tps.tolist())]
+        for t in common:
+            a = among.latency_ms[list(among.tps).index(t)]
+            b = alone.latency_ms[list(alone.tps).index(t)]
+            assert np.array_equal(a, b, equal_nan=True), (gpu.slug, t)
+    assert not math.isnan(float(lf.load_table(CHAT, load_gpus()[0], table, memo)
+                                .latency_ms[0, 0]))  # type: ignore[union-attr]
