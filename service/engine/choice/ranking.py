@@ -385,11 +385,10 @@ def _probe(
     """Balanced (see :class:`search.BalancedSearch`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
     options are found, and the floors of the other counts."""
-    plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+    plan, floors = _planned_floors(req, p)
     opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
     counts = sorted(plan)
-    floors = _count_floors(req, p, plan, counts)
     # the figures of every count below the minima as given, at once (the minima only fall
     # below, so the counts the loop estimates are among them)
     asked = [n for n, pairs in zip(counts, floors, strict=True)
@@ -448,11 +447,23 @@ def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | 
     return out
 
 
+def _planned_floors(req: Request, p: bd.Pending) -> tuple[
+        Mapping[int, tuple[Offer | None, int]], list[list[tuple[float, float]]]]:
+    """The counts of ``p`` the offers plan (each count's cheapest offer) and their
+    :func:`_count_floors` in count order, once per request (the balanced search's bound of
+    a GPU and its probe both ask)."""
+    def build() -> tuple[Mapping[int, tuple[Offer | None, int]],
+                         list[list[tuple[float, float]]]]:
+        plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+        return plan, _count_floors(req, p, plan, sorted(plan))
+
+    return req.memo.scratch("planned_count_floors", (req.workload, p.gpu), build)
+
+
 def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:
     """The (cost, time) floors of every count of ``p`` the offers plan (the balanced
     search's bound of a GPU not yet evaluated: :class:`search.BalancedSearch`)."""
-    plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
-    return [pair for pairs in _count_floors(req, p, plan, sorted(plan)) for pair in pairs]
+    return [pair for pairs in _planned_floors(req, p)[1] for pair in pairs]
 
 
 def _option(
