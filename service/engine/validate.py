@@ -69,6 +69,12 @@ def validate_workload(workload: Workload, *, require_amount: bool = True) -> lis
             errors.append(
                 ("weight_precision", "quantized weights apply to inference only")
             )
+    # a section of another kind would be read as this kind's: an inference section makes
+    # the ranking treat the workload as serving, whatever its kind
+    for name, section in (("training", workload.training), ("inference", workload.inference),
+                          ("compute", workload.compute)):
+        if section is not None and name != workload.kind:  # each kind reads its own
+            errors.append((name, f"a {workload.kind} workload takes no {name} section"))
     if workload.kind == "training":
         errors.extend(_training_errors(workload, require_amount=require_amount))
     elif workload.kind == "inference":

@@ -6,7 +6,13 @@ import pytest
 from pydantic import ValidationError
 
 from service.engine import validate_workload
-from service.engine.types import InferenceSpec, TrainingSpec, TransformerModel, Workload
+from service.engine.types import (
+    ComputeSpec,
+    InferenceSpec,
+    TrainingSpec,
+    TransformerModel,
+    Workload,
+)
 from service.presets import PRESETS, preset_to_dict
 from service.workloads.schemas import WorkloadError, WorkloadSpec
 
@@ -41,6 +47,24 @@ def test_inference_needs_tokens_and_compute_needs_spec() -> None:
     assert "inference.prompt_tokens" in _fields(w)
     assert "compute" in _fields(Workload(kind="compute", precision="fp64"))
     assert "training" in _fields(Workload(kind="training", precision="bf16", model=model))
+
+
+def test_a_section_of_another_kind_is_named() -> None:
+    """The engine would read an inference section as serving whatever the kind (the API drops
+    such sections before the engine sees them; a Python caller gets the error)."""
+    model = PRESETS["llama-2-7b"].model
+    serve = InferenceSpec(prompt_tokens=128, output_tokens=16)
+    train = TrainingSpec(batch_size=8, seq_len=4096, tokens=1e9)
+    w = Workload(kind="training", precision="bf16", model=model, training=train,
+                 inference=serve)
+    assert validate_workload(w) == [("inference", "a training workload takes no inference "
+                                                  "section")]
+    w = Workload(kind="inference", precision="bf16", model=model, inference=serve,
+                 training=train)
+    assert _fields(w) == {"training"}
+    w = Workload(kind="compute", precision="fp64", inference=serve,
+                 compute=ComputeSpec(total_tflop=1e3, total_gb_moved=1e2, memory_gb=1))
+    assert _fields(w) == {"inference"}
 
 
 def test_valid_workload_has_no_errors() -> None:
