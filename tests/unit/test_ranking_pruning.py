@@ -256,6 +256,16 @@ FLOOR_WORKLOADS = {
         kind="training", precision="fp16", model=PRESETS["bert-large"].model,
         training=TrainingSpec(batch_size=256, seq_len=384, samples=1e6, flash_attention=False,
                               lm_head_fraction=0.0)),
+    # activation checkpointing: every layout recomputes the layers' forward GEMMs, which the
+    # floor counts (a dense model and an MoE one, whose recompute runs the routed experts)
+    "llama-70b-checkpointed": Workload(
+        kind="training", precision="bf16", model=PRESETS["llama-2-70b"].model,
+        training=TrainingSpec(batch_size=1024, seq_len=4096, tokens=2e11,
+                              activation_checkpointing=True)),
+    "mixtral-checkpointed": Workload(
+        kind="training", precision="bf16", model=PRESETS["mixtral-8x7b"].model,
+        training=TrainingSpec(batch_size=256, seq_len=4096, tokens=1e10,
+                              activation_checkpointing=True)),
 }
 
 
@@ -273,6 +283,36 @@ def test_training_floors_hold_for_moe_windows_and_encoders(name: str,
         best = min(rk._value(o, objective, NO_MINIMA) for o in options)
         assert 0 < p.lb <= best, (p.gpu.slug, p.lb, best)
     assert checked >= 3
+
+
+def test_the_recomputed_forward_is_the_layer_shapes() -> None:
+    """The checkpointed floor adds the layers' forward GEMM FLOPs: exactly the GEMMs LayerOps
+    times at TP 1 (QKV, attention output, the MLP through its routed experts), for every
+    transformer preset, and llama-2-70b's floor rises by a third of its layer FLOPs."""
+    from service.engine.physics import training as tr
+    from service.engine.physics import transformer_ops as tops
+
+    h100 = next(g for g in load_gpus() if g.slug == "nvidia-h100-sxm5-80gb")
+    base = FLOOR_WORKLOADS["llama-70b-checkpointed"]
+    rate = peak_rate(h100, "bf16")
+    assert rate is not None
+    dev = tr.training_device(base, h100, rate, Memo())
+    checked = 0
+    for preset in PRESETS.values():
+        model = preset.model
+        if not isinstance(model, type(PRESETS["llama-2-70b"].model)):
+            continue
+        ops = tops.LayerOps(model, dev, 1, 2.0, 2.0)
+        mlp = (ops.up_n * ops.h + ops.h * ops.down_k) * ops.top_k
+        want = 2.0 * model.layers * (ops.qkv_n * ops.h + ops.h * ops.o_k + mlp)
+        assert tops.layer_forward_flops_per_token(model) == pytest.approx(want, rel=1e-12)
+        checked += 1
+    assert checked >= 10
+    assert base.training is not None
+    plain = dataclasses.replace(base, training=dataclasses.replace(
+        base.training, activation_checkpointing=False))
+    ratio = tr.training_floor_flops(base) / tr.training_floor_flops(plain)
+    assert 1.25 < ratio < 1.34, ratio
 
 
 EXTRA_INFERENCE = {

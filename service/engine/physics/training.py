@@ -308,11 +308,13 @@ def training_floor_rate(
 
 
 def training_floor_flops(workload: Workload) -> float:
-    """FLOPs of one step that some GEMM, attention or conv kernel must run (no recomputation):
+    """FLOPs of one step that some GEMM, attention or conv kernel must run:
     :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
     table lookup, not a GEMM, and the LM head's 6 x V x h on the tokens that skip it
     (``lm_head_fraction``; a lower bound whether or not the head is tied to the embedding);
-    CNNs with a layer table: :func:`cnn.training_floor_flops`."""
+    with activation checkpointing, plus the layers' forward GEMMs run again
+    (:func:`transformer_ops.layer_forward_flops_per_token`); CNNs with a layer table:
+    :func:`cnn.training_floor_flops`."""
     model, spec = workload.model, workload.training
     assert model is not None and spec is not None
     if isinstance(model, GenericModel):
@@ -325,6 +327,11 @@ def training_floor_flops(workload: Workload) -> float:
         # the embedding lookup, and the LM head's rows that never run (tied or untied alike)
         vh = model.vocab_size * model.hidden_size
         flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * vh * tokens * (2.0 - spec.lm_head_fraction)
+        flops = max(flops, 0.0)
+        if spec.activation_checkpointing:
+            # every plan recomputes (the workload asks for it: training._resolve): each
+            # micro-step runs its layers' forward GEMMs twice (MicroStep._transformer)
+            flops += tops.layer_forward_flops_per_token(model) * tokens
     return max(flops, 0.0)
 
 

@@ -45,6 +45,17 @@ def mlp_matrices(model: TransformerModel) -> int:
     return best
 
 
+def layer_forward_flops_per_token(model: TransformerModel) -> float:
+    """GEMM FLOPs of one token's forward pass through every layer, unsplit: QKV, attention
+    output and the MLP through its ``experts_per_token`` experts (:class:`LayerOps`' shapes
+    at TP 1, whose KV heads are never replicated; attention scores, the embedding and the LM
+    head not included). A TP split only adds (replicated KV heads)."""
+    h, f, a, g = model.hidden_size, model.intermediate_size, model.attention_heads, model.kv_heads
+    d = h / a
+    attn = h * (a + 2 * g) * d + a * d * h
+    return 2.0 * model.layers * (attn + mlp_matrices(model) * h * f * model.experts_per_token)
+
+
 class LayerOps:
     """Shapes of one layer split ``tp`` ways, and the device they run on."""
 
