@@ -516,3 +516,23 @@ def test_count_bounds_with_the_floors_replicas_hold(objective: Objective, target
             checked += 1
             multi += replicas > 1
     assert checked >= 10 and multi >= 3, (checked, multi)
+
+
+def test_a_probed_gpu_with_no_feasible_count_reports_its_failure() -> None:
+    """Balanced: a GPU probed out of turn (its floors were below the minima) whose every count
+    misses a limit has no option and no floor left; skipped, it read "has no usable price
+    quote" though it had one. It is evaluated in full instead, and its failure reported, as
+    the exhaustive search reports it."""
+    workload = Workload(
+        kind="inference", precision="int8", model=PRESETS["bert-large"].model,
+        inference=InferenceSpec(prompt_tokens=314, output_tokens=0, batch_size=51,
+                                max_latency_ms=74.3, target_requests_per_s=0.17))
+    pruned, full = _pair(workload, "balanced", load_gpus(), load_offers())
+    _check_same_top(pruned, full)
+    priced = {o.gpu_slug for o in load_offers() if o.price_usd_per_hour is not None}
+    wrong = [r.gpu_slug for r in pruned.rejected
+             if "no usable price quote" in r.reason and r.gpu_slug in priced]
+    assert not wrong, wrong
+    exhaustive = {r.gpu_slug: r.code for r in full.rejected}
+    latency = [r.gpu_slug for r in pruned.rejected if r.code == "latency"]
+    assert len(latency) >= 3 and all(exhaustive[s] == "latency" for s in latency), latency

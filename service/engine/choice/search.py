@@ -245,6 +245,10 @@ class BalancedSearch:
         best = INF
         probed = self.probed.get(j)
         if probed is not None:
+            if not probed.scored.options and not probed.floors:
+                # every count estimated, none feasible: no option to bound, and skipped it
+                # would read as unpriced; evaluated in full, its failures are reported
+                return 0.0
             floors = probed.floors
             best = probed.scored.best(mins, self.value)
         elif self.floors is not None:
