@@ -71,3 +71,35 @@ def test_the_jobs_cover_every_exchange() -> None:
     jobs = [_job(seed).compute for seed in range(CASES)]
     kinds = {(j.communication, j.memory_gb > 0) for j in jobs if j is not None}
     assert kinds == {(e, has_set) for e in EXCHANGES for has_set in (True, False)}, kinds
+
+
+@pytest.mark.parametrize("seed", range(0, CASES, 3))
+def test_per_count_networks_are_the_network_gpus_hours(seed: int) -> None:
+    """``hours(..., networks)``: a count given its offer's network rate gets the hours of the
+    GPU carrying that rate (cost.network_gpu, which the estimate of the option runs), bit for
+    bit; a count given None the GPU's own."""
+    import dataclasses
+
+    workload = _job(seed)
+    spec = workload.compute
+    assert spec is not None
+    memo = Memo(EngineCache())
+    r = random.Random(seed)
+    checked = 0
+    for gpu in load_gpus():
+        rate = workload_rate(workload, gpu)
+        if rate is None:
+            continue
+        one = compute_job_seconds(workload, gpu, rate, memo)
+        elem_b = c.BYTES_PER_ELEMENT[rate.precision_used]
+        counts = gpu_count_candidates(gpu, memo=memo)
+        nets = [r.choice((None, 3.125, 12.5, 25.0, r.uniform(1, 100))) for _ in counts]
+        got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts,
+                                     nets)
+        for n, net, hours in zip(counts, nets, got, strict=True):
+            variant = gpu if net is None else dataclasses.replace(gpu, network_gb_s_per_gpu=net)
+            want = compiled_scaling.hours(compiled_scaling.pack(spec, variant, one, elem_b),
+                                          [n])[0]
+            assert repr(hours) == repr(want), (gpu.slug, n, net)
+            checked += 1
+    assert checked > 100

@@ -132,12 +132,18 @@ def figures_of(
     :class:`Slower` instead (the figures of a count do not depend on the others')."""
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
-    # the GPU as each count runs it: with its offer's network when it spans nodes
-    # (co.network_gpu is the GPU itself within a node and without an offer: not asked there)
     per_node = max(1, gpu.max_gpus_per_node)
-    gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
-            for n, offer, _ in counts]
-    hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
+    if workload.kind == "compute":
+        # a count spanning nodes runs at its offer's network rate (co.network_rate), which
+        # the compiled hours take per count: no GPU variant per rate
+        gpus = [gpu] * len(counts)
+        hours = _compute_hours(workload, gpu, counts, par.single_module(gpu), memo)
+    else:
+        # the GPU as each count runs it: with its offer's network when it spans nodes
+        # (co.network_gpu is the GPU itself within a node and without an offer: not asked)
+        gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
+                for n, offer, _ in counts]
+        hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
     out: list[Figures | Slower | None] = [None] * len(counts)
     order: Sequence[int] = range(len(counts))
     if time_cut is not None:
@@ -170,10 +176,10 @@ _Hours = tuple[float | None]
 
 def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_module: bool,
            memo: Memo) -> list[_Hours | None]:
-    """Each count's hours to finish on its GPU (one GPU type on the networks its counts run
-    on; ``single_module``: :func:`parallelism.single_module` of it), None where the count
-    does not run (a single-module device asked for several modules, no rate, memory, idle
-    replicas)."""
+    """A training job's hours to finish on each count's GPU (one GPU type on the networks its
+    counts run on; ``single_module``: :func:`parallelism.single_module` of it), None where the
+    count does not run (a single-module device asked for several modules, no rate, memory,
+    idle replicas). Compute jobs: :func:`_compute_hours`."""
     out: list[_Hours | None] = [None] * len(counts)
     by_gpu: dict[GpuSpec, list[int]] = {}
     for i, (gpu_n, n) in enumerate(zip(gpus, counts, strict=True)):
@@ -183,15 +189,27 @@ def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_mo
         rate = workload_rate(workload, gpu_n)
         if rate is None:
             continue
-        if workload.kind == "compute":
-            hours = _compute_job_hours(workload, gpu_n, [counts[i] for i in indices], rate,
-                                       memo)
-            for i, h in zip(indices, hours, strict=True):
-                out[i] = None if h is None else (h,)
-            continue
         fitted = tr.fitted_steps(workload, gpu_n, [counts[i] for i in indices], rate, memo)
         for i, step in zip(indices, fitted, strict=True):
             out[i] = _training_job_hours(workload, counts[i], step)
+    return out
+
+
+def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
+                   single_module: bool, memo: Memo) -> list[_Hours | None]:
+    """:func:`_hours` of a compute job's counts on ``gpu``, each at the network its offer gives
+    where it spans nodes (:func:`cost.network_rate`; the hours :func:`cost.network_gpu` of
+    that rate gives, the same floats)."""
+    out: list[_Hours | None] = [None] * len(counts)
+    rate = workload_rate(workload, gpu)
+    if rate is None:
+        return out
+    runs = [i for i, (n, _, _) in enumerate(counts) if not (n > 1 and single_module)]
+    hours = _compute_job_hours(workload, gpu, [counts[i][0] for i in runs], rate, memo,
+                               [co.network_rate(gpu, counts[i][1], counts[i][0])
+                                for i in runs])
+    for i, h in zip(runs, hours, strict=True):
+        out[i] = None if h is None else (h,)
     return out
 
 
@@ -273,17 +291,19 @@ def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: floa
 
 
 def _compute_job_hours(
-    workload: Workload, gpu: GpuSpec, counts: list[int], rate: PeakRate, memo: Memo
+    workload: Workload, gpu: GpuSpec, counts: list[int], rate: PeakRate, memo: Memo,
+    networks: Sequence[float | None] | None = None,
 ) -> list[float | None]:
     """``estimate._estimate_compute``'s hours to finish on each of ``counts``
-    (:func:`scaling.scaled_time`, compiled: :mod:`compiled_scaling`); None where memory
-    cannot hold the job."""
+    (:func:`scaling.scaled_time`, compiled: :mod:`compiled_scaling`; ``networks``: each
+    count's offer network rate where it spans nodes); None where memory cannot hold the
+    job."""
     spec = workload.compute
     assert spec is not None
     one = memo.scratch("compute_one_gpu", (workload, gpu),
                        lambda: compute_job_seconds(workload, gpu, rate, memo))
     packed = compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used])
-    return compiled_scaling.hours(packed, counts)
+    return compiled_scaling.hours(packed, counts, networks)
 
 
 def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | None

@@ -174,24 +174,34 @@ def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
 
 
 @_jit
-def _hours(p: Array, counts: Array, out: Array) -> None:
-    """Each count's hours to finish into ``out`` (NaN: its memory does not hold the job)."""
+def _hours(p: Array, counts: Array, networks: Array, out: Array) -> None:
+    """Each count's hours to finish into ``out`` (NaN: its memory does not hold the job);
+    ``networks[i]`` > 0: count ``i`` runs at that network rate per GPU (its offer's, where
+    it spans nodes), else at the packed one."""
     grid = np.empty(3)
     block = np.empty(3)
+    q = p.copy()
     for i in range(counts.shape[0]):
         n = int(counts[i])
         per_gpu_gb = p[_MEMORY_GB] / n + p[_OVERHEAD_GB]
         if not per_gpu_gb <= p[_USABLE_GB]:
             out[i] = math.nan
             continue
-        out[i] = _total_s(p, n, grid, block) / 3600.0
+        q[_NETWORK] = networks[i] if networks[i] > 0.0 else p[_NETWORK]
+        out[i] = _total_s(q, n, grid, block) / 3600.0
 
 
-def hours(packed: Array, counts: Sequence[int]) -> list[float | None]:
+def hours(packed: Array, counts: Sequence[int],
+          networks: Sequence[float | None] | None = None) -> list[float | None]:
     """The hours to finish on each of ``counts`` GPUs of the packed job and GPU type (None
-    where a GPU's memory does not hold its share of the working set), compiled."""
+    where a GPU's memory does not hold its share of the working set), compiled;
+    ``networks``: each count's network rate per GPU [GB/s] where it is not the packed GPU's
+    (:func:`cost.network_rate`: the offer's, on counts spanning nodes; None: the GPU's), the
+    hours :func:`pack` of the GPU carrying that rate gives (the same floats)."""
     out = np.empty(len(counts))
-    _hours(packed, np.array(counts, dtype=np.float64), out)
+    nets = np.zeros(len(counts)) if networks is None else np.array(
+        [0.0 if r is None else r for r in networks], dtype=np.float64)
+    _hours(packed, np.array(counts, dtype=np.float64), nets, out)
     return [None if math.isnan(h) else h for h in out.tolist()]
 
 
@@ -201,4 +211,4 @@ def warm_up() -> None:
     p[_PER_NODE], p[_DOMAIN], p[_MEMORY_GB], p[_USABLE_GB] = 2.0, 2.0, 1.0, 100.0
     for communication in COMMUNICATION.values():
         p[_COMMUNICATION] = communication
-        _hours(p, np.array([1.0, 2.0, 12.0]), np.empty(3))
+        _hours(p, np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0]), np.empty(3))
