@@ -268,9 +268,12 @@ class Packed:
 
 
 def packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
-    """The :class:`Packed` rows of ``table``'s columns (kept in the request's memo)."""
-    return memo.scratch("load_floor_rows", (workload, id(table)),
-                        lambda: _packed(workload, table, memo))
+    """The :class:`Packed` rows of ``table``'s columns (kept in the request's memo, by the
+    table's identity: the entry holds the table, so its id is not reused while it lives)."""
+    kept = memo.scratch("load_floor_rows", (workload, id(table)),
+                        lambda: (table, _packed(workload, table, memo)))
+    assert kept[0] is table
+    return kept[1]
 
 
 def _packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
@@ -331,8 +334,10 @@ def load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
     where it does not apply (:func:`supported`, no rate)."""
     if not supported(workload) or workload_rate(workload, gpu) is None:
         return None
-    return memo.scratch("load_floor_table", (workload, gpu, id(table)),
-                        lambda: _load_table(workload, gpu, table, memo))
+    kept = memo.scratch("load_floor_table", (workload, gpu, id(table)),
+                        lambda: (table, _load_table(workload, gpu, table, memo)))
+    assert kept[0] is table  # held by the entry: its id is not reused while it lives
+    return kept[1]
 
 
 def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
@@ -344,7 +349,9 @@ def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
         assert rate is not None
         cols = ifl.columns([gpu], [rate], spec.runtime, memo)
         table = ifl.table(workload, cols, max(1, gpu.max_gpus_per_node), memo)
-    rows = packed(workload, table, memo)
+        rows = _packed(workload, table, memo)  # this GPU's alone: not kept
+    else:
+        rows = packed(workload, table, memo)
     i = rows.index[gpu.slug]
     usable = rows.tps <= rows.per_node[i]
     out = np.full((int(usable.sum()), LEVELS), math.nan)
