@@ -215,3 +215,17 @@ def test_whole_gpu_floors_hold_for_instances_of_odd_sizes() -> None:
     got = [(c.gpu_slug, c.gpu_count) for c in pruned.recommendations]
     assert got == [(c.gpu_slug, c.gpu_count) for c in full.recommendations]
     assert got == [(l40.slug, 3)]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_a_gpus_counts_read_at_once_are_each_counts_floor(name: str) -> None:
+    """Table.least_latencies_ms (a GPU's counts at once, the balanced bound's) is
+    least_latency_ms of each count: the same floats, pinned splits included."""
+    workload = WORKLOADS[name]
+    memo = Memo(EngineCache())
+    table = _table(workload, load_gpus(), memo, cap=64)
+    counts = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64]
+    for slug in table.index:
+        got = table.least_latencies_ms(slug, counts)
+        assert got == [table.least_latency_ms(slug, n) for n in counts], slug
+    assert table.least_latencies_ms("no-such-gpu", counts) is None

@@ -43,7 +43,6 @@ from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.choice import inference_floors as ifl
-from service.engine.choice import load_floors as lf
 from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
@@ -460,22 +459,24 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
 
 
 def count_pairs(p: Pending, n: int, usd_per_gpu_hour: float | None, latency_ms: float,
-                table: lf.LoadTable | None) -> list[tuple[float, float]]:
+                ranges: list[float] | None) -> list[tuple[float, float]]:
     """Serving with a target: (cost, time) pairs of which every option of ``p`` on ``n`` GPUs
     is at or above one in both figures (:mod:`load_floors`): an option of ``k`` copies pays
     for ``n k`` GPUs and is no faster than the latency floor at the load ``k`` copies leave
     each replica, so the copies from :meth:`Floors.replicas_at` up are taken in ranges
     ``[k0, k0], [k0 + 1, 2 k0], [2 k0 + 1, 4 k0], ...`` (the range's least cost, its
     largest count's time), then every larger count at :func:`count_floors`' figures (the
-    batch-1 latency floor ``latency_ms``). Without a table or a price: that one pair."""
+    batch-1 latency floor ``latency_ms``). ``ranges``: the count's floors per range,
+    :meth:`load_floors.LoadTable.ranges_of` from :meth:`Floors.replicas_at` copies. Without
+    them or a price: that one pair."""
     base = count_floors("inference", p, n, usd_per_gpu_hour, latency_ms)
     f = p.floor
-    if table is None or usd_per_gpu_hour is None or not f.paid_per_gpu > 0:
+    if ranges is None or usd_per_gpu_hour is None or not f.paid_per_gpu > 0:
         return [base]
     low = 1 - BOUND_SLACK
     pairs = []
     lo = hi = f.replicas_at(n)
-    for found in table.ranges(n, hi):
+    for found in ranges:
         if not found * low > base[1]:
             break
         hours = max(f.gpu_hours, n * lo * f.paid_per_gpu)

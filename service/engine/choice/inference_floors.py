@@ -32,6 +32,7 @@ Units: seconds [s] inside, milliseconds [ms] for latencies out, bytes [B], FLOP.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -320,14 +321,20 @@ class Table:
             return None
         pinned = self.pinned
         column = self.latency_ms[:, i].tolist()
+        # the least over the degrees up to each (the degrees ascend): min is exact, so the
+        # running least is the least over the degrees a count holds
+        least, running = [], math.inf
+        for v in column:
+            running = min(running, v)
+            least.append(running)
         out = []
         for n in counts:
             if pinned is not None and pinned[0] * pinned[1] <= n \
                     and self.per_node[i] >= pinned[0]:
                 out.append(column[self.tps.index(pinned[0])])
                 continue
-            out.append(min((v for t, v in zip(self.tps, column, strict=True) if t <= n),
-                           default=math.inf))
+            held = bisect.bisect_right(self.tps, n)
+            out.append(least[held - 1] if held else math.inf)
         return out
 
 

@@ -237,6 +237,15 @@ def _ranges(latency: Array, tps: NDArray[np.int64], n: int, k0: int, out: Array)
     return filled
 
 
+@_jit
+def _ranges_of(latency: Array, tps: NDArray[np.int64], counts: NDArray[np.int64],
+               k0s: NDArray[np.int64], out: Array, filled: NDArray[np.int64]) -> None:
+    """:func:`_ranges` of each of ``counts`` with its ``k0s`` into the rows of ``out``, how
+    many each filled into ``filled``."""
+    for i in range(counts.shape[0]):
+        filled[i] = _ranges(latency, tps, counts[i], k0s[i], out[i])
+
+
 def _shape_row(sh: ifl._Shapes, model: TransformerModel, tp: int) -> Array:
     """TP degree ``tp``'s figures that do not depend on the device, packed (device slots 0)."""
     ops, ln = sh.ops, sh.ln
@@ -309,14 +318,17 @@ class LoadTable:
     """[TP degree, level j]: the floor with the target shared by ``2**j`` TP groups; NaN from
     the level where it is the batch-1 floor."""
 
-    def ranges(self, n: int, k0: int) -> list[float]:
-        """The floors [ms] of ``n`` GPUs with the target shared by ``k0``, ``2 k0``, ``4 k0``,
-        ... copies, the least over the TP degrees ``n`` GPUs hold, as far as every degree is
-        above its batch-1 floor (:func:`_ranges`)."""
-        out = np.empty(LEVELS)
-        got = _ranges(self.latency_ms, self.tps, n, k0, out)
-        values: list[float] = out[:got].tolist()
-        return values
+    def ranges_of(self, counts: list[int], k0s: list[int]) -> list[list[float]]:
+        """For each of ``counts`` (``n`` GPUs) with its least copies ``k0`` (``k0s``): the
+        floors [ms] with the target shared by ``k0``, ``2 k0``, ``4 k0``, ... copies, the
+        least over the TP degrees ``n`` GPUs hold, as far as every degree is above its
+        batch-1 floor (:func:`_ranges`); one compiled call."""
+        out = np.empty((len(counts), LEVELS))
+        filled = np.empty(len(counts), np.int64)
+        _ranges_of(self.latency_ms, self.tps, np.array(counts, np.int64),
+                   np.array(k0s, np.int64), out, filled)
+        rows: list[list[float]] = out.tolist()
+        return [row[:got] for row, got in zip(rows, filled.tolist(), strict=True)]
 
 
 def supported(workload: Workload) -> bool:
@@ -365,7 +377,8 @@ def warm_up() -> None:
     p = np.ones((1, _WIDTH))
     out = np.full((1, 2), math.nan)
     _table(p, 1.0, 1.0, 2.0, out)
-    _ranges(out, np.ones(1, np.int64), 1, 1, np.empty(2))
+    _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),
+               np.empty((1, 2)), np.empty(1, np.int64))
 
 
 __all__ = ["LEVELS", "LoadTable", "Packed", "cycle_s", "latency_s", "load_table", "packed",

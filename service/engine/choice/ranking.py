@@ -436,6 +436,8 @@ def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | 
              if kind == "inference" and fast is not None else None)
     latencies = (bd.count_latency_floors(workload, fast, counts, req.memo)
                  if kind == "inference" and fast is not None else None)
+    ranges = (table.ranges_of(counts, [p.floor.replicas_at(n) for n in counts])
+              if table is not None else None)
     out = []
     for k, (n, hours) in enumerate(zip(counts, job, strict=True)):
         offer = plan[n][0]
@@ -443,7 +445,8 @@ def _count_floors(req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | 
         if latencies is None:
             out.append([bd.count_floors(kind, p, n, usd, 0.0, hours)])
             continue
-        out.append(bd.count_pairs(p, n, usd, latencies[k], table))
+        out.append(bd.count_pairs(p, n, usd, latencies[k],
+                                  ranges[k] if ranges is not None else None))
     return out
 
 
