@@ -140,7 +140,7 @@ def test_micro_step_memo_tells_colliding_micro_batches_apart() -> None:
     memo = Memo(EngineCache())
     job = tr._job(workload, gpu, rate, True, memo)
     packed = ct.pack_job(workload, gpu, rate.precision_used, job, memo, tr.LAYOUT_TIE,
-                         tr._floor_flops(workload, memo))
+                         tr._floor_flops(workload, True, memo))
     p, tps, tables = packed.params, packed.tps, packed.tables
     row = np.empty((1, tables.shape[2]))
     keys = np.full((tps.shape[0], ct._MEMO_SLOTS), -1.0)

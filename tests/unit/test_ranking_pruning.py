@@ -536,3 +536,18 @@ def test_a_probed_gpu_with_no_feasible_count_reports_its_failure() -> None:
     exhaustive = {r.gpu_slug: r.code for r in full.rejected}
     latency = [r.gpu_slug for r in pruned.rejected if r.code == "latency"]
     assert len(latency) >= 3 and all(exhaustive[s] == "latency" for s in latency), latency
+
+
+def test_the_training_floor_follows_the_plans_recompute_setting() -> None:
+    """A walk that plans without recomputation (a public keyword) gets the floor without the
+    recomputed forward, whatever the workload asks: the floor never exceeds its plans."""
+    from service.engine.physics import training as tr
+
+    base = FLOOR_WORKLOADS["llama-70b-checkpointed"]
+    assert base.training is not None
+    plain = dataclasses.replace(base, training=dataclasses.replace(
+        base.training, activation_checkpointing=False))
+    assert tr.training_floor_flops(base, False) == tr.training_floor_flops(plain)
+    assert tr.training_floor_flops(plain, True) == tr.training_floor_flops(base)
+    memo = Memo()
+    assert tr._floor_flops(base, False, memo) < tr._floor_flops(base, True, memo)

@@ -460,7 +460,8 @@ def _planned_floors(req: Request, p: bd.Pending) -> tuple[
         plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
         return plan, _count_floors(req, p, plan, sorted(plan))
 
-    return req.memo.scratch("planned_count_floors", (req.workload, p.gpu), build)
+    return req.memo.scratch("planned_count_floors",
+                            (req.workload, p.gpu, req.constraints, p.counts, p.cap), build)
 
 
 def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:

@@ -229,6 +229,11 @@ class BalancedSearch:
             self._evaluate(j)
             return
         opts, floors = self.probe(self.order[j], self.mins.money, self.mins.time)
+        if not opts and not floors:
+            # every count estimated, none feasible: nothing to bound it by (skipped, it would
+            # read as unpriced); evaluated in full now, its failures are reported
+            self._evaluate(j)
+            return
         self.probed[j] = _Probed(_Scored(opts), floors)
         if opts:
             self._lower(opts)
@@ -245,10 +250,6 @@ class BalancedSearch:
         best = INF
         probed = self.probed.get(j)
         if probed is not None:
-            if not probed.scored.options and not probed.floors:
-                # every count estimated, none feasible: no option to bound, and skipped it
-                # would read as unpriced; evaluated in full, its failures are reported
-                return 0.0
             floors = probed.floors
             best = probed.scored.best(mins, self.value)
         elif self.floors is not None:

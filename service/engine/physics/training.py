@@ -307,12 +307,13 @@ def training_floor_rate(
     return dev.conv_flops_s
 
 
-def training_floor_flops(workload: Workload) -> float:
+def training_floor_flops(workload: Workload, recompute: bool | None = None) -> float:
     """FLOPs of one step that some GEMM, attention or conv kernel must run:
     :func:`training_flops_per_step` less the input embedding's 6 x V x h per token, which is a
     table lookup, not a GEMM, and the LM head's 6 x V x h on the tokens that skip it
     (``lm_head_fraction``; a lower bound whether or not the head is tied to the embedding);
-    with activation checkpointing, plus the layers' forward GEMMs run again
+    with recomputation (``recompute``; None: the workload's ``activation_checkpointing``,
+    which every plan the ranking evaluates follows), plus the layers' forward GEMMs run again
     (:func:`transformer_ops.layer_forward_flops_per_token`); CNNs with a layer table:
     :func:`cnn.training_floor_flops`."""
     model, spec = workload.model, workload.training
@@ -328,7 +329,7 @@ def training_floor_flops(workload: Workload) -> float:
         vh = model.vocab_size * model.hidden_size
         flops -= c.TRAIN_FLOPS_PER_PARAM_TOKEN * vh * tokens * (2.0 - spec.lm_head_fraction)
         flops = max(flops, 0.0)
-        if spec.activation_checkpointing:
+        if spec.activation_checkpointing if recompute is None else recompute:
             # every plan recomputes (the workload asks for it: training._resolve): each
             # micro-step runs its layers' forward GEMMs twice (MicroStep._transformer)
             flops += tops.layer_forward_flops_per_token(model) * tokens
@@ -564,7 +565,8 @@ def _plan_counts(workload: Workload, gpu: GpuSpec, rate: PeakRate, checkpointing
     job = _job(workload, gpu, rate, checkpointing, memo)
     packed = memo.scratch("training_packed_job", (workload, gpu, rate, checkpointing),
                           lambda: ct.pack_job(workload, gpu, rate.precision_used, job, memo,
-                                              LAYOUT_TIE, _floor_flops(workload, memo)))
+                                              LAYOUT_TIE,
+                                              _floor_flops(workload, checkpointing, memo)))
     rows.update(zip(counts, ct.plans(packed, counts, wanted), strict=True))
 
 
@@ -587,8 +589,10 @@ def _chunk(gpu: GpuSpec, gpu_count: int, planned: dict[int, list[float]], memo: 
     return out
 
 
-def _floor_flops(workload: Workload, memo: Memo) -> float:
-    return memo.get("training_floor_flops", workload, lambda: training_floor_flops(workload))
+def _floor_flops(workload: Workload, recompute: bool, memo: Memo) -> float:
+    """:func:`training_floor_flops` of plans that recompute or not (the walk's own setting)."""
+    return memo.get("training_floor_flops", (workload, recompute),
+                    lambda: training_floor_flops(workload, recompute))
 
 
 def fastest_scalar(
@@ -613,7 +617,8 @@ def fastest_scalar(
         workload, gpu, gpu_count, rate.precision_used, checkpointing, wanted, memo
     )
     least = min(o.per_gpu_batch / o.tp for o in options)
-    ideal = _floor_flops(workload, memo) * least / spec.batch_size / job.floor_rate
+    ideal = _floor_flops(workload, checkpointing, memo) * least / spec.batch_size / \
+        job.floor_rate
     found = _walk(
         workload, gpu, gpu_count, rate, checkpointing, wanted, ideal * LAYOUT_TIE, True, memo,
         (job, options),
