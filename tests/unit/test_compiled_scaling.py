@@ -7,7 +7,9 @@ share of the working set."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,7 +19,7 @@ from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics.estimate import compute_job_seconds, exchange, workload_rate
 from service.engine.physics.memory import usable_memory_bytes
 from service.engine.physics.parallelism import gpu_count_candidates
-from service.engine.types import ComputeSpec, Precision, Workload
+from service.engine.types import ComputeSpec, GpuSpec, Precision, Workload
 from tests.unit.catalog_data import load_gpus
 
 CASES = 18
@@ -41,20 +43,27 @@ def _job(seed: int) -> Workload:
     return Workload(kind="compute", precision=precision, compute=spec)
 
 
-@pytest.mark.parametrize("seed", range(CASES))
-def test_compiled_hours_are_the_scaled_time(seed: int) -> None:
-    workload = _job(seed)
-    spec = workload.compute
-    assert spec is not None
+def _gpus(workload: Workload) -> Iterator[tuple[GpuSpec, tuple[float, float], float,
+                                                list[int], Memo]]:
+    """Each catalog GPU with a rate for ``workload``: (GPU, its one-GPU (compute, memory)
+    seconds, element bytes, searched counts, the memo)."""
     memo = Memo(EngineCache())
-    checked = held = 0
     for gpu in load_gpus():
         rate = workload_rate(workload, gpu)
         if rate is None:
             continue
         one = compute_job_seconds(workload, gpu, rate, memo)
-        elem_b = c.BYTES_PER_ELEMENT[rate.precision_used]
-        counts = gpu_count_candidates(gpu, memo=memo)
+        yield (gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used],
+               gpu_count_candidates(gpu, memo=memo), memo)
+
+
+@pytest.mark.parametrize("seed", range(CASES))
+def test_compiled_hours_are_the_scaled_time(seed: int) -> None:
+    workload = _job(seed)
+    spec = workload.compute
+    assert spec is not None
+    checked = held = 0
+    for gpu, one, elem_b, counts, memo in _gpus(workload):
         got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts)
         for n, hours in zip(counts, got, strict=True):
             fits = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
@@ -78,21 +87,12 @@ def test_per_count_networks_are_the_network_gpus_hours(seed: int) -> None:
     """``hours(..., networks)``: a count given its offer's network rate gets the hours of the
     GPU carrying that rate (cost.network_gpu, which the estimate of the option runs), bit for
     bit; a count given None the GPU's own."""
-    import dataclasses
-
     workload = _job(seed)
     spec = workload.compute
     assert spec is not None
-    memo = Memo(EngineCache())
     r = random.Random(seed)
     checked = 0
-    for gpu in load_gpus():
-        rate = workload_rate(workload, gpu)
-        if rate is None:
-            continue
-        one = compute_job_seconds(workload, gpu, rate, memo)
-        elem_b = c.BYTES_PER_ELEMENT[rate.precision_used]
-        counts = gpu_count_candidates(gpu, memo=memo)
+    for gpu, one, elem_b, counts, _ in _gpus(workload):
         nets = [r.choice((None, 3.125, 12.5, 25.0, r.uniform(1, 100))) for _ in counts]
         got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts,
                                      nets)

@@ -133,9 +133,8 @@ def _pairs_hold(workload: Workload) -> tuple[int, int]:
         if not isinstance(p, Pending):
             continue
         options, _, _ = rk._evaluate_gpu(req, p)
-        plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
-        floors = dict(zip(sorted(plan), rk._count_floors(req, p, plan, sorted(plan)),
-                          strict=True))
+        plan, planned = rk._planned_floors(req, p)
+        floors = dict(zip(sorted(plan), planned, strict=True))
         for o in options:
             if o.money is None or o.offer is None:
                 continue

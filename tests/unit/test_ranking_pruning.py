@@ -368,9 +368,8 @@ def test_count_floors_never_exceed_the_real_option(name: str) -> None:
     for p in _screened(workload, "balanced"):
         req = _req(workload, "balanced")
         options, _, _ = rk._evaluate_gpu(req, p)
-        plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
-        floors = dict(zip(sorted(plan), rk._count_floors(req, p, plan, sorted(plan)),
-                          strict=True))
+        plan, planned = rk._planned_floors(req, p)
+        floors = dict(zip(sorted(plan), planned, strict=True))
         for o in options:
             if o.money is None or o.offer is None:
                 continue

@@ -338,6 +338,18 @@ class Table:
         return out
 
 
+def precision_groups(cols: Columns, runtime: ServingRuntime, memo: Memo) -> list[
+        tuple[Precision, NDArray[np.intp], kernels.Device]]:
+    """The GPUs of ``cols`` by the precision they run at: (precision, their columns, the
+    serving device of the first, whose layer shapes every GPU of the group shares)."""
+    groups: dict[Precision, list[int]] = {}
+    for i, r in enumerate(cols.rates):
+        groups.setdefault(r.precision_used, []).append(i)
+    return [(precision, np.array(members, dtype=np.intp),
+             inf.serving_device(cols.gpus[members[0]], cols.rates[members[0]], runtime, memo))
+            for precision, members in groups.items()]
+
+
 def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
     """The request's :class:`Table` over ``cols`` for counts of up to ``cap`` GPUs."""
     model, spec = workload.model, workload.inference
@@ -348,13 +360,7 @@ def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
     latency = np.full((len(tps), n), math.inf)
     request = np.zeros(n)
     batch = spec.batch_size or 1
-    groups: dict[Precision, list[int]] = {}
-    for i, r in enumerate(cols.rates):
-        groups.setdefault(r.precision_used, []).append(i)
-    for precision, members in groups.items():
-        at = np.array(members, dtype=np.intp)
-        dev = inf.serving_device(cols.gpus[members[0]], cols.rates[members[0]], spec.runtime,
-                                 memo)
+    for precision, at, dev in precision_groups(cols, spec.runtime, memo):
         for j, t in enumerate(tps):  # TP 1 first: every count holds it
             sh = _shapes(workload, precision, t, dev, memo)
             if t == 1:
@@ -367,4 +373,5 @@ def table(workload: Workload, cols: Columns, cap: int, memo: Memo) -> Table:
                  cols.per_node, pinned, cols)
 
 
-__all__ = ["Columns", "Table", "columns", "supported", "table", "tp_degrees"]
+__all__ = ["Columns", "Table", "columns", "precision_groups", "supported", "table",
+           "tp_degrees"]

@@ -53,10 +53,9 @@ from numpy.typing import NDArray
 from service.engine import constants as c
 from service.engine.cache import Memo
 from service.engine.choice import inference_floors as ifl
-from service.engine.physics import serving as inf
 from service.engine.physics.compiled import _jit
 from service.engine.physics.estimate import workload_rate
-from service.engine.types import GpuSpec, Precision, TransformerModel, Workload
+from service.engine.types import GpuSpec, TransformerModel, Workload
 
 Array = NDArray[np.float64]
 
@@ -289,13 +288,7 @@ def _packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
     spec, model, cols = workload.inference, workload.model, table.cols
     assert spec is not None and isinstance(model, TransformerModel) and cols is not None
     rows = np.zeros((len(table.tps), len(cols.gpus), _WIDTH))
-    groups: dict[Precision, list[int]] = {}
-    for i, r in enumerate(cols.rates):
-        groups.setdefault(r.precision_used, []).append(i)
-    for precision, members in groups.items():
-        at = np.array(members, dtype=np.intp)
-        dev = inf.serving_device(cols.gpus[members[0]], cols.rates[members[0]], spec.runtime,
-                                 memo)
+    for precision, at, dev in ifl.precision_groups(cols, spec.runtime, memo):
         for j, t in enumerate(table.tps):
             sh = ifl._shapes(workload, precision, t, dev, memo)
             rows[j, at] = _shape_row(sh, model, t)
