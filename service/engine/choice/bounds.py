@@ -464,9 +464,9 @@ def count_pairs(p: Pending, n: int, usd_per_gpu_hour: float | None, latency_ms: 
     is at or above one in both figures (:mod:`load_floors`): an option of ``k`` copies pays
     for ``n k`` GPUs and is no faster than the latency floor at the load ``k`` copies leave
     each replica, so the copies from :meth:`Floors.replicas_at` up are taken in ranges
-    ``[k0, k0], [k0 + 1, 2 k0], [2 k0 + 1, 4 k0], ...`` (the range's least cost, its
-    largest count's time), then every larger count at :func:`count_floors`' figures (the
-    batch-1 latency floor ``latency_ms``). ``ranges``: the count's floors per range,
+    ``[k0, k0], [k0 + 1, 2 k0], [2 k0 + 1, 4 k0], ...`` (the range's least cost, the time
+    at its most copies), then every larger number of copies at :func:`count_floors`' figures
+    (the batch-1 latency floor ``latency_ms``). ``ranges``: the count's floors per range,
     :meth:`load_floors.LoadTable.ranges_of` from :meth:`Floors.replicas_at` copies. Without
     them or a price: that one pair."""
     base = count_floors("inference", p, n, usd_per_gpu_hour, latency_ms)

@@ -163,7 +163,9 @@ class BalancedSearch:
 
     A GPU whose bounds are below C or T is first only probed (``probe``): just its counts whose
     own floors are below C or T are estimated, so it can no longer lower them; its bound is then
-    the best of those options' scores and its other counts' balanced floors. A GPU whose bound
+    the best of those options' scores and its other counts' balanced floors (a probe that
+    estimated every count and found none feasible is evaluated in full at once: nothing is
+    left to bound it by, and its failures are reported). A GPU whose bound
     is above the last test's cut is passed over (every later test still checks it); if the
     search runs out with some passed over, those are evaluated best bound first.
 
