@@ -550,3 +550,53 @@ def test_the_training_floor_follows_the_plans_recompute_setting() -> None:
     assert tr.training_floor_flops(plain, True) == tr.training_floor_flops(base)
     memo = Memo()
     assert tr._floor_flops(base, False, memo) < tr._floor_flops(base, True, memo)
+
+
+def _serving_workload(r: random.Random) -> Workload:
+    model = r.choice(("llama-3.1-8b", "llama-2-13b", "mistral-7b", "gpt-2", "llama-3.1-70b",
+                      "bert-large"))
+    encoder = model == "bert-large"
+    spec = InferenceSpec(
+        prompt_tokens=r.choice((128, 384)) if encoder else r.choice((64, 512, 2048)),
+        output_tokens=0 if encoder else r.choice((1, 32, 256)),
+        target_requests_per_s=r.choice((None, round(10 ** r.uniform(-0.5, 3), 2))),
+        max_ttft_ms=r.choice((None, 300.0, 3000.0)),
+        max_tpot_ms=None if encoder else r.choice((None, 30.0, 120.0)),
+        max_latency_ms=r.choice((None, 2000.0, 20000.0)))
+    return Workload(kind="inference", precision=r.choice(("bf16", "fp8", "int8")),
+                    model=PRESETS[model].model, inference=spec)
+
+
+@pytest.mark.parametrize("latency_mode", (False, True))
+def test_light_serving_options_are_the_full_options(latency_mode: bool) -> None:
+    """A serving option known by its light figures (figures.serving_figures, in throughput
+    mode and in the time objective's latency mode) ranks on the floats its full option
+    (estimate, cost, ranking._metrics) gives, with the same idle-GPU and padded flags, and is
+    light exactly where the full option misses no limit: random transformer serving workloads,
+    every seeded GPU type, every planned count."""
+    r = random.Random(11 + latency_mode)
+    index = OfferIndex(load_offers())
+    light = missed = 0
+    for _ in range(8):
+        workload = _serving_workload(r)
+        constraints = Constraints(max_usd_per_hour=r.choice((None, 40.0)))
+        for req, p, plan in _planned(workload, constraints, index):
+            for n in sorted(plan):
+                opt, miss = rk._option(req, p, n, *plan[n], latency_mode=latency_mode)
+                full, full_miss = rk._full_option(req, p, n, *plan[n], latency_mode)
+                if not isinstance(opt, rk.LightOption):
+                    continue
+                assert miss is None and full_miss is None, (p.gpu.slug, n)
+                got = (opt.money, opt.time, opt.energy, opt.proxy, opt.usd_per_hour,
+                       opt.idle_gpus, opt.padded)
+                want = (full.money, full.time, full.energy, full.proxy,
+                        full.cost.usd_per_hour, rk.idle_gpus(workload, full.est),
+                        rk.padded(workload, full.est))
+                assert repr(got) == repr(want), (p.gpu.slug, n, got, want)
+                light += 1
+            for n in sorted(plan):
+                fig = rk._serving_figures(req, p, n, *plan[n], latency_mode)
+                if isinstance(fig, fg.Miss):
+                    assert rk._full_option(req, p, n, *plan[n], latency_mode)[1] is not None
+                    missed += 1
+    assert light >= 100 and missed >= 5, (light, missed)

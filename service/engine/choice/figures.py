@@ -242,15 +242,16 @@ MISS = Miss()
 
 def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | None,
                     instances: int, settings: CostSettings, constraints: Constraints,
-                    memo: Memo) -> Figures | Miss | None:
+                    memo: Memo, latency_mode: bool = False) -> Figures | Miss | None:
     """The ranked figures of a serving option of ``n`` x ``gpu_n`` (the GPU as the count runs
     it) on ``instances`` of ``offer``, as :func:`ranking._metrics` gives them from the full
-    estimate and cost, in throughput mode (the same floats: :func:`estimate.serving_point`,
-    :func:`cost.unit_rates_of`); None where the full option is needed (no serving point);
+    estimate and cost, in ``latency_mode`` or throughput mode (the same floats:
+    :func:`estimate.serving_point`, :func:`cost.unit_rates_of`); None where the full option is
+    needed (no serving point);
     :data:`MISS` where it misses a latency limit (no batch meets it, or the batch at the
     load does not) or a cost limit: its full estimate is needed only for the failure, which
     carries the reason and the fix."""
-    point = serving_point(workload, gpu_n, n, memo)
+    point = serving_point(workload, gpu_n, n, memo, latency_mode)
     if point is None:
         return None
     if point == NO_BATCH or point.latency_ok is False:

@@ -484,10 +484,10 @@ def _option(
     offer's network when they span nodes), and the first limit it misses. An option that
     misses no limit is a :class:`LightOption` where its figures are known without the
     estimate (compute and training jobs: ``fig``, :func:`figures.figures_of`; None: it needs
-    building; serving in throughput mode: :func:`figures.serving_figures`); the estimate and
+    building; serving: :func:`figures.serving_figures`, in either mode); the estimate and
     cost are built if it is listed."""
-    if req.workload.kind == "inference" and not latency_mode:
-        got = _serving_figures(req, p, n, offer, instances)
+    if req.workload.kind == "inference":
+        got = _serving_figures(req, p, n, offer, instances, latency_mode)
         fig = None if isinstance(got, fg.Miss) else got
     if fig is not None:
         return LightOption(
@@ -498,14 +498,15 @@ def _option(
     return _full_option(req, p, n, offer, instances, latency_mode)
 
 
-def _serving_figures(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int
-                     ) -> fg.Figures | fg.Miss | None:
+def _serving_figures(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
+                     latency_mode: bool = False) -> fg.Figures | fg.Miss | None:
     """:func:`figures.serving_figures` of a count, memoized (a GPU probed and then evaluated
     in full asks twice, a count walked again asks again)."""
-    key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints)
+    key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints,
+           latency_mode)
     return req.memo.get("serving_figures", key, lambda: fg.serving_figures(
         req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, offer, instances,
-        req.settings, req.constraints, req.memo))
+        req.settings, req.constraints, req.memo, latency_mode))
 
 
 def _full_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,

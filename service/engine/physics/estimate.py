@@ -718,13 +718,13 @@ NO_BATCH: Final = "no batch"
 limits: the estimate misses a latency limit."""
 
 
-def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo
-                  ) -> ServingPoint | Literal["no batch"] | None:
-    """:func:`estimate`'s serving figures for ``n`` x ``gpu`` (throughput mode, the same
-    floats), without building the estimate: :data:`NO_BATCH` where no fitting split has a
-    batch; None where the estimate is needed for what it explains or runs another path (a
-    single-module device asked for several, no rate, no compiled split table (MoE, CNNs), no
-    split that fits)."""
+def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
+                  latency_mode: bool = False) -> ServingPoint | Literal["no batch"] | None:
+    """:func:`estimate`'s serving figures for ``n`` x ``gpu`` (in ``latency_mode`` or
+    throughput mode, the same floats), without building the estimate: :data:`NO_BATCH` where
+    no fitting split has a batch; None where the estimate is needed for what it explains or
+    runs another path (a single-module device asked for several, no rate, no compiled split
+    table (MoE, CNNs), no split that fits)."""
     if n > 1 and par.single_module(gpu):
         return None
     rate = workload_rate(workload, gpu)
@@ -737,7 +737,7 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo
     min_batch = spec.batch_size or 1
     if not any(ctx.fits(tp, pp, min_batch) for tp, pp in ctx.splits(n)):
         return None
-    chosen = ctx.split_plan(n, False, SPLIT_TIE)
+    chosen = ctx.split_plan(n, latency_mode, SPLIT_TIE)
     if chosen is None:
         return NO_BATCH
     tp, pp, cap_b, load_b, _ = chosen
