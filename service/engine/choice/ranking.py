@@ -278,9 +278,8 @@ def _walk_counts(
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
-        if defer and (
-                (job and fig is None) or (serving and not latency_mode and isinstance(
-                    _serving_figures(req, p, n, offer, instances), fg.Miss))):
+        if defer and ((job and fig is None) or (serving and _misses(req, p, n, offer, instances,
+                                                                   latency_mode))):
             deferred = True
             continue
         opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=fig)
@@ -300,6 +299,17 @@ def _walk_counts(
         else:
             failure = ex.closest(failure, miss)
     return options, failure, skipped_idle, deferred
+
+
+def _misses(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
+            latency_mode: bool) -> bool:
+    """Whether a serving count is known to miss a limit (:data:`figures.MISS`), in
+    ``latency_mode`` and in the throughput mode the walk falls back to: its full option then
+    serves only its failure."""
+    if not isinstance(_serving_figures(req, p, n, offer, instances, latency_mode), fg.Miss):
+        return False
+    return not latency_mode or isinstance(
+        _serving_figures(req, p, n, offer, instances), fg.Miss)
 
 
 def _time_cut(constraints: Constraints) -> float:
