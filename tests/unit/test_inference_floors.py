@@ -219,13 +219,25 @@ def test_whole_gpu_floors_hold_for_instances_of_odd_sizes() -> None:
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_a_gpus_counts_read_at_once_are_each_counts_floor(name: str) -> None:
-    """Table.least_latencies_ms (a GPU's counts at once, the balanced bound's) is
-    least_latency_ms of each count: the same floats, pinned splits included."""
+    """Table.least_latencies_ms (a GPU's counts at once, the balanced bound's, and each
+    count's through least_latency_ms) is the least over the TP degrees each count holds, or
+    the pinned degree's where the count and the node hold the pinned split."""
     workload = WORKLOADS[name]
     memo = Memo(EngineCache())
     table = _table(workload, load_gpus(), memo, cap=64)
     counts = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64]
-    for slug in table.index:
-        got = table.least_latencies_ms(slug, counts)
-        assert got == [table.least_latency_ms(slug, n) for n in counts], slug
+    pinned = table.pinned
+    for slug, i in table.index.items():
+        column = [float(v) for v in table.latency_ms[:, i]]
+        want = []
+        for n in counts:
+            if pinned is not None and pinned[0] * pinned[1] <= n \
+                    and table.per_node[i] >= pinned[0]:
+                want.append(column[table.tps.index(pinned[0])])
+            else:
+                want.append(min((v for t, v in zip(table.tps, column, strict=True) if t <= n),
+                                default=math.inf))
+        assert table.least_latencies_ms(slug, counts) == want, slug
+        assert [table.least_latency_ms(slug, n) for n in counts] == want, slug
     assert table.least_latencies_ms("no-such-gpu", counts) is None
+    assert table.least_latency_ms("no-such-gpu", 1) is None

@@ -304,15 +304,8 @@ class Table:
         """The latency floor of ``n`` GPUs of ``slug`` (None: not in the table): the pinned
         split's where the count and the node hold it, else the least over the degrees
         ``n`` GPUs hold."""
-        i = self.index.get(slug)
-        if i is None:
-            return None
-        pinned = self.pinned
-        if pinned is not None and pinned[0] * pinned[1] <= n and self.per_node[i] >= pinned[0]:
-            return float(self.latency_ms[self.tps.index(pinned[0]), i])
-        column = self.latency_ms[:, i].tolist()
-        return min((v for t, v in zip(self.tps, column, strict=True) if t <= n),
-                   default=math.inf)
+        found = self.least_latencies_ms(slug, (n,))
+        return None if found is None else found[0]
 
     def least_latencies_ms(self, slug: str, counts: Sequence[int]) -> list[float] | None:
         """:meth:`least_latency_ms` of each of ``counts`` (the GPU's column read once)."""

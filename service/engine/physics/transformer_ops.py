@@ -29,12 +29,18 @@ from service.engine.physics.kernels import Device, GemmShape, Kernel, gemm
 from service.engine.types import TransformerModel
 
 
+def _attention_params(model: TransformerModel) -> float:
+    """One layer's attention weights, unsplit: QKV (the KV heads' share) and the output."""
+    h, a, g = model.hidden_size, model.attention_heads, model.kv_heads
+    d = h / a
+    return h * (a + 2 * g) * d + a * d * h
+
+
 def mlp_matrices(model: TransformerModel) -> int:
     """2 (GELU MLP: up, down) or 3 (gated SwiGLU/GeGLU: gate, up, down), whichever makes the
     layer shapes add up to the model's parameter count (embeddings tied or not)."""
-    h, f, a, g = model.hidden_size, model.intermediate_size, model.attention_heads, model.kv_heads
-    d = h / a
-    attn = h * (a + 2 * g) * d + a * d * h
+    h, f = model.hidden_size, model.intermediate_size
+    attn = _attention_params(model)
     best, best_err = 2, math.inf
     for mats in (2, 3):
         body = model.layers * (attn + mats * h * f * model.experts)
@@ -50,10 +56,9 @@ def layer_forward_flops_per_token(model: TransformerModel) -> float:
     output and the MLP through its ``experts_per_token`` experts (:class:`LayerOps`' shapes
     at TP 1, whose KV heads are never replicated; attention scores, the embedding and the LM
     head not included). A TP split only adds (replicated KV heads)."""
-    h, f, a, g = model.hidden_size, model.intermediate_size, model.attention_heads, model.kv_heads
-    d = h / a
-    attn = h * (a + 2 * g) * d + a * d * h
-    return 2.0 * model.layers * (attn + mlp_matrices(model) * h * f * model.experts_per_token)
+    h, f = model.hidden_size, model.intermediate_size
+    return 2.0 * model.layers * (_attention_params(model)
+                                 + mlp_matrices(model) * h * f * model.experts_per_token)
 
 
 class LayerOps:
