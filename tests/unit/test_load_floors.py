@@ -22,6 +22,7 @@ from service.engine.recommend_types import Constraints, CostSettings
 from service.engine.types import InferenceSpec, Workload
 from service.presets.catalog import PRESETS
 from tests.unit.catalog_data import load_gpus, load_offers
+from tests.unit.test_ranking_pruning import priced_balanced_options
 
 
 def _serve(model: str, precision: str = "bf16", **spec: object) -> Workload:
@@ -124,34 +125,21 @@ def _random_workload(r: random.Random) -> Workload:
 def _pairs_hold(workload: Workload) -> tuple[int, int]:
     """Every balanced option of every screened GPU type is at or above the pair of its copies'
     range in both figures; returns (options checked, options whose pair is a load floor)."""
-    index = OfferIndex(load_offers())
-    req = rk.Request(workload, Constraints(), CostSettings(), "balanced", Memo(EngineCache()),
-                     False, index)
     checked = loaded = 0
-    for gpu in load_gpus():
-        p = rk._screen(req, gpu, index)
-        if not isinstance(p, Pending):
-            continue
-        options, _, _ = rk._evaluate_gpu(req, p)
-        plan, planned = rk._planned_floors(req, p)
-        floors = dict(zip(sorted(plan), planned, strict=True))
-        for o in options:
-            if o.money is None or o.offer is None:
-                continue
-            n, copies = o.est.gpu_count, o.cost.replicas
-            pairs = floors[n]
-            # the pairs cover copies k0, k0 + 1..2 k0, 2 k0 + 1..4 k0, ...: the range of
-            # the option's copies, else the last pair (every larger number of copies)
-            k0 = p.floor.replicas_at(n)
-            assert copies >= k0, (gpu.slug, n, copies, k0)
-            r, hi = 0, k0
-            while copies > hi:
-                r, hi = r + 1, 2 * hi
-            a, b = pairs[min(r, len(pairs) - 1)]
-            assert a <= o.money * (1 + 1e-12) and b <= o.time, (
-                gpu.slug, n, copies, pairs, o.money, o.time)
-            checked += 1
-            loaded += len(pairs) > 1 and r < len(pairs) - 1
+    for p, o, _, pairs in priced_balanced_options(workload):
+        n, copies = o.est.gpu_count, o.cost.replicas
+        # the pairs cover copies k0, k0 + 1..2 k0, 2 k0 + 1..4 k0, ...: the range of the
+        # option's copies, else the last pair (every larger number of copies)
+        k0 = p.floor.replicas_at(n)
+        assert copies >= k0, (p.gpu.slug, n, copies, k0)
+        r, hi = 0, k0
+        while copies > hi:
+            r, hi = r + 1, 2 * hi
+        a, b = pairs[min(r, len(pairs) - 1)]
+        assert a <= o.money * (1 + 1e-12) and b <= o.time, (
+            p.gpu.slug, n, copies, pairs, o.money, o.time)
+        checked += 1
+        loaded += len(pairs) > 1 and r < len(pairs) - 1
     return checked, loaded
 
 

@@ -360,36 +360,43 @@ def test_memory_rejections_match_the_full_estimate(max_gpus: int | None) -> None
     assert checked > 0
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
-def test_count_floors_never_exceed_the_real_option(name: str) -> None:
-    """The balanced probe skips a count only on these floors: each must hold for its count."""
-    workload = WORKLOADS[name]
-    checked = tighter = exact = 0
+def priced_balanced_options(workload: Workload) -> Iterator[
+        tuple[Pending, Any, dict[int, tuple[Offer | None, int]], list[tuple[float, float]]]]:
+    """Each priced option of each seeded GPU type a balanced ranking screens: (its screen,
+    the option, the counts the offers plan, the (cost, time) floor pairs of its count,
+    ranking._planned_floors)."""
     for p in _screened(workload, "balanced"):
         req = _req(workload, "balanced")
         options, _, _ = rk._evaluate_gpu(req, p)
         plan, planned = rk._planned_floors(req, p)
         floors = dict(zip(sorted(plan), planned, strict=True))
         for o in options:
-            if o.money is None or o.offer is None:
-                continue
-            assert o.offer == plan[o.est.gpu_count][0]
-            pairs = floors[o.est.gpu_count]
-            # an option is at or above one of its count's pairs (serving with a target: one
-            # per range of copies, bounds.count_pairs); the first has the count's least cost
-            # floor, the last its least time floor
-            assert any(a <= o.money and b <= o.time for a, b in pairs), (
-                p.gpu.slug, o.est.gpu_count, pairs, o.money, o.time)
-            lbc = pairs[0][0]
-            lbt = max(b for a, b in pairs if a <= o.money and b <= o.time)
-            assert pairs[-1][1] == min(b for _, b in pairs)
-            # a count's own floors are at least the GPU's (bounds.count_floors)
-            coarse = count_floors(workload.kind, p, o.est.gpu_count, usd_per_gpu_hour(
-                o.offer, p.gpu, CostSettings()))
-            assert lbc >= coarse[0] * (1 - 1e-12) and lbt >= p.lb_time
-            tighter += lbt > p.lb_time * 1.01 or lbc > coarse[0] * 1.01
-            exact += lbt >= o.time * (1 - 1e-8)
-            checked += 1
+            if o.money is not None and o.offer is not None:
+                yield p, o, plan, floors[o.est.gpu_count]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_count_floors_never_exceed_the_real_option(name: str) -> None:
+    """The balanced probe skips a count only on these floors: each must hold for its count."""
+    workload = WORKLOADS[name]
+    checked = tighter = exact = 0
+    for p, o, plan, pairs in priced_balanced_options(workload):
+        assert o.offer == plan[o.est.gpu_count][0]
+        # an option is at or above one of its count's pairs (serving with a target: one per
+        # range of copies, bounds.count_pairs); the first has the count's least cost floor,
+        # the last its least time floor
+        assert any(a <= o.money and b <= o.time for a, b in pairs), (
+            p.gpu.slug, o.est.gpu_count, pairs, o.money, o.time)
+        lbc = pairs[0][0]
+        lbt = max(b for a, b in pairs if a <= o.money and b <= o.time)
+        assert pairs[-1][1] == min(b for _, b in pairs)
+        # a count's own floors are at least the GPU's (bounds.count_floors)
+        coarse = count_floors(workload.kind, p, o.est.gpu_count, usd_per_gpu_hour(
+            o.offer, p.gpu, CostSettings()))
+        assert lbc >= coarse[0] * (1 - 1e-12) and lbt >= p.lb_time
+        tighter += lbt > p.lb_time * 1.01 or lbc > coarse[0] * 1.01
+        exact += lbt >= o.time * (1 - 1e-8)
+        checked += 1
     assert checked >= 10
     if name == "fp64-compute":
         # a compute job's count floors are its times on the count, exchanges included (at
