@@ -311,6 +311,10 @@ class Estimate(_Response):
     throughput: Throughput
     step_time_ms: float | None
     time_to_complete_hours: float | None
+    """Training / compute: time to finish, start-up included [hours]."""
+    startup_s: float | None = None
+    """Training / compute: launch and communicator set-up before the first step [s] (0 on
+    one GPU); null for inference."""
     ttft_ms: float | None
     tpot_ms: float | None
     latency_ms: float | None

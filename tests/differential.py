@@ -67,10 +67,11 @@ SETTINGS: dict[str, float] = {
 DROPPED = ("generated_at", "catalog_revision")
 NEWER_DEFAULTS: dict[str, Any] = {"fleet": None}
 NEWER_CONSTRAINT_DEFAULTS: dict[str, Any] = {"max_gpu_types": None, "mix": True}
+NEWER_ESTIMATE_DEFAULTS: dict[str, Any] = {"startup_s": None}
 """Answer fields added after the golden answers were written (the mixed fleet of a
-traffic histogram, and its two constraints): left out of the canonical answer while they hold
-their default, so the digests cover exactly what the golden covers; any other value is kept
-(and would change the digest)."""
+traffic histogram, and its two constraints; an estimate's start-up, null for inference): left
+out of the canonical answer while they hold their default, so the digests cover exactly what
+the golden covers; any other value is kept (and would change the digest)."""
 MAX_ANSWER_BYTES = 5_000_000
 """Larger canonical answers are kept apart (``oversized``): one such answer takes ~1 minute and
 GBs of memory (see the module docstring), too slow for the unit test."""
@@ -114,6 +115,12 @@ def canonical_answer(engine: Engine, settings: Settings, body: Body, *,
     for key, default in NEWER_CONSTRAINT_DEFAULTS.items():
         if key in constraints and constraints[key] == default:
             del constraints[key]
+    for listed in ("recommendations", "rejected"):
+        for item in answer.get(listed) or ():
+            est = item.get("estimate") if isinstance(item, dict) else None
+            for key, default in NEWER_ESTIMATE_DEFAULTS.items():
+                if isinstance(est, dict) and key in est and est[key] == default:
+                    del est[key]
     return answer
 
 

@@ -219,6 +219,27 @@ SERIAL_FRACTION = _const(
     "(1 - 1/p) of 6e-4..1e-3 with communication included; communication is modelled "
     "separately here, so we take 5e-4",
 )
+JOB_STARTUP_FIXED_S = _const(
+    "job_startup_fixed_s",
+    2.6,
+    "s before a multi-GPU job's first step, whatever its size",
+    "setting up the job's communicator on one node: NVIDIA/nccl#1646 logs "
+    "ncclCommInitRankConfig's phases on an 8-GPU DGX B200 (alloc 0.41, bootstrap 0.57, "
+    "allgathers 0.08, topo 1.10, graphs 0.01, connections 0.39 s: 2.56 s, leaving out that "
+    "report's 52 s of kernel loading, the bug it reports). A one-GPU job sets up no "
+    "communicator; its CUDA context is the same at every count and not counted",
+)
+JOB_STARTUP_S_PER_GPU = _const(
+    "job_startup_s_per_gpu",
+    0.0123,
+    "s per GPU of a multi-GPU job, before its first step",
+    "the bootstrap that wires every rank grows with the ranks (its all-gathers are rings of "
+    "N - 1 steps over TCP: NVIDIA/nccl pull request #1791): NVIDIA/nccl#534 measured 7 "
+    "communicators in 31.3 s on one 8-GPU machine and 41.7 s on 16 (128 GPUs), (41.7 - "
+    "31.3) / 7 / 120 = 12.3 ms per added GPU; NVIDIA/nccl#1156 (Meta) reports 2.5 minutes "
+    "of init 'above certain K GPUs', which this gives at ~12,000 GPUs. Paid once per launch: "
+    "the restarts of a long run are in the training goodput",
+)
 HALO_DEPTH_CELLS = _const(
     "halo_depth_cells",
     2.0,
@@ -899,6 +920,8 @@ TRAINING_KEYS = (
     "training_kernel_factor",
     "training_interruptions_per_gpu_hour",
     "training_hours_lost_per_interruption",
+    "job_startup_fixed_s",
+    "job_startup_s_per_gpu",
     "comm_overlap_fraction",
     "backward_elementwise_factor",
     "eager_attention_forward_score_passes",
@@ -950,6 +973,8 @@ COMPUTE_KEYS = (
     "serial_fraction_compute_job",
     "halo_depth_cells",
     "reduction_hop_latency_s",
+    "job_startup_fixed_s",
+    "job_startup_s_per_gpu",
 )
 LINK_KEYS = (
     "network_bandwidth_per_gpu_gb_s",

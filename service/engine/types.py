@@ -410,6 +410,9 @@ class Estimate:
     """Inference: independent model copies the GPUs form (gpu_count / (TP x PP))."""
     compute_tflops_used: float | None = None
     """Dense peak per GPU [TFLOPS] at ``precision_used`` that the roofline used."""
+    startup_s: float | None = None
+    """Training/compute: seconds of launch and communicator set-up before the first step,
+    part of ``time_to_complete_hours`` (0.0 on one GPU); None for inference."""
     parallel_efficiency: float | None = None
     """How well the GPUs are used, 1.0 = perfect scaling [fraction]. Compute jobs: time on one
     GPU / (gpu_count x time on gpu_count GPUs) (1.0 on one GPU). Training: samples/s per GPU

@@ -175,7 +175,15 @@ class EstimateOut(BaseModel):
         description="Training: one optimizer step; inference: one serving iteration [ms]",
     )
     time_to_complete_hours: float | None = Field(
-        description="Training/compute: time to finish the job [hours]",
+        description="Training/compute: time to finish the job, its start-up included [hours]",
+    )
+    startup_s: float | None = Field(
+        default=None,
+        description=(
+            "Training/compute: launch and communicator set-up before the first step on these "
+            "GPUs, part of time_to_complete_hours: 2.6 s + 12.3 ms per GPU on several GPUs, 0 "
+            "on one [s]; null for inference (and in runs stored before this field existed)"
+        ),
     )
     ttft_ms: float | None = Field(description="LLM inference: time to first token [ms]")
     tpot_ms: float | None = Field(
@@ -298,6 +306,7 @@ def estimate_data(est: Estimate, *, gpu_name: str, assumptions: bool = True) -> 
         },
         "step_time_ms": _r(est.step_time_ms),
         "time_to_complete_hours": _r(est.time_to_complete_hours),
+        "startup_s": _r(est.startup_s),
         "ttft_ms": _r(est.ttft_ms),
         "tpot_ms": _r(est.tpot_ms),
         "latency_ms": _r(est.latency_ms),

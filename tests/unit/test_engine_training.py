@@ -572,3 +572,16 @@ def test_once_per_step_gradient_sync_hides_under_the_last_micro_step_only(
     monkeypatch.setattr(tr, "ONCE_PER_STEP", ())
     spread = step_s()
     assert once > 1.04 * spread  # +5.9%: ~1.5 s of the all-reduce no longer hidden
+
+
+def test_a_training_job_finishes_after_its_start_up() -> None:
+    # the job's tokens at the sustained rate, then the launch and communicator set-up of its
+    # GPUs (none on one GPU): 2.6 s + 12.3 ms a GPU (constants.JOB_STARTUP_*)
+    w = Workload(kind="training", precision="bf16", model=PRESETS["gpt-2"].model,
+                 training=TrainingSpec(batch_size=64, seq_len=1024, tokens=2e9))
+    for n, startup in ((1, 0.0), (8, 2.6 + 8 * 0.0123), (64, 2.6 + 64 * 0.0123)):
+        est = estimate(w, H100_SXM, n)
+        assert est.fits and est.tokens_per_s and est.time_to_complete_hours
+        assert est.startup_s == pytest.approx(startup, rel=1e-12)
+        run_s = 2e9 / est.tokens_per_s
+        assert est.time_to_complete_hours * 3600 == pytest.approx(run_s + startup, rel=1e-9)

@@ -50,9 +50,15 @@ def test_efficiency_falls_with_count_and_matches_amdahl() -> None:
     assert effs[0] == 1.0
     pairs = zip(effs, effs[1:], strict=False)
     assert all(a is not None and b is not None and b < a for a, b in pairs)
-    # this job's exchanges are tiny (333 sweeps of 1,500 TFLOP each): Amdahl with f = 5e-4
+    # this job's exchanges are tiny (333 sweeps of 1,500 TFLOP each): Amdahl with f = 5e-4,
+    # and the start-up of 1,024 GPUs (2.6 + 0.0123 x 1,024 s) against the one-GPU time
+    rate = workload_rate(FP64, B200)
+    assert rate is not None
+    t1 = max(compute_job_seconds(FP64, B200, rate))
     e1024 = estimate(FP64, B200, 1024).parallel_efficiency
-    assert e1024 == pytest.approx(1 / (1 + 5e-4 * 1023), rel=0.01)
+    assert e1024 == pytest.approx(1 / (1 + 5e-4 * 1023 + 1024 * (2.6 + 0.0123 * 1024) / t1),
+                                  rel=0.01)
+    assert e1024 < 0.45  # without the start-up: 0.66
 
 
 def test_time_is_never_below_perfect_scaling() -> None:
@@ -104,4 +110,32 @@ def test_none_communication_is_amdahl_only() -> None:
     w = replace(FP64, compute=spec)
     e = estimate(w, H100, 100 if 100 in _counts(H100) else 104)
     p = e.gpu_count
-    assert e.parallel_efficiency == pytest.approx(1 / (1 + 0.01 * (p - 1)), rel=1e-9)
+    rate = workload_rate(w, H100)
+    assert rate is not None
+    t1 = max(compute_job_seconds(w, H100, rate))
+    startup = scaling.job_startup_s(p)
+    assert e.startup_s == startup
+    assert e.parallel_efficiency == pytest.approx(
+        1 / (1 + 0.01 * (p - 1) + p * startup / t1), rel=1e-9)
+
+
+def test_a_job_on_several_gpus_waits_for_its_start_up() -> None:
+    # none on one GPU; 2.6 s and 12.3 ms a GPU on several (NVIDIA/nccl#1646, #534)
+    assert scaling.job_startup_s(1) == 0.0
+    assert scaling.job_startup_s(8) == pytest.approx(2.6 + 8 * 0.0123, rel=1e-12)
+    assert scaling.job_startup_s(16384) == pytest.approx(204.1, rel=1e-3)  # ~3.4 min
+    small = replace(FP64, compute=ComputeSpec(total_tflop=500.0, total_gb_moved=200.0,
+                                               memory_gb=10.0))
+    rate = workload_rate(small, H100)
+    assert rate is not None
+    one = estimate(small, H100, 1)
+    assert one.startup_s == 0.0
+    assert one.time_to_complete_hours == pytest.approx(
+        max(compute_job_seconds(small, H100, rate)) / 3600, rel=1e-12)
+    seconds = {n: (estimate(small, H100, n).time_to_complete_hours or 0) * 3600
+               for n in _counts(H100)}
+    # a ~15-s solve: some split helps, but 1,024 GPUs take longer than 64 (their start-up
+    # alone is ~15 s), and the fastest count is a few nodes, not the largest
+    assert seconds[1] > 10.0
+    assert seconds[1024] > seconds[64] > 2.6
+    assert max(seconds, key=lambda n: -seconds[n]) <= 128

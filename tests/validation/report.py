@@ -146,7 +146,8 @@ def _metric(p: Point, est: Estimate) -> float:
     elif m in ("tflops", "gb_per_s"):
         spec = p.workload.compute
         assert spec is not None and est.time_to_complete_hours
-        seconds = est.time_to_complete_hours * 3600.0
+        # the rate while the job runs (HPL's Rmax, STREAM's GB/s): its start-up left out
+        seconds = est.time_to_complete_hours * 3600.0 - (est.startup_s or 0.0)
         value = (spec.total_tflop if m == "tflops" else spec.total_gb_moved) / seconds
     else:
         raise ValueError(f"{p.id}: unknown metric {m!r}")

@@ -529,6 +529,17 @@ def describe_offer(offer: Offer, instances: int, settings: CostSettings) -> str:
     return text if instances == 1 else f"{instances} x {text}"
 
 
+def duration(hours: float) -> str:
+    """A time to finish for people: seconds under a minute, minutes under an hour, hours
+    (with days) above."""
+    seconds = hours * 3600.0
+    if seconds < 60.0:
+        return f"{seconds:.3g} s"
+    if seconds < 3600.0:
+        return f"{seconds / 60.0:.3g} min"
+    return f"{hours:,.1f} h ({hours / 24:,.1f} days)"
+
+
 def describe_cost(workload: Workload, cost: CostBreakdown, est: Estimate) -> str:
     """The cost figure the candidate is judged on, in words."""
     if not cost.known or cost.usd_per_hour is None:
@@ -541,7 +552,9 @@ def describe_cost(workload: Workload, cost: CostBreakdown, est: Estimate) -> str
             f"${cost.power_usd_per_hour or 0:,.3f}/h)"
         )
     if cost.total_usd is not None and est.time_to_complete_hours is not None:
-        return f"${cost.total_usd:,.0f} to finish: {est.time_to_complete_hours:,.1f} h at {hourly}"
+        total = cost.total_usd
+        money = f"${total:,.0f}" if total >= 100 else f"${total:.3g}"
+        return f"{money} to finish: {duration(est.time_to_complete_hours)} at {hourly}"
     if cost.usd_per_million_output_tokens is not None:
         return f"${cost.usd_per_million_output_tokens:,.3f} per million output tokens at {hourly}"
     if cost.usd_per_1k_requests is not None:

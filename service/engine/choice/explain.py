@@ -255,7 +255,11 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
             speed = f" at {est.samples_per_s:,.1f} samples/s"
         if hours is None:
             return f"runs{speed}; no length given, so no time to finish"
-        return f"finishes in {hours:,.1f} h ({hours / 24:,.1f} days){speed}"
+        startup = ""
+        if est.startup_s and est.startup_s >= 0.05 * hours * 3600.0:
+            startup = (f" ({co.duration(est.startup_s / 3600.0)} of it starting up "
+                       f"{est.gpu_count:,} GPUs)")
+        return f"finishes in {co.duration(hours)}{startup}{speed}"
     rps = est.requests_per_s or 0.0
     text = (
         f"{rps:,.1f} requests/s per group of {est.gpu_count} GPU(s) at batch {est.batch_size}, "

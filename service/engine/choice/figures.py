@@ -49,7 +49,7 @@ from service.engine.physics.estimate import (
     power_w,
     serving_point,
     sustained_samples_s,
-    training_hours,
+    training_job_hours,
     workload_rate,
 )
 from service.engine.physics.performance import PeakRate
@@ -318,4 +318,4 @@ def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | 
         return None
     seq = (spec.seq_len or 1) if isinstance(model, TransformerModel) else 1
     samples_s = sustained_samples_s(workload, n, spec.batch_size / fitted[1], seq)
-    return (training_hours(workload, samples_s, seq),)
+    return (training_job_hours(workload, n, samples_s, seq),)

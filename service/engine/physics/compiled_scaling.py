@@ -34,7 +34,8 @@ from service.engine.types import ComputeSpec, GpuSpec
 _PER_NODE, _DOMAIN, _FAST, _PCIE, _NETWORK, _PCIE_LATENCY, _LATENCY, _HOP = range(8)
 _EFFICIENCY, _GB, _HALO_DEPTH, _MEMORY_GB, _OVERHEAD_GB, _USABLE_GB = range(8, 14)
 _COMPUTE_S, _MEMORY_S, _SERIAL, _STEPS, _COMMUNICATION, _ELEM_B = range(14, 20)
-_PARAMS = 20
+_STARTUP_FIXED, _STARTUP_PER_GPU = range(20, 22)
+_PARAMS = 22
 COMMUNICATION = {"none": 0.0, "stencil": 1.0, "allreduce": 2.0}
 
 
@@ -54,6 +55,7 @@ def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: 
     p[_COMPUTE_S], p[_MEMORY_S] = one_gpu
     p[_SERIAL], p[_STEPS] = scaling.serial_fraction(spec), scaling.job_steps(spec)
     p[_COMMUNICATION], p[_ELEM_B] = COMMUNICATION[spec.communication], elem_b
+    p[_STARTUP_FIXED], p[_STARTUP_PER_GPU] = c.JOB_STARTUP_FIXED_S, c.JOB_STARTUP_S_PER_GPU
     return p
 
 
@@ -165,11 +167,12 @@ def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
             transfer_1 = max(on_s, off_s)
     transfer = steps * transfer_1
     latency = steps * latency_1 if communication != 0.0 else 0.0
+    startup = p[_STARTUP_FIXED] + p[_STARTUP_PER_GPU] * gpus  # scaling.job_startup_s
     if p[_MEMORY_GB] <= 0.0:
         run = t1 / (gpus - f * (gpus - 1))
-        total: float = f * run + (1.0 - f) * run + transfer + latency
+        total: float = f * run + (1.0 - f) * run + transfer + latency + startup
         return total
-    total = f * t1 + (1.0 - f) * t1 / gpus + transfer + latency
+    total = f * t1 + (1.0 - f) * t1 / gpus + transfer + latency + startup
     return total
 
 

@@ -239,6 +239,7 @@ def _estimate_compute(
         assumptions=_assumptions(c.COMPUTE_KEYS),
         warnings=_warnings(workload, gpu, rate, _scaling_warnings(scaled)),
         compute_tflops_used=rate.tflops,
+        startup_s=scaled.startup_s,
         parallel_efficiency=scaled.efficiency,
     )
 
@@ -268,8 +269,9 @@ def _scaling_warnings(scaled: scaling.ScaledTime) -> list[str]:
         return []
     return [
         f"parallel efficiency {scaled.efficiency:.0%} on {scaled.gpus} GPUs: communication "
-        f"{scaled.transfer_s + scaled.latency_s:.3g} s and serial work {scaled.serial_s:.3g} s "
-        f"against {scaled.parallel_s:.3g} s of divided work; fewer GPUs cost less"
+        f"{scaled.transfer_s + scaled.latency_s:.3g} s, start-up {scaled.startup_s:.3g} s and "
+        f"serial work {scaled.serial_s:.3g} s against {scaled.parallel_s:.3g} s of divided "
+        "work; fewer GPUs cost less"
     ]
 
 
@@ -301,7 +303,7 @@ def _estimate_training(
     samples_s = sustained_samples_s(workload, n, spec.batch_size / step_s, seq)
     warnings += _input_bound(spec.input_samples_per_s_per_gpu, samples_s / n)
     tokens_s = samples_s * seq if isinstance(model, TransformerModel) else None
-    hours = training_hours(workload, samples_s, seq)
+    hours = training_job_hours(workload, n, samples_s, seq)
     power = power_w(gpu, n)
     fixes, reasons, needed = _training_fixes(workload, gpu, n, prec, plan, memo)
     fits = plan.fits
@@ -343,6 +345,7 @@ def _estimate_training(
         min_gpus_to_fit=needed,
         micro_batch_size=plan.micro_batch,
         gradient_accumulation_steps=plan.accumulation,
+        startup_s=scaling.job_startup_s(n),
         assumptions=(_assumptions(c.TRAINING_KEYS, c.GEFORCE_KEYS)
                      if kernels.fp16_accumulate_doubles(gpu) else _assumptions(c.TRAINING_KEYS)),
     )
@@ -412,8 +415,17 @@ def training_samples(workload: Workload, seq: int) -> float | None:
 
 
 def training_hours(workload: Workload, samples_s: float, seq: int) -> float | None:
+    """Hours the job's samples take at ``samples_s`` (no start-up); None: no length given."""
     samples = training_samples(workload, seq)
     return None if samples is None else samples / samples_s / 3600.0
+
+
+def training_job_hours(workload: Workload, n: int, samples_s: float, seq: int
+                       ) -> float | None:
+    """A training job's time to finish on ``n`` GPUs [h]: its samples at ``samples_s`` (the
+    sustained rate) after the job's start-up (:func:`scaling.job_startup_s`)."""
+    hours = training_hours(workload, samples_s, seq)
+    return None if hours is None else hours + scaling.job_startup_s(n) / 3600.0
 
 
 def _training_fixes(

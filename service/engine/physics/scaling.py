@@ -3,7 +3,7 @@
 A fixed job split over p GPUs (Amdahl 1967; the communication terms of Gropp, Lusk &
 Skjellum, 'Using MPI', ch. 4, for a 3-D domain decomposition)::
 
-    T(p) = f x T1  +  (1 - f) x T1 / p  +  steps x (transfer(p) + latency(p))
+    T(p) = f x T1  +  (1 - f) x T1 / p  +  steps x (transfer(p) + latency(p))  +  start(p)
 
 * ``T1``: the one-GPU roofline time, max(FLOPs / sustained rate, bytes / bandwidth).
 * ``f``: the serial fraction (:data:`constants.SERIAL_FRACTION` unless the job gives one).
@@ -30,6 +30,9 @@ Skjellum, 'Using MPI', ch. 4, for a 3-D domain decomposition)::
   time step's CFL limit, a residual norm): ceil(log2 p) rounds of
   :data:`constants.REDUCTION_HOP_LATENCY_S`. Communication is not overlapped with compute
   (the conservative reading: codes that overlap halos with interior work do better).
+
+* ``start``: the launch and communicator set-up before the first step (:func:`job_startup_s`,
+  none on one GPU): a fixed part and a bootstrap linear in the ranks.
 
 A job that gives no working set (``memory_gb`` 0) is taken as sized to the machine (weak
 scaling: HPL, capability runs): its serial part is ``f`` of the parallel run (Gustafson's
@@ -69,12 +72,15 @@ class ScaledTime:
     """Per-step message and reduction latency over all steps."""
     compute_bound: bool
     """The one-GPU roofline is compute- (not memory-bandwidth-) bound."""
+    startup_s: float = 0.0
+    """Launch and communicator set-up before the first step (:func:`job_startup_s`)."""
 
     @property
     def total_s(self) -> float:
         if self.gpus == 1:
             return self.one_gpu_s
-        return self.serial_s + self.parallel_s + self.transfer_s + self.latency_s
+        return self.serial_s + self.parallel_s + self.transfer_s + self.latency_s \
+            + self.startup_s
 
     @property
     def efficiency(self) -> float:
@@ -242,6 +248,17 @@ def step_transfer_s(spec: ComputeSpec, gpu: GpuSpec, gpus: int, elem_b: float,
     return max(on_s, off_s)
 
 
+def job_startup_s(gpus: int) -> float:
+    """Seconds a job on ``gpus`` GPUs spends before its first step: none on one GPU; on
+    several, the communicator's set-up (:data:`constants.JOB_STARTUP_FIXED_S`) plus a
+    bootstrap growing with the ranks (:data:`constants.JOB_STARTUP_S_PER_GPU`). Part of a
+    job's time to finish (a fast job on thousands of GPUs waits minutes to start: what keeps
+    a 15-s solve off 128 nodes), not of its rates (HPL's Rmax, samples/s)."""
+    if gpus <= 1:
+        return 0.0
+    return c.JOB_STARTUP_FIXED_S + c.JOB_STARTUP_S_PER_GPU * gpus
+
+
 def scaled_time(
     spec: ComputeSpec,
     gpu: GpuSpec,
@@ -267,7 +284,6 @@ def scaled_time(
         # time (Gustafson 1988: scaled speedup p - f (p - 1))
         run = t1 / (gpus - f * (gpus - 1))
         return ScaledTime(gpus, t1, f * run, (1.0 - f) * run, transfer, latency,
-                          compute_s >= memory_s)
-    return ScaledTime(
-        gpus, t1, f * t1, (1.0 - f) * t1 / gpus, transfer, latency, compute_s >= memory_s
-    )
+                          compute_s >= memory_s, job_startup_s(gpus))
+    return ScaledTime(gpus, t1, f * t1, (1.0 - f) * t1 / gpus, transfer, latency,
+                      compute_s >= memory_s, job_startup_s(gpus))
