@@ -28,7 +28,7 @@ from service.core.times import as_date, as_utc
 from service.engine.choice.fleet import Fleet, plan_fleet
 from service.engine.choice.ranking import recommend
 from service.engine.physics import precompile
-from service.engine.recommend_types import Constraints, CostSettings, Offer
+from service.engine.recommend_types import Constraints, CostSettings, Offer, Recommendation
 from service.engine.types import Workload
 from service.quotes.service import REVISION_TABLE as QUOTES_TABLE
 from service.quotes.service import OfferSnapshot, offer_snapshot
@@ -283,21 +283,9 @@ def rank_for(
            explained)
     rec = caches.rankings.get(key)
     if rec is None:
-        rec = recommend(
-            workload,
-            catalog.specs,
-            offers,
-            objective=objective,  # type: ignore[arg-type]
-            constraints=constraints,
-            settings=cost_settings,
-            limit=limit,
-            skypilot_names=catalog.skypilot_names,
-            cache=caches.engine,
-            validated=True,  # by to_engine_workload above, amounts required
-            explained=explained,
-        )
-        caches.rankings.put(key, rec)
-        caches.settle_collector()
+        with caches.ranking_lock:
+            rec = _recommend(workload, catalog, offers, objective, constraints, cost_settings,
+                             limit, caches, explained, key)
     fleet = None
     if workload.inference is not None and workload.inference.traffic:
         fleet = _fleet(workload, catalog.specs, offers, constraints, cost_settings,
@@ -316,6 +304,34 @@ def rank_for(
     )
 
 
+def _recommend(workload: Workload, catalog: CatalogSnapshot, offers: list[Offer],
+               objective: str, constraints: Constraints, cost_settings: CostSettings,
+               limit: int, caches: AppCaches, explained: bool, key: tuple[object, ...]
+               ) -> Recommendation:
+    """The engine's ranking, cached under ``key`` (the caller holds ``caches.ranking_lock``:
+    one ranking at a time; a request that waited for it may find the ranking a twin request
+    just made)."""
+    rec = caches.rankings.get(key)
+    if rec is not None:
+        return rec
+    rec = recommend(
+        workload,
+        catalog.specs,
+        offers,
+        objective=objective,  # type: ignore[arg-type]
+        constraints=constraints,
+        settings=cost_settings,
+        limit=limit,
+        skypilot_names=catalog.skypilot_names,
+        cache=caches.engine,
+        validated=True,  # by to_engine_workload above, amounts required
+        explained=explained,
+    )
+    caches.rankings.put(key, rec)
+    caches.settle_collector()
+    return rec
+
+
 def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Constraints,
            cost_settings: CostSettings, given: ConstraintsIn, key: tuple[object, ...],
            caches: AppCaches, skypilot_names: Any, objective: str = "cost") -> Fleet:
@@ -325,12 +341,16 @@ def _fleet(workload: Workload, gpus: Any, offers: list[Offer], constraints: Cons
     max_types = 1 if not given.mix else given.max_gpu_types
     fkey = (*key, max_types, objective)
     fleet = caches.fleets.get(fkey)
-    if fleet is None:
-        fleet = plan_fleet(workload, gpus, offers, constraints=constraints,
-                           settings=cost_settings, max_gpu_types=max_types,
-                           skypilot_names=skypilot_names, cache=caches.engine,
-                           objective=objective)
-        caches.fleets.put(fkey, fleet)
+    if fleet is not None:
+        return fleet
+    with caches.ranking_lock:  # one ranking or fleet at a time (AppCaches.ranking_lock)
+        fleet = caches.fleets.get(fkey)  # a twin request may have planned it meanwhile
+        if fleet is None:
+            fleet = plan_fleet(workload, gpus, offers, constraints=constraints,
+                               settings=cost_settings, max_gpu_types=max_types,
+                               skypilot_names=skypilot_names, cache=caches.engine,
+                               objective=objective)
+            caches.fleets.put(fkey, fleet)
     return fleet
 
 
