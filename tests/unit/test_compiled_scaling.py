@@ -16,7 +16,12 @@ import pytest
 from service.engine import constants as c
 from service.engine.cache import EngineCache, Memo
 from service.engine.physics import compiled_scaling, scaling
-from service.engine.physics.estimate import compute_job_seconds, exchange, workload_rate
+from service.engine.physics.estimate import (
+    compute_job_seconds,
+    exchange,
+    packed_compute_job,
+    workload_rate,
+)
 from service.engine.physics.memory import usable_memory_bytes
 from service.engine.physics.parallelism import gpu_count_candidates
 from service.engine.types import ComputeSpec, GpuSpec, Precision, Workload
@@ -64,7 +69,14 @@ def test_compiled_hours_are_the_scaled_time(seed: int) -> None:
     assert spec is not None
     checked = held = 0
     for gpu, one, elem_b, counts, memo in _gpus(workload):
-        got = compiled_scaling.hours(compiled_scaling.pack(spec, gpu, one, elem_b), counts)
+        rate = workload_rate(workload, gpu)
+        assert rate is not None
+        # the ranking's pack (its GPU row kept across requests) is this one
+        kept = packed_compute_job(workload, gpu, rate, memo)
+        assert not memo.get("compute_pack_gpu", gpu, lambda: None).flags.writeable
+        assert repr(kept.tolist()) == repr(
+            compiled_scaling.pack(spec, gpu, one, elem_b).tolist()), gpu.slug
+        got = compiled_scaling.hours(kept, counts)
         for n, hours in zip(counts, got, strict=True):
             fits = spec.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
                 usable_memory_bytes(gpu) / c.GB)

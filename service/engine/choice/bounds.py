@@ -48,6 +48,7 @@ from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
     compute_job_seconds,
+    packed_compute_job,
     training_hours,
     workload_rate,
 )
@@ -211,7 +212,8 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: M
     large counts, and this bound sits ~85x below its best time (see docs/performance.md)."""
     spec = workload.compute
     assert spec is not None
-    one_gpu_s = max(compute_job_seconds(workload, gpu, rate, memo))
+    one_gpu_s = max(memo.scratch("compute_one_gpu", (workload, gpu),
+                                 lambda: compute_job_seconds(workload, gpu, rate, memo)))
     hours = one_gpu_s / SECONDS_PER_HOUR
     f = scaling.serial_fraction(spec)
     weak = spec.memory_gb <= 0
@@ -429,9 +431,7 @@ def compute_count_hours(workload: Workload, gpu: GpuSpec, counts: list[int],
     rate = workload_rate(workload, gpu)
     if spec is None or rate is None:
         return [0.0] * len(counts)
-    one = memo.scratch("compute_one_gpu", (workload, gpu),
-                       lambda: compute_job_seconds(workload, gpu, rate, memo))
-    packed = compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used])
+    packed = packed_compute_job(workload, gpu, rate, memo)
     low = 1 - BOUND_SLACK
     return [0.0 if h is None else h * low for h in compiled_scaling.hours(packed, counts)]
 

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from service.engine import constants as c
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice.explain import first_cost_limit
@@ -43,9 +42,9 @@ from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
     NO_BATCH,
-    compute_job_seconds,
     copies_needed,
     more_replicas_than_needed,
+    packed_compute_job,
     power_w,
     serving_point,
     sustained_samples_s,
@@ -205,8 +204,10 @@ def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
     if rate is None:
         return out
     runs = [i for i, (n, _, _) in enumerate(counts) if not (n > 1 and single_module)]
+    per_node = max(1, gpu.max_gpus_per_node)  # within a node no network (co.network_rate)
     hours = _compute_job_hours(workload, gpu, [counts[i][0] for i in runs], rate, memo,
-                               [co.network_rate(gpu, counts[i][1], counts[i][0])
+                               [None if counts[i][0] <= per_node
+                                else co.network_rate(gpu, counts[i][1], counts[i][0])
                                 for i in runs])
     for i, h in zip(runs, hours, strict=True):
         out[i] = None if h is None else (h,)
@@ -299,12 +300,8 @@ def _compute_job_hours(
     (:func:`scaling.scaled_time`, compiled: :mod:`compiled_scaling`; ``networks``: each
     count's offer network rate where it spans nodes); None where memory cannot hold the
     job."""
-    spec = workload.compute
-    assert spec is not None
-    one = memo.scratch("compute_one_gpu", (workload, gpu),
-                       lambda: compute_job_seconds(workload, gpu, rate, memo))
-    packed = compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used])
-    return compiled_scaling.hours(packed, counts, networks)
+    return compiled_scaling.hours(packed_compute_job(workload, gpu, rate, memo), counts,
+                                  networks)
 
 
 def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | None

@@ -39,23 +39,33 @@ _PARAMS = 22
 COMMUNICATION = {"none": 0.0, "stencil": 1.0, "allreduce": 2.0}
 
 
-def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: float
-         ) -> Array:
-    """The scalars :func:`hours` reads for ``spec`` on ``gpu`` (``one_gpu``: its
-    (compute_s, memory_s) on one GPU, :func:`estimate.compute_job_seconds`)."""
+def pack_gpu(gpu: GpuSpec) -> Array:
+    """The scalars of :func:`pack` that depend on the GPU type alone (and the constants), the
+    job's left 0: kept per GPU type across requests (read-only)."""
     p = np.zeros(_PARAMS)
     p[_PER_NODE], p[_DOMAIN] = max(1, gpu.max_gpus_per_node), par.fast_domain_size(gpu)
     p[_FAST], p[_PCIE], p[_NETWORK] = par.fast_link_gb_s(gpu), par.pcie_gb_s(gpu), \
         par.network_gb_s(gpu)
     p[_PCIE_LATENCY], p[_LATENCY] = c.PCIE_COLLECTIVE_LATENCY_S, c.COLLECTIVE_LATENCY_S
     p[_HOP], p[_EFFICIENCY], p[_GB] = c.REDUCTION_HOP_LATENCY_S, c.COLLECTIVE_EFFICIENCY, c.GB
-    p[_HALO_DEPTH], p[_MEMORY_GB] = c.HALO_DEPTH_CELLS, spec.memory_gb
+    p[_HALO_DEPTH] = c.HALO_DEPTH_CELLS
     p[_OVERHEAD_GB] = c.FRAMEWORK_OVERHEAD_GB
     p[_USABLE_GB] = usable_gb(gpu)
+    p[_STARTUP_FIXED], p[_STARTUP_PER_GPU] = c.JOB_STARTUP_FIXED_S, c.JOB_STARTUP_S_PER_GPU
+    p.flags.writeable = False
+    return p
+
+
+def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: float,
+         gpu_row: Array | None = None) -> Array:
+    """The scalars :func:`hours` reads for ``spec`` on ``gpu`` (``one_gpu``: its
+    (compute_s, memory_s) on one GPU, :func:`estimate.compute_job_seconds`; ``gpu_row``:
+    :func:`pack_gpu` of ``gpu`` when the caller keeps it)."""
+    p = (pack_gpu(gpu) if gpu_row is None else gpu_row).copy()
+    p[_MEMORY_GB] = spec.memory_gb
     p[_COMPUTE_S], p[_MEMORY_S] = one_gpu
     p[_SERIAL], p[_STEPS] = scaling.serial_fraction(spec), scaling.job_steps(spec)
     p[_COMMUNICATION], p[_ELEM_B] = COMMUNICATION[spec.communication], elem_b
-    p[_STARTUP_FIXED], p[_STARTUP_PER_GPU] = c.JOB_STARTUP_FIXED_S, c.JOB_STARTUP_S_PER_GPU
     return p
 
 

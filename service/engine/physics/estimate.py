@@ -9,12 +9,13 @@ from typing import Final, Literal
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
-from service.engine.physics import kernels, scaling
+from service.engine.physics import compiled_scaling, kernels, scaling
 from service.engine.physics import memory as mem
 from service.engine.physics import parallelism as par
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
+from service.engine.physics.batched import Array
 from service.engine.physics.parallelism import gpu_count_candidates
 from service.engine.physics.performance import PeakRate, bandwidth_gb_s, peak_rate
 from service.engine.types import (
@@ -201,12 +202,32 @@ def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate,
     return spec.total_tflop / (sustained * eff), spec.total_gb_moved / bandwidth_gb_s(gpu)
 
 
+def packed_compute_job(workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: Memo
+                       ) -> Array:
+    """:func:`compiled_scaling.pack` of the compute job on ``gpu``, once per call (the
+    ranking's bounds and figures both read it; :func:`compiled_scaling.hours` does not write
+    it), its GPU figures once per GPU type in the shared cache."""
+    spec = workload.compute
+    assert spec is not None
+
+    def build() -> Array:
+        one = memo.scratch("compute_one_gpu", (workload, gpu),
+                           lambda: compute_job_seconds(workload, gpu, rate, memo))
+        row = memo.get("compute_pack_gpu", gpu, lambda: compiled_scaling.pack_gpu(gpu))
+        return compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used],
+                                     row)
+
+    return memo.scratch("compute_packed", (workload, gpu), build)
+
+
 def _estimate_compute(
     workload: Workload, gpu: GpuSpec, n: int, rate: PeakRate, memo: Memo
 ) -> Estimate:
     spec = workload.compute
     assert spec is not None
-    scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate, memo),
+    one = memo.scratch("compute_one_gpu", (workload, gpu),
+                       lambda: compute_job_seconds(workload, gpu, rate, memo))
+    scaled = scaling.scaled_time(spec, gpu, n, one,
                                  c.BYTES_PER_ELEMENT[rate.precision_used],
                                  exchange(gpu, n, memo))
     total_s = scaled.total_s
