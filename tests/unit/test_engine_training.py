@@ -265,6 +265,24 @@ def test_min_gpus_to_fit_bisection_matches_a_linear_scan() -> None:
         Workload(kind="inference", precision="bf16", model=PRESETS[p].model,
                  inference=InferenceSpec(prompt_tokens=2048, output_tokens=256))
         for p in ("llama-2-70b", "llama-3.1-405b")
+    ] + [
+        # inference starts its bisection at the weights' share of the room
+        # (serving.least_gpus_for_weights): other weight widths, long contexts, fixed
+        # batches, encoders and CNNs must still find the least count a scan finds
+        Workload(kind="inference", precision=prec, model=PRESETS[p].model,
+                 weight_precision=wp, kv_cache_precision=kv,
+                 inference=InferenceSpec(prompt_tokens=prompt, output_tokens=out,
+                                         batch_size=batch))
+        for p, prec, wp, kv, prompt, out, batch in (
+            ("llama-3.1-405b", "fp8", None, "fp8", 128_000, 1024, None),
+            ("llama-3.1-70b", "bf16", "int4", None, 8192, 512, 64),
+            ("llama-3.1-70b", "int8", None, None, 32_000, 2048, 256),
+            ("mixtral-8x7b", "bf16", None, None, 4096, 512, None),
+            ("gpt-3-175b", "fp16", None, None, 2048, 2048, 32),
+            ("bert-large", "fp16", None, None, 512, 0, 4096),
+            ("resnet-50", "int8", None, None, 1, 0, 4096),
+            ("gpt-2", "bf16", None, None, 1024, 1024, None),
+        )
     ]
     for workload in workloads:
         for gpu in ALL:

@@ -880,6 +880,15 @@ def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
     counts = gpu_count_candidates(gpu, memo=memo)
     if workload.kind == "training":
         return tr.least_fitting_count(workload, gpu, counts, prec, memo)
+    if workload.kind == "inference":
+        # no count below the weights' share of the room: every split of n GPUs holds
+        # weights / (tp pp) per GPU with tp pp <= n, beside the overhead (serving.sizing)
+        low = inf.least_gpus_for_weights(workload, gpu, prec)
+        if low is None:
+            return None
+        counts = counts[bisect.bisect_left(counts, low):]
+        if not counts:
+            return None
     return par.least_count(counts, lambda n: _fits(workload, gpu, n, prec, memo))
 
 

@@ -120,6 +120,22 @@ def sizing(workload: Workload, precision_used: Precision, tp: int, pp: int) -> S
     return Sizing(weights, overhead, 0.0, act_per)
 
 
+def least_gpus_for_weights(workload: Workload, gpu: GpuSpec, precision_used: Precision
+                           ) -> float | None:
+    """A lower bound on the GPUs any split that fits needs: a split (tp, pp) holds the
+    weights / (tp pp) and the overhead on each GPU (:func:`sizing`; the KV cache and
+    activations only add), so it fits only where tp pp >= weights / (usable - overhead),
+    and a count n runs splits with tp pp <= n. Lowered by 1e-9 against float rounding;
+    None where not even the overhead fits."""
+    model = workload.model
+    assert model is not None
+    room = mem.usable_memory_bytes(gpu) - c.FRAMEWORK_OVERHEAD_GB * c.GB
+    if room <= 0:
+        return None
+    wbpp = mem.weight_bytes_per_param(precision_used, mem.stored_weight_precision(workload))
+    return model.params * wbpp / room * (1.0 - 1e-9)
+
+
 def _experts_touched(model: TransformerModel, tokens: float) -> float:
     """Share of a layer's experts at least one of ``tokens`` tokens is routed to:
     1 - (1 - k/E)^tokens (uniform routing)."""
