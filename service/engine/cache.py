@@ -61,7 +61,7 @@ model of its own)."""
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
-    "serving_base", "cnn_network", "cnn_columns", "compute_pack_gpu",
+    "serving_base", "cnn_network", "cnn_columns", "compute_pack_gpu", "serving_splits",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -74,7 +74,9 @@ process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.
 device, its batch memo left out, :meth:`physics.cnn.Net.fresh`; ``cnn_columns``: a catalog's
 CNN layer tables as arrays, :meth:`choice.screen.ScreenTable.cnn_columns`;
 ``compute_pack_gpu``: a GPU type's row of a compute job's compiled scaling figures, 22 floats,
-:func:`physics.compiled_scaling.pack_gpu`); every other table is
+:func:`physics.compiled_scaling.pack_gpu`; ``serving_splits``: the serving splits of a model's
+heads and layers on a node shape and count, :func:`physics.serving.split_candidates`); every
+other table is
 one call's
 (:meth:`Memo.get`)."""
 

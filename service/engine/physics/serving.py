@@ -831,25 +831,13 @@ class Context:
             pinned = (spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
             if pinned[0] <= per_node and pinned[0] * pinned[1] <= gpu_count:
                 return [pinned]
-        heads = self.heads
-        tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
-        fast = [t for t in par.tp_candidates(self.gpu, gpu_count) if heads % t == 0]
-        out = [(t, 1) for t in tps]
-        in_node_gpus = min(gpu_count, per_node)
-        if par.fast_domain_size(self.gpu) < in_node_gpus:
-            # PP inside a node only where its GPUs are not all on one fast fabric (PCIe
-            # cards, NVLink pairs): on NVLink / Infinity Fabric nodes serving runtimes split
-            # TP inside the node and PP across nodes (vLLM docs, "Distributed inference and
-            # serving": tensor parallel size = GPUs per node, pipeline size = nodes)
-            out += [(base, p) for base in sorted({1, fast[-1]})
-                    for p in par.powers_of_two_upto(in_node_gpus // base)
-                    if 1 < p <= self.layers]
+        key = (self.heads, self.layers, per_node, par.fast_domain_size(self.gpu), gpu_count)
+        in_node, across = memo_of(self.memo).get("serving_splits", key,
+                                                  lambda: split_candidates(*key))
+        out = list(in_node)
         batch = (spec.batch_size if spec is not None else None) or 1  # the estimate's least
-        if gpu_count > per_node and not any(self.fits(t, p, batch) for t, p in out):
-            # the model needs more than a node: pipeline stages across nodes
-            base = fast[-1]
-            out += [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
-                    if base * p > per_node and p <= self.layers]
+        if across and not any(self.fits(t, p, batch) for t, p in out):
+            out += across  # the model needs more than a node
         return out
 
     def least_memory_split(self, gpu_count: int, batch: int) -> tuple[int, int]:
@@ -1047,6 +1035,35 @@ class Context:
             found = self._limits[key] = largest_meeting(self.model(tp, pp),
                                                         self.batch_cap(tp, pp))
         return found
+
+
+def split_candidates(heads: int, layers: int, per_node: int, fast_domain: int, gpu_count: int
+                     ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """The splits :meth:`Context._split_list` weighs on ``gpu_count`` GPUs of a node of
+    ``per_node`` whose fast domain joins ``fast_domain``, for a model of ``heads`` attention
+    heads and ``layers`` layers: (those inside one node, smallest first; the pipelines
+    across nodes it adds when none of those holds the model). A pure function of its
+    arguments (kept across requests)."""
+    tps = [t for t in par.powers_of_two_upto(min(gpu_count, per_node)) if heads % t == 0]
+    fast = [t for t in par.powers_of_two_upto(max(1, min(fast_domain, gpu_count)))
+            if heads % t == 0]  # parallelism.tp_candidates
+    out = [(t, 1) for t in tps]
+    in_node_gpus = min(gpu_count, per_node)
+    if fast_domain < in_node_gpus:
+        # PP inside a node only where its GPUs are not all on one fast fabric (PCIe cards,
+        # NVLink pairs): on NVLink / Infinity Fabric nodes serving runtimes split TP inside
+        # the node and PP across nodes (vLLM docs, "Distributed inference and serving":
+        # tensor parallel size = GPUs per node, pipeline size = nodes)
+        out += [(base, p) for base in sorted({1, fast[-1]})
+                for p in par.powers_of_two_upto(in_node_gpus // base)
+                if 1 < p <= layers]
+    across: list[tuple[int, int]] = []
+    if gpu_count > per_node:
+        # pipeline stages across nodes
+        base = fast[-1]
+        across = [(base, p) for p in par.powers_of_two_upto(gpu_count // base)
+                  if base * p > per_node and p <= layers]
+    return tuple(out), tuple(across)
 
 
 def links(gpu: GpuSpec, tp: int, pp: int) -> dict[str, float]:
