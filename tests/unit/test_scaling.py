@@ -139,3 +139,27 @@ def test_a_job_on_several_gpus_waits_for_its_start_up() -> None:
     assert seconds[1] > 10.0
     assert seconds[1024] > seconds[64] > 2.6
     assert max(seconds, key=lambda n: -seconds[n]) <= 128
+
+
+def test_the_least_job_time_bounds_every_count_and_is_near_the_best() -> None:
+    # the ranking's time floor of a training or compute GPU type (bounds.least_job_time):
+    # never above a count's serial + parallel floor plus its start-up, and near their least
+    import math
+    import random
+
+    from service.engine.choice import bounds as bd
+    from service.engine.physics.parallelism import _count_candidates
+
+    r = random.Random(7)
+    for _ in range(3000):
+        hours = 10 ** r.uniform(-5, 3)
+        f = r.choice((0.0, 5e-4, 0.01, 0.2))
+        weak = r.random() < 0.3
+        first = r.choice((1, 2, 4, 8, 16, 24))
+        cap = r.choice((1, 8, 64, 1024, 4096))
+        counts = [n for n in _count_candidates(8, cap) if n >= first]
+        bound = bd.least_job_time(hours, first, cap, f, weak)
+        exact = min((bd.compute_time_floor(hours, n, f, weak) + scaling.job_startup_s(n) / 3600
+                     for n in counts), default=math.inf)
+        assert bound <= exact * (1 + 1e-12), (hours, f, weak, first, cap)
+        assert bound >= 0.5 * exact, (hours, f, weak, first, cap)  # start-up left out: 1e-3

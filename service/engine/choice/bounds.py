@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
@@ -139,8 +140,10 @@ class Floors:
         """Training/compute: hours no option on ``n`` GPUs beats: the one-GPU hours ``H``
         over ``n`` (ideal scaling), and for compute jobs the serial part too:
         ``f H + (1 - f) H / n``, or ``H / (n - f (n - 1))`` without a working set
-        (:func:`compute_time_floor`)."""
-        return compute_time_floor(self.gpu_hours, n, self.serial_fraction, self.weak_scaling)
+        (:func:`compute_time_floor`); then the job's start-up on ``n`` GPUs
+        (:func:`scaling.job_startup_s`)."""
+        return (compute_time_floor(self.gpu_hours, n, self.serial_fraction, self.weak_scaling)
+                + scaling.job_startup_s(n) / SECONDS_PER_HOUR)
 
 
 def compute_time_floor(one_gpu: float, n: int, f: float, weak: bool) -> float:
@@ -153,6 +156,33 @@ def compute_time_floor(one_gpu: float, n: int, f: float, weak: bool) -> float:
     if weak:
         return one_gpu / (n - f * (n - 1))
     return f * one_gpu + (1.0 - f) * one_gpu / n
+
+
+def least_job_times(one_gpu: NDArray[np.float64], first: NDArray[np.float64], cap: int,
+                    f: float, weak: bool) -> NDArray[np.float64]:
+    """Hours no option of a training or compute job on ``first`` to ``cap`` GPUs beats, per
+    GPU type (``one_gpu``: its one-GPU hours ``H``): the least over those counts of
+    :func:`compute_time_floor` plus the start-up (:func:`scaling.job_startup_s`, ``a + b n``
+    on several GPUs). One GPU: ``H``. On several the parallel part is at least
+    ``(1 - f) H / n`` (``H / n`` without a working set: ``n - f (n - 1) <= n``), the serial
+    part ``f H`` (none taken without a working set), so the time is at least
+    ``s + p / n + a + b n``, convex in ``n``: its least over the real interval
+    [max(2, first), cap], at ``sqrt(p / b)`` clamped, bounds every count there."""
+    hi = float(max(1, cap))
+    lo = np.maximum(2.0, first)
+    serial = np.zeros_like(one_gpu) if weak else f * one_gpu
+    parallel = one_gpu if weak else (1.0 - f) * one_gpu
+    fixed = c.JOB_STARTUP_FIXED_S / SECONDS_PER_HOUR
+    per_gpu = c.JOB_STARTUP_S_PER_GPU / SECONDS_PER_HOUR
+    n = np.minimum(hi, np.maximum(lo, np.sqrt(parallel / per_gpu)))
+    several = np.where(lo <= hi, serial + parallel / n + fixed + per_gpu * n, np.inf)
+    return np.minimum(np.where(first <= 1, one_gpu, np.inf), several)
+
+
+def least_job_time(one_gpu: float, first: int, cap: int, f: float, weak: bool) -> float:
+    """:func:`least_job_times` of one GPU type."""
+    return float(least_job_times(np.array([one_gpu]), np.array([float(first)]), cap, f,
+                                 weak)[0])
 
 
 NO_FLOORS = Floors(0.0)
@@ -217,7 +247,7 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: M
     hours = one_gpu_s / SECONDS_PER_HOUR
     f = scaling.serial_fraction(spec)
     weak = spec.memory_gb <= 0
-    return Floors(hours, time_hours=compute_time_floor(hours, max(1, cap), f, weak),
+    return Floors(hours, time_hours=least_job_time(hours, 1, cap, f, weak),
                   serial_fraction=f, weak_scaling=weak)
 
 
@@ -240,7 +270,7 @@ def _training(workload: Workload, gpu: GpuSpec, rate: PeakRate, first: int, cap:
     if hours is None:
         # no length: the cost is usd_per_hour of >= first GPUs, the time unbounded
         return Floors(float(first))
-    return Floors(hours, time_hours=hours / max(1, cap))
+    return Floors(hours, time_hours=least_job_time(hours, first, cap, 0.0, False))
 
 
 def _latency_floor(

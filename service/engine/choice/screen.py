@@ -288,13 +288,8 @@ def _floors_column(
         hours = np.maximum(comp, mem) / bd.SECONDS_PER_HOUR
         f = scaling.serial_fraction(spec)
         weak = spec.memory_gb <= 0
-        n = max(1, t.cap)
-        if n <= 1:
-            time_h = hours
-        elif weak:
-            time_h = hours / (n - f * (n - 1))
-        else:
-            time_h = f * hours + (1.0 - f) * hours / n
+        # bounds._compute's: every count from 1 to the cap, start-up included
+        time_h = bd.least_job_times(hours, np.ones_like(hours), t.cap, f, weak)
         gh, th = (hours * low).tolist(), (time_h * low).tolist()
         return [bd.Floors(g, h, 0.0, f, weak) if ok else bd.NO_FLOORS
                 for g, h, ok in zip(gh, th, has_rate.tolist(), strict=True)]
@@ -311,7 +306,9 @@ def _floors_column(
                 for first, ok in zip(firsts, finite.tolist(), strict=True)]
     with np.errstate(divide="ignore", invalid="ignore"):  # estimate.training_hours's order
         hours_t = samples / (spec_t.batch_size / step) / 3600.0
-    time_t = hours_t / max(1, t.cap)
+    with np.errstate(invalid="ignore"):  # bounds._training's, from each type's first count
+        time_t = bd.least_job_times(hours_t, np.array(firsts, dtype=np.float64), t.cap, 0.0,
+                                    False)
     gh, th = (hours_t * low).tolist(), (time_t * low).tolist()
     return [bd.Floors(g, h) if ok else bd.NO_FLOORS
             for g, h, ok in zip(gh, th, finite.tolist(), strict=True)]
