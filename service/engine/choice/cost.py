@@ -531,12 +531,14 @@ def describe_offer(offer: Offer, instances: int, settings: CostSettings) -> str:
 
 def duration(hours: float) -> str:
     """A time to finish for people: seconds under a minute, minutes under an hour, hours
-    (with days) above."""
+    above (with days from a day)."""
     seconds = hours * 3600.0
     if seconds < 60.0:
         return f"{seconds:.3g} s"
     if seconds < 3600.0:
         return f"{seconds / 60.0:.3g} min"
+    if hours < 24.0:
+        return f"{hours:,.1f} h"
     return f"{hours:,.1f} h ({hours / 24:,.1f} days)"
 
 

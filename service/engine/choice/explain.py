@@ -272,6 +272,14 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
     return text
 
 
+def _per_unit(hours: float) -> int:
+    """Steps per hour a suggested deadline is rounded up to: tenths of an hour from 0.1 h,
+    three significant figures below (a 4-s job is not told to allow 6 minutes)."""
+    if not hours > 0 or hours >= 0.1:
+        return 10
+    return int(10 ** (2 - math.floor(math.log10(hours))))
+
+
 def round_up(x: float, per_unit: int) -> float:
     """``x`` rounded up to a multiple of 1/``per_unit`` and never below ``x`` (a limit set to
     it holds: ``ceil(x * 100) / 100`` can fall a float step short of ``x``)."""
@@ -502,8 +510,8 @@ def limit_failure(
         return Failure(
             3,
             "deadline",
-            f"needs {hours:,.1f} h at best",
-            Fix("deadline", round_up(hours, 10),
+            f"needs {co.duration(hours)} at best",
+            Fix("deadline", round_up(hours, _per_unit(hours)),
                 f"over deadline {c.deadline_hours:g} h by {over:.0%}; allow more GPUs or "
                 "more time", "constraints.deadline_hours"),
             over,

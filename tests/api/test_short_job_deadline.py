@@ -1,0 +1,33 @@
+"""A deadline a short job misses is answered at the job's own scale: the time in seconds, the
+suggested deadline to three figures (not rounded up to 0.1 h), and a deadline set to it holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.differential import canonical_answer, seeded_catalog
+
+BODY = {"kind": "compute", "precision": "fp64", "objective": "cost", "limit": 3,
+        "compute": {"total_tflop": 500, "total_gb_moved": 200, "memory_gb": 10}}
+
+
+def test_a_short_jobs_deadline_fix_is_at_its_scale_and_holds(tmp_path: Path) -> None:
+    engine, settings = seeded_catalog(tmp_path)
+    try:
+        # 2.9 s: under any GPU's best (one MI300X ~11 s; more GPUs pay 2.6 s+ of start-up)
+        missed = canonical_answer(engine, settings,
+                                  {**BODY, "constraints": {"deadline_hours": 0.0008}})
+        assert missed["recommendations"] == []
+        deadline = [r for r in missed["rejected"] if r["code"] == "deadline"]
+        assert deadline
+        for r in deadline:
+            assert " s at best" in r["reason"] or " min at best" in r["reason"], r["reason"]
+        nearest = min(r["fix"]["value"] for r in deadline)
+        assert 0.0008 < nearest < 0.01  # a few seconds, in hours, to three figures
+        held = canonical_answer(engine, settings,
+                                {**BODY, "constraints": {"deadline_hours": nearest}})
+        assert held["recommendations"], "the suggested deadline does not hold"
+        assert all(c["estimate"]["time_to_complete_hours"] <= nearest
+                   for c in held["recommendations"])
+    finally:
+        engine.dispose()
