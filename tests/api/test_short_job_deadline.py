@@ -31,3 +31,18 @@ def test_a_short_jobs_deadline_fix_is_at_its_scale_and_holds(tmp_path: Path) -> 
                    for c in held["recommendations"])
     finally:
         engine.dispose()
+
+
+def test_a_vanishing_jobs_deadline_is_answered_not_a_crash(tmp_path: Path) -> None:
+    # the suggested deadline's rounding step is capped (explain.MAX_DEADLINE_DIGITS): 1e-320 h
+    # once overflowed a float there
+    engine, settings = seeded_catalog(tmp_path)
+    try:
+        body = {**BODY, "compute": {"total_tflop": 1e-302},
+                "constraints": {"deadline_hours": 1e-320}}
+        answer = canonical_answer(engine, settings, body)
+        assert "error" not in answer
+        fixes = [r["fix"]["value"] for r in answer["rejected"] if r["code"] == "deadline"]
+        assert fixes and min(fixes) == 1e-12  # one GPU: the job's ~1e-302 h, at the cap
+    finally:
+        engine.dispose()

@@ -143,7 +143,7 @@ class Floors:
         (:func:`compute_time_floor`); then the job's start-up on ``n`` GPUs
         (:func:`scaling.job_startup_s`)."""
         return (compute_time_floor(self.gpu_hours, n, self.serial_fraction, self.weak_scaling)
-                + scaling.job_startup_s(n) / SECONDS_PER_HOUR)
+                + scaling.job_startup_s(n) / SECONDS_PER_HOUR * (1 - BOUND_SLACK))
 
 
 def compute_time_floor(one_gpu: float, n: int, f: float, weak: bool) -> float:

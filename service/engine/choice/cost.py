@@ -533,11 +533,14 @@ def duration(hours: float) -> str:
     """A time to finish for people: seconds under a minute, minutes under an hour, hours
     above (with days from a day)."""
     seconds = hours * 3600.0
-    if seconds < 60.0:
+    # each unit while its rounded figure stays below the next unit (59.96 s reads "1 min")
+    if seconds < 0.9995:
+        return f"{seconds * 1e3:.3g} ms" if seconds >= 0.0009995 else "under 1 ms"
+    if seconds < 59.95:
         return f"{seconds:.3g} s"
-    if seconds < 3600.0:
-        return f"{seconds / 60.0:.3g} min"
-    if hours < 24.0:
+    if seconds < 3597.0:
+        return f"{max(1.0, seconds / 60.0):.3g} min"
+    if hours < 23.95:
         return f"{hours:,.1f} h"
     return f"{hours:,.1f} h ({hours / 24:,.1f} days)"
 
@@ -555,7 +558,8 @@ def describe_cost(workload: Workload, cost: CostBreakdown, est: Estimate) -> str
         )
     if cost.total_usd is not None and est.time_to_complete_hours is not None:
         total = cost.total_usd
-        money = f"${total:,.0f}" if total >= 100 else f"${total:.3g}"
+        money = (f"${total:,.0f}" if total >= 99.5 else f"${total:.3g}" if total >= 0.01
+                 else "under $0.01")
         return f"{money} to finish: {duration(est.time_to_complete_hours)} at {hourly}"
     if cost.usd_per_million_output_tokens is not None:
         return f"${cost.usd_per_million_output_tokens:,.3f} per million output tokens at {hourly}"

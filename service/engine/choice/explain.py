@@ -272,12 +272,17 @@ def performance_reason(workload: Workload, est: Estimate, replicas: int) -> str:
     return text
 
 
+MAX_DEADLINE_DIGITS = 12
+"""Decimal places of hours a suggested deadline keeps at most (1e-12 h: 3.6 ns; a finer step
+would overflow a float in :func:`round_up`)."""
+
+
 def _per_unit(hours: float) -> int:
     """Steps per hour a suggested deadline is rounded up to: tenths of an hour from 0.1 h,
     three significant figures below (a 4-s job is not told to allow 6 minutes)."""
     if not hours > 0 or hours >= 0.1:
         return 10
-    return int(10 ** (2 - math.floor(math.log10(hours))))
+    return int(10 ** min(MAX_DEADLINE_DIGITS, 2 - math.floor(math.log10(hours))))
 
 
 def round_up(x: float, per_unit: int) -> float:
