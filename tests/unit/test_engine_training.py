@@ -283,6 +283,14 @@ def test_min_gpus_to_fit_bisection_matches_a_linear_scan() -> None:
             ("resnet-50", "int8", None, None, 1, 0, 4096),
             ("gpt-2", "bf16", None, None, 1024, 1024, None),
         )
+    ] + [
+        # a pinned split holds only from its own count: below it the engine's splits (8 x
+        # TP 8 holds a 128k context that a pinned TP 1 x PP 16 cannot), so fitting is not
+        # monotone and the least count is a scan (a bisection answered None on the L40S)
+        Workload(kind="inference", precision="bf16", model=PRESETS["llama-3.1-70b"].model,
+                 inference=InferenceSpec(prompt_tokens=128_000, output_tokens=512,
+                                         tensor_parallel=tp, pipeline_parallel=pp))
+        for tp, pp in ((1, 16), (2, 8), (1, 32))
     ]
     for workload in workloads:
         for gpu in ALL:

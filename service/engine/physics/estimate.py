@@ -889,6 +889,13 @@ def _min_gpus(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
         counts = counts[bisect.bisect_left(counts, low):]
         if not counts:
             return None
+        spec = workload.inference
+        assert spec is not None
+        if spec.tensor_parallel or spec.pipeline_parallel:
+            # a pinned split runs only from the count that holds it (serving.Context.splits),
+            # so fitting is not monotone in the count (the default splits of 8 GPUs may hold a
+            # long context that a pinned TP 1 x PP 16 cannot): a scan, not a bisection
+            return next((n for n in counts if _fits(workload, gpu, n, prec, memo)), None)
     return par.least_count(counts, lambda n: _fits(workload, gpu, n, prec, memo))
 
 
