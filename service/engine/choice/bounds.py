@@ -242,8 +242,7 @@ def _compute(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int, memo: M
     large counts, and this bound sits ~85x below its best time (see docs/performance.md)."""
     spec = workload.compute
     assert spec is not None
-    one_gpu_s = max(memo.scratch("compute_one_gpu", (workload, gpu),
-                                 lambda: compute_job_seconds(workload, gpu, rate, memo)))
+    one_gpu_s = max(compute_job_seconds(workload, gpu, rate, memo))
     hours = one_gpu_s / SECONDS_PER_HOUR
     f = scaling.serial_fraction(spec)
     weak = spec.memory_gb <= 0

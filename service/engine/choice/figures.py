@@ -204,10 +204,8 @@ def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
     if rate is None:
         return out
     runs = [i for i, (n, _, _) in enumerate(counts) if not (n > 1 and single_module)]
-    per_node = max(1, gpu.max_gpus_per_node)  # within a node no network (co.network_rate)
     hours = _compute_job_hours(workload, gpu, [counts[i][0] for i in runs], rate, memo,
-                               [None if counts[i][0] <= per_node
-                                else co.network_rate(gpu, counts[i][1], counts[i][0])
+                               [co.network_rate(gpu, counts[i][1], counts[i][0])
                                 for i in runs])
     for i, h in zip(runs, hours, strict=True):
         out[i] = None if h is None else (h,)

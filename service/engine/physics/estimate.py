@@ -192,7 +192,16 @@ def compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate,
     """(compute_s, memory_s) of a compute job on one GPU: its FLOPs at the sustained clock
     (:func:`kernels.peak_share`, a pure function of the GPU and the rate: kept in the shared
     cache when a ``memo`` is given) x efficiency x vendor factor, its bytes at achieved
-    bandwidth."""
+    bandwidth. With a ``memo``, once per call (the ranking's floors, figures and full
+    estimates each ask)."""
+    if memo is None:
+        return _compute_job_seconds(workload, gpu, rate, None)
+    return memo.scratch("compute_one_gpu", (workload, gpu, rate),
+                        lambda: _compute_job_seconds(workload, gpu, rate, memo))
+
+
+def _compute_job_seconds(workload: Workload, gpu: GpuSpec, rate: PeakRate,
+                         memo: Memo | None) -> tuple[float, float]:
     spec = workload.compute
     assert spec is not None
     eff = compute_job_efficiency(workload, rate)
@@ -211,11 +220,9 @@ def packed_compute_job(workload: Workload, gpu: GpuSpec, rate: PeakRate, memo: M
     assert spec is not None
 
     def build() -> Array:
-        one = memo.scratch("compute_one_gpu", (workload, gpu),
-                           lambda: compute_job_seconds(workload, gpu, rate, memo))
         row = memo.get("compute_pack_gpu", gpu, lambda: compiled_scaling.pack_gpu(gpu))
-        return compiled_scaling.pack(spec, gpu, one, c.BYTES_PER_ELEMENT[rate.precision_used],
-                                     row)
+        return compiled_scaling.pack(spec, gpu, compute_job_seconds(workload, gpu, rate, memo),
+                                     c.BYTES_PER_ELEMENT[rate.precision_used], row)
 
     return memo.scratch("compute_packed", (workload, gpu), build)
 
@@ -225,9 +232,7 @@ def _estimate_compute(
 ) -> Estimate:
     spec = workload.compute
     assert spec is not None
-    one = memo.scratch("compute_one_gpu", (workload, gpu),
-                       lambda: compute_job_seconds(workload, gpu, rate, memo))
-    scaled = scaling.scaled_time(spec, gpu, n, one,
+    scaled = scaling.scaled_time(spec, gpu, n, compute_job_seconds(workload, gpu, rate, memo),
                                  c.BYTES_PER_ELEMENT[rate.precision_used],
                                  exchange(gpu, n, memo))
     total_s = scaled.total_s
@@ -833,9 +838,12 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     Fitting is monotone in the count (more GPUs divide the sharded states and the tensor-
     parallel share, and add nothing per GPU; tests/unit/test_engine_training.py checks
     "fits on n => fits on 2n" and that this equals a linear scan), so: one check at the
-    smallest count, one at the largest, then a bisection (about 7 checks instead of up to 21).
-    Memoized in the shared :class:`~service.engine.cache.EngineCache` when the memo has one:
-    a pure function of two frozen dataclasses, asked again for every rejected count.
+    smallest count, one at the largest, then a bisection (about 7 checks instead of up to 21);
+    serving starts at the weights' share of the room (:func:`serving.least_gpus_for_weights`),
+    and scans where a split is pinned (the pin holds only from its own count, so fitting is not
+    monotone there). Memoized in the shared :class:`~service.engine.cache.EngineCache` when
+    the memo has one: a pure function of two frozen dataclasses, asked again for every
+    rejected count.
     """
     memo = memo_of(memo)
     if workload.kind == "compute":  # one division: cheaper than any cache lookup
