@@ -607,3 +607,25 @@ def test_light_serving_options_are_the_full_options(latency_mode: bool) -> None:
                     assert rk._full_option(req, p, n, *plan[n], latency_mode)[1] is not None
                     missed += 1
     assert light >= 100 and missed >= 5, (light, missed)
+
+
+def test_a_gpu_whose_time_floor_misses_the_deadline_is_rejected_for_it() -> None:
+    # an FP64 job with a deadline, ranked by time: GPUs whose bound cannot reach the top 9 are
+    # skipped, but one whose time floor is already past the deadline gets the deadline's
+    # failure (the time it needs, the deadline that would hold it), as the exhaustive search
+    # says; "ask for more results" would not put it in the answer
+    job = Workload(kind="compute", precision="fp64",
+                   compute=ComputeSpec(total_tflop=7.52e5, total_gb_moved=2.72,
+                                       fp64_units="matrix"))
+    kw: dict[str, Any] = {"objective": "time", "limit": 9,
+                          "constraints": Constraints(deadline_hours=39.4)}
+    pruned = rk.recommend(job, load_gpus(), load_offers(), **kw)
+    full = rk.recommend(job, load_gpus(), load_offers(), exhaustive=True, **kw)
+    assert pruned.recommendations == full.recommendations
+    exhaustive = {r.gpu_slug: r for r in full.rejected}
+    got = {r.gpu_slug: r for r in pruned.rejected}
+    past = [s for s, r in got.items() if r.code == "deadline"]
+    assert {"nvidia-a10", "nvidia-rtx-a4000", "nvidia-quadro-p6000"} <= set(past)
+    assert all(got[s] == exhaustive[s] for s in past)
+    assert any(r.code == "outranked" and "not evaluated in full" in r.reason
+               for r in pruned.rejected)  # the others are still skipped

@@ -158,8 +158,9 @@ def compute_time_floor(one_gpu: float, n: int, f: float, weak: bool) -> float:
     return f * one_gpu + (1.0 - f) * one_gpu / n
 
 
-def least_job_times(one_gpu: NDArray[np.float64], first: NDArray[np.float64], cap: int,
-                    f: float, weak: bool) -> NDArray[np.float64]:
+def least_job_times(one_gpu: NDArray[np.float64], first: NDArray[np.float64],
+                    cap: int | NDArray[np.float64], f: float, weak: bool
+                    ) -> NDArray[np.float64]:
     """Hours no option of a training or compute job on ``first`` to ``cap`` GPUs beats, per
     GPU type (``one_gpu``: its one-GPU hours ``H``): the least over those counts of
     :func:`compute_time_floor` plus the start-up (:func:`scaling.job_startup_s`, ``a + b n``
@@ -167,8 +168,9 @@ def least_job_times(one_gpu: NDArray[np.float64], first: NDArray[np.float64], ca
     ``(1 - f) H / n`` (``H / n`` without a working set: ``n - f (n - 1) <= n``), the serial
     part ``f H`` (none taken without a working set), so the time is at least
     ``s + p / n + a + b n``, convex in ``n``: its least over the real interval
-    [max(2, first), cap], at ``sqrt(p / b)`` clamped, bounds every count there."""
-    hi = float(max(1, cap))
+    [max(2, first), cap], at ``sqrt(p / b)`` clamped, bounds every count there. ``cap``: one
+    for every type, or each type's (:func:`cost.count_reach`)."""
+    hi = np.maximum(1.0, cap)
     lo = np.maximum(2.0, first)
     serial = np.zeros_like(one_gpu) if weak else f * one_gpu
     parallel = one_gpu if weak else (1.0 - f) * one_gpu

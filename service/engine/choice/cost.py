@@ -307,6 +307,24 @@ def cheapest_offers(
     return {n: (v[2], v[3]) for n, v in sorted(best.items())}
 
 
+def count_reach(gpu: GpuSpec, offers: Sequence[Offer], max_count: int) -> int:
+    """The most GPUs any option of ``gpu`` can hold, at most ``max_count``: what
+    :func:`cheapest_offers` can plan over ``offers`` (several instances only of whole-node
+    offers that cluster, a purchase past one node only where it clusters, else one instance),
+    and at least one node (without a plan the ranking weighs single-node counts). Every count
+    a ranking weighs is at most this, so a bound that falls with the count may be taken here
+    instead of at ``max_count`` (an FP64 job's time on 8 MI300X offered as single nodes is not
+    bounded by its time on 1,024)."""
+    per_node = max(1, gpu.max_gpus_per_node)
+    reach = per_node
+    for offer in offers:
+        purchase = offer.pricing == "purchase"
+        if offer.clusters() and (purchase or offer.gpu_count >= per_node):
+            return max(1, max_count)
+        reach = max(reach, per_node if purchase else offer.gpu_count)
+    return max(1, min(reach, max_count))
+
+
 def usd_per_gpu_hour(offer: Offer, gpu: GpuSpec, settings: CostSettings) -> float:
     """What one GPU of ``offer`` costs per hour: :func:`cost_breakdown`'s ``usd_per_hour`` is
     exactly this x the GPUs paid for (rentals: instance price / GPUs per instance; owned:

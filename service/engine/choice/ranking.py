@@ -217,8 +217,10 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
         return ex.no_quote_failure(first)
     if rate is None and first > max(1, gpu.max_gpus_per_node):
         return _network_failure(gpu, first)
-    # bounds hold for every offer: at the fastest network any of them has
-    floor = bd.floors(workload, index.fastest_network_gpu(gpu, c), first, cap,
+    # bounds hold for every offer: at the fastest network any of them has; a job's time
+    # floor at the most GPUs its offers can hold (a replica's count cap for serving)
+    reach = cap if workload.kind == "inference" else co.count_reach(gpu, usable, cap)
+    floor = bd.floors(workload, index.fastest_network_gpu(gpu, c), first, reach,
                       req.objective == "balanced", memo)
     lb_cost = bd.cost_floor(floor, rate)
     # the time objective's unit: latency [ms] for inference, hours to finish otherwise
@@ -616,6 +618,26 @@ class Search:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
 
 
+def _past_deadline(state: Search, pending: list[bd.Pending], skipped: list[se.Skipped]
+                   ) -> list[se.Skipped]:
+    """The GPUs of ``skipped`` left as skipped: a job's GPU whose time floor is already past
+    the deadline is evaluated instead (no option of it can meet the deadline, so it is rejected
+    with the time it needs at best and the deadline that would hold it, as the exhaustive
+    search says; "ask for more results" would not help it)."""
+    deadline = state.req.constraints.deadline_hours
+    if not skipped or deadline is None or state.req.workload.kind == "inference":
+        return skipped
+    by_slug = {p.gpu.slug: p for p in pending}
+    kept = []
+    for s in skipped:
+        p = by_slug[s.gpu.slug]
+        if p.lb_time > deadline:
+            state.evaluate(p)  # rejected: the floor bounds every option's time
+        else:
+            kept.append(s)
+    return kept
+
+
 def _value(opt: Ranked, objective: Objective, mins: bd.Minima) -> float:
     priced = opt.money is not None
     if objective == "time":
@@ -818,6 +840,7 @@ def recommend(
                         # in their time with exchanges; a training job's only in the time
                         # floor H / n, which pruned nothing more (5,000 types)
                         floors=state.floors if workload.kind != "training" else None)
+    skipped = _past_deadline(state, pending, skipped)
     mins = state.minima()
     rnd = rounder()
     chosen: list[tuple[Ranked, float, list[Notice]]] = []

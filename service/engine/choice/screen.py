@@ -91,6 +91,9 @@ class ScreenTable:
     in order of first appearance; -1: no rate."""
     twins: tuple[int, ...]
     """Per twin group, its first live GPU's position in :attr:`live`."""
+    reach: tuple[int, ...]
+    """:func:`cost.count_reach` of each live GPU: the most GPUs its options can hold (a
+    training or compute job's time floor is taken there, not at :attr:`cap`)."""
     index: co.OfferIndex
     constraints: Constraints
     settings: CostSettings
@@ -223,7 +226,7 @@ def _build(
     ordered = tuple(co.by_slug(gpus).values())
     failures: list[Failure | None] = []
     live: list[int] = []
-    usable_l, counts_l, fast_l, rent_l, rate_l, twin_l = [], [], [], [], [], []
+    usable_l, counts_l, fast_l, rent_l, rate_l, twin_l, reach_l = [], [], [], [], [], [], []
     twin_ids: dict[tuple[object, ...], int] = {}
     twins: list[int] = []
     owns = co.owns(constraints)
@@ -240,6 +243,7 @@ def _build(
         live.append(j)
         usable_l.append(usable)
         counts_l.append(gpu_count_candidates(gpu, cap, memo) or (1,))
+        reach_l.append(co.count_reach(gpu, usable, cap))
         fast_l.append(index.fastest_network_gpu(gpu, constraints))
         rent_l.append(co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), constraints)
                       if owns else None)
@@ -256,7 +260,7 @@ def _build(
         twin_l.append(t)
     return ScreenTable(ordered, tuple(failures), tuple(live), tuple(usable_l), tuple(counts_l),
                        tuple(fast_l), tuple(rent_l), tuple(rate_l), tuple(twin_l),
-                       tuple(twins), index, constraints, settings, cap)
+                       tuple(twins), tuple(reach_l), index, constraints, settings, cap)
 
 
 def _floors_column(
@@ -278,6 +282,7 @@ def _floors_column(
         return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
                 for i, first in zip(rows, firsts, strict=True)]
     at = np.array(rows, dtype=np.intp)
+    reach = np.array(t.reach, dtype=np.float64)[at]
     has_rate = np.array([t.rate[i] is not None for i in rows], dtype=bool)
     if workload.kind == "compute":
         spec = workload.compute
@@ -288,8 +293,8 @@ def _floors_column(
         hours = np.maximum(comp, mem) / bd.SECONDS_PER_HOUR
         f = scaling.serial_fraction(spec)
         weak = spec.memory_gb <= 0
-        # bounds._compute's: every count from 1 to the cap, start-up included
-        time_h = bd.least_job_times(hours, np.ones_like(hours), t.cap, f, weak)
+        # bounds._compute's: every count from 1 to each type's reach, start-up included
+        time_h = bd.least_job_times(hours, np.ones_like(hours), reach, f, weak)
         gh, th = (hours * low).tolist(), (time_h * low).tolist()
         return [bd.Floors(g, h, 0.0, f, weak) if ok else bd.NO_FLOORS
                 for g, h, ok in zip(gh, th, has_rate.tolist(), strict=True)]
@@ -307,7 +312,7 @@ def _floors_column(
     with np.errstate(divide="ignore", invalid="ignore"):  # estimate.training_hours's order
         hours_t = samples / (spec_t.batch_size / step) / 3600.0
     with np.errstate(invalid="ignore"):  # bounds._training's, from each type's first count
-        time_t = bd.least_job_times(hours_t, np.array(firsts, dtype=np.float64), t.cap, 0.0,
+        time_t = bd.least_job_times(hours_t, np.array(firsts, dtype=np.float64), reach, 0.0,
                                     False)
     gh, th = (hours_t * low).tolist(), (time_t * low).tolist()
     return [bd.Floors(g, h) if ok else bd.NO_FLOORS

@@ -16,6 +16,7 @@ from service.engine.choice.bounds import (
     PRUNE_MARGIN,
     Minima,
     Pending,
+    ratio_to_min,
 )
 from service.engine.choice.explain import Ranked
 from service.engine.recommend_types import Rejection
@@ -279,7 +280,12 @@ class BalancedSearch:
                           and (order[j].lb_cost < c_min or order[j].lb_time < t_min)]
             if not self.maybe:
                 break
-            for j in list(self.maybe):
+            # the GPU whose floor is furthest below a minimum first: the one likeliest to
+            # lower it, so the GPUs after it are more often no longer below (at catalog scale
+            # the final minima leave ~a third of the GPUs first found below them)
+            for j in sorted(self.maybe, key=lambda i: (min(
+                    ratio_to_min(order[i].lb_cost, c_min), ratio_to_min(order[i].lb_time, t_min)),
+                    i)):
                 # the minima fell since the list was taken: a GPU whose floors are no longer
                 # below them would be probed for nothing (its counts' floors are its bound)
                 q = order[j]
