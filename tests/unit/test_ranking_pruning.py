@@ -236,7 +236,7 @@ def test_bounds_never_exceed_the_real_best(name: str, objective: Objective) -> N
             assert p.lb <= best, (p.gpu.slug, p.lb, best)
             assert p.lb > 0, p.gpu.slug  # every seeded GPU with a rate gets a real bound
             # the bound is meaningful, not vanishingly small (time bounds assume all the
-            # GPUs the cap allows, so only cost and energy are held to this)
+            # GPUs the offers can hold, up to the cap, so only cost and energy are held to this)
             if objective in ("cost", "energy") and name != "llama-2-70b-pretrain":
                 assert p.lb >= best * 0.05, (p.gpu.slug, p.lb, best)
     assert checked >= 5

@@ -199,8 +199,10 @@ def floors(
     memo: Memo | None = None,
 ) -> Floors:
     """Lower bounds over every option of ``gpu`` from ``first`` (smallest count that fits
-    memory) to ``cap`` GPUs per replica (see the module docstring). ``throughput``: CNN
-    inference options run at the throughput-optimal batch (every objective but time), which
+    memory) to ``cap`` GPUs per replica (see the module docstring; the ranking passes a
+    training or compute job its :func:`cost.count_reach`, serving its count cap).
+    ``throughput``: CNN inference options run at the throughput-optimal batch (every objective
+    but time), which
     gives a much higher latency floor (:func:`_latency_floor`); transformers' floor
     (:mod:`inference_floors`) holds in either mode."""
     memo = memo_of(memo)
@@ -473,7 +475,7 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
     beat: the GPU's floors with that count's rate (inference with a target: at least ``n``
     GPUs paid for the target's work, :attr:`Floors.paid_per_gpu`, in whole replicas of ``n``
     that keep :attr:`Floors.gpus_needed` busy); training/compute time >=
-    H / n (ideal scaling of the one-GPU hours ``H``, as :func:`floors` derives ``H / cap``;
+    H / n (ideal scaling of the one-GPU hours ``H``, as :func:`floors` derives its time at the cap;
     compute jobs with their serial part, :meth:`Floors.time_at`), or ``job_hours`` where
     known (a compute job's time on ``n`` GPUs, :func:`compute_count_hours`, for which its
     ``n`` GPUs are paid); inference: ``latency_ms``

@@ -209,16 +209,28 @@ def rental_usd_per_gpu_hour(offers: Sequence[Offer], constraints: Constraints) -
     return min(rates) if rates else None
 
 
+def joins_nodes(offer: Offer, per_node: int) -> bool:
+    """Whether one job may span several of ``offer``'s instances (a purchase: more than one
+    node of ``per_node`` cards): only where the offer clusters, and for rentals only whole-node
+    instances (partial-node instances are never combined; see the module docstring). The one
+    statement of that rule: :func:`instances_for`, :func:`cheapest_offers` and
+    :func:`count_reach` read it."""
+    if not offer.clusters():
+        return False
+    return offer.pricing == "purchase" or offer.gpu_count >= per_node
+
+
 def instances_for(gpu: GpuSpec, offer: Offer, count: int) -> tuple[int, int] | None:
     """(instances, GPUs rented) to get at least ``count`` GPUs from ``offer``, or None when
     it would take several partial-node instances (see the module docstring)."""
+    per_node = max(1, gpu.max_gpus_per_node)
     if offer.pricing == "purchase":
-        if count > max(1, gpu.max_gpus_per_node) and not offer.clusters():
+        if count > per_node and not joins_nodes(offer, per_node):
             return None
         return count, count
     per_instance = offer.gpu_count
     instances = -(-count // per_instance)
-    if instances > 1 and (per_instance < max(1, gpu.max_gpus_per_node) or not offer.clusters()):
+    if instances > 1 and not joins_nodes(offer, per_node):
         return None
     return instances, instances * per_instance
 
@@ -281,15 +293,15 @@ def cheapest_offers(
         # partial-node instances means every larger one does too, so each stops a scan
         purchase = offer.pricing == "purchase"
         per_instance = offer.gpu_count
-        clusters = offer.clusters()
+        joins = joins_nodes(offer, per_node)
         for count in wanted:
             if purchase:
-                if count > per_node and not clusters:
+                if count > per_node and not joins:
                     break
                 instances = rented = count
             else:
                 instances = -(-count // per_instance)
-                if instances > 1 and (per_instance < per_node or not clusters):
+                if instances > 1 and not joins:
                     break
                 rented = instances * per_instance
             if rented > max_count:
@@ -308,20 +320,19 @@ def cheapest_offers(
 
 
 def count_reach(gpu: GpuSpec, offers: Sequence[Offer], max_count: int) -> int:
-    """The most GPUs any option of ``gpu`` can hold, at most ``max_count``: what
-    :func:`cheapest_offers` can plan over ``offers`` (several instances only of whole-node
-    offers that cluster, a purchase past one node only where it clusters, else one instance),
-    and at least one node (without a plan the ranking weighs single-node counts). Every count
-    a ranking weighs is at most this, so a bound that falls with the count may be taken here
-    instead of at ``max_count`` (an FP64 job's time on 8 MI300X offered as single nodes is not
-    bounded by its time on 1,024)."""
+    """An upper bound of the GPUs any option of ``gpu`` can hold, at most ``max_count``: of
+    what :func:`cheapest_offers` can plan over ``offers`` (``max_count`` where an offer
+    :func:`joins_nodes`, else one instance; a purchase, one node) and of the single-node counts
+    the ranking weighs without a plan (one node, or ``max_count`` where that is less). Every
+    count a ranking weighs is at most this, so a bound that falls with the count may be taken
+    here instead of at ``max_count`` (an FP64 job's time on 8 MI300X offered as single nodes is
+    not bounded by its time on 1,024)."""
     per_node = max(1, gpu.max_gpus_per_node)
     reach = per_node
     for offer in offers:
-        purchase = offer.pricing == "purchase"
-        if offer.clusters() and (purchase or offer.gpu_count >= per_node):
+        if joins_nodes(offer, per_node):
             return max(1, max_count)
-        reach = max(reach, per_node if purchase else offer.gpu_count)
+        reach = max(reach, per_node if offer.pricing == "purchase" else offer.gpu_count)
     return max(1, min(reach, max_count))
 
 

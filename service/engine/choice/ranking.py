@@ -632,7 +632,9 @@ def _past_deadline(state: Search, pending: list[bd.Pending], skipped: list[se.Sk
     for s in skipped:
         p = by_slug[s.gpu.slug]
         if p.lb_time > deadline:
-            state.evaluate(p)  # rejected: the floor bounds every option's time
+            # rejected: the floor bounds every option's time (were a floor ever above a real
+            # option, that option would join the ranking here, as the exhaustive search has it)
+            state.evaluate(p)
         else:
             kept.append(s)
     return kept

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from service.engine.cache import Memo
 from service.engine.choice import bounds as bd
@@ -91,8 +92,8 @@ class ScreenTable:
     in order of first appearance; -1: no rate."""
     twins: tuple[int, ...]
     """Per twin group, its first live GPU's position in :attr:`live`."""
-    reach: tuple[int, ...]
-    """:func:`cost.count_reach` of each live GPU: the most GPUs its options can hold (a
+    reach: NDArray[np.float64]
+    """:func:`cost.count_reach` of each live GPU: a bound of the GPUs its options can hold (a
     training or compute job's time floor is taken there, not at :attr:`cap`)."""
     index: co.OfferIndex
     constraints: Constraints
@@ -260,7 +261,8 @@ def _build(
         twin_l.append(t)
     return ScreenTable(ordered, tuple(failures), tuple(live), tuple(usable_l), tuple(counts_l),
                        tuple(fast_l), tuple(rent_l), tuple(rate_l), tuple(twin_l),
-                       tuple(twins), tuple(reach_l), index, constraints, settings, cap)
+                       tuple(twins), np.array(reach_l, dtype=np.float64), index, constraints,
+                       settings, cap)
 
 
 def _floors_column(
@@ -282,7 +284,7 @@ def _floors_column(
         return [bd.floors(workload, t.fast[i], first, t.cap, throughput, memo)
                 for i, first in zip(rows, firsts, strict=True)]
     at = np.array(rows, dtype=np.intp)
-    reach = np.array(t.reach, dtype=np.float64)[at]
+    reach = t.reach[at]
     has_rate = np.array([t.rate[i] is not None for i in rows], dtype=bool)
     if workload.kind == "compute":
         spec = workload.compute
