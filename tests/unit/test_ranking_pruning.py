@@ -451,22 +451,34 @@ def _planned(workload: Workload, constraints: Constraints, index: OfferIndex
 @pytest.mark.parametrize("name", ["llama-2-70b-pretrain", "fp64-compute"])
 def test_a_job_count_without_light_figures_misses_a_limit(name: str) -> None:
     """A ranking builds a job count's full option only when the GPU has no feasible count
-    (its failure is then reported): that is exact only if the light figures are None exactly
-    when the full option misses a limit (memory, idle replicas, a cost limit)."""
+    (its failure is then reported): that is exact only if the light figures are Figures exactly
+    when the full option misses no limit (else None: memory, idle replicas; or Missed: a cost
+    limit, with the full failure's stage and overage, from which the walk picks the one count
+    it builds when every count misses)."""
     workload = WORKLOADS[name]
     index = OfferIndex(load_offers())
     light = missed = 0
-    for max_usd in (None, 40.0, 400.0):
-        for req, p, plan in _planned(workload, Constraints(max_usd_per_hour=max_usd), index):
+    stages: set[int] = set()
+    for c in (Constraints(), Constraints(max_usd_per_hour=40.0),
+              Constraints(max_usd_per_hour=400.0), Constraints(max_gpus=12),
+              Constraints(deadline_hours=2.0), Constraints(budget_usd=2e4),
+              Constraints(budget_usd=500.0)):
+        for req, p, plan in _planned(workload, c, index):
             counts = sorted(plan)
             figures = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts],
                                     req.settings, req.constraints, req.memo)
             for n, fig in zip(counts, figures, strict=True):
                 _, miss = rk._full_option(req, p, n, *plan[n], False)
-                assert (fig is None) == (miss is not None), (p.gpu.slug, n, max_usd, miss)
-                light += fig is not None
-                missed += fig is None
+                assert isinstance(fig, fg.Figures) == (miss is None), (p.gpu.slug, n, c, miss)
+                if isinstance(fig, fg.Missed):
+                    assert miss is not None and (fig.stage, fig.overage) == (
+                        miss.stage, miss.overage), (p.gpu.slug, n, c, fig, miss)
+                    stages.add(fig.stage)
+                light += isinstance(fig, fg.Figures)
+                missed += not isinstance(fig, fg.Figures)
     assert light >= 10 and missed >= 3, (light, missed)
+    # every cost limit a job can miss (max_gpus caps the counts planned: never missed)
+    assert stages == {3, 4, 5}, stages
 
 
 def test_a_serving_count_marked_missed_misses_a_limit() -> None:
@@ -658,3 +670,31 @@ def test_balanced_probes_take_the_likeliest_first(monkeypatch: pytest.MonkeyPatc
                       if not (s.order[j].lb_cost < c_min or s.order[j].lb_time < t_min))
     assert probed >= 10
     assert wasted <= probed // 10, (wasted, probed)
+
+
+@pytest.mark.parametrize("name", ["fp64-compute", "llama-2-70b-pretrain"])
+def test_a_gpu_missing_cost_limits_reports_the_failure_the_full_walk_does(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # where every count of a job's GPU type misses a cost limit, the walk builds only the
+    # count whose failure it reports (figures.Missed's stage and overage); the answers, every
+    # rejection included, are those of building every count and keeping the closest failure
+    workload = WORKLOADS[name]
+    gpus, offers = load_gpus(), load_offers()
+    cases = [Constraints(deadline_hours=d) for d in (0.5, 3.0, 40.0)] + [
+        Constraints(budget_usd=b) for b in (300.0, 3e3, 3e4)] + [
+        Constraints(max_usd_per_hour=u) for u in (20.0, 200.0)] + [
+        Constraints(deadline_hours=3.0, budget_usd=3e3),
+        Constraints(deadline_hours=10.0, max_usd_per_hour=100.0, deployment="on_prem")]
+    failures = 0
+    for c in cases:
+        for objective in ("cost", "time", "balanced"):
+            for exhaustive in (False, True):
+                kw: dict[str, Any] = {"objective": objective, "constraints": c,
+                                      "limit": LIMIT, "exhaustive": exhaustive}
+                got = rk.recommend(workload, gpus, offers, **kw)
+                with monkeypatch.context() as m:
+                    m.setattr(rk, "_nearest_missed", lambda counts, light: None)
+                    want = rk.recommend(workload, gpus, offers, **kw)
+                assert got == want, (c, objective, exhaustive)
+                failures += sum(r.code in ("deadline", "budget") for r in got.rejected)
+    assert failures >= 50, failures

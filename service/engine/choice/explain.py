@@ -494,11 +494,13 @@ def limit_failure(
     if est.latency_ok is False:
         reason, over, fix = latency_miss(workload, est)
         return Failure(1, "latency", reason, fix, over)
-    missed = first_cost_limit(c, cost.gpus, est.time_to_complete_hours, cost.total_usd,
-                              cost.usd_per_hour)
+    hours = est.time_to_complete_hours
+    missed = first_cost_limit(c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
+    if missed is None:
+        return None
+    over = cost_limit_overage(missed, c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
     if missed == 2:
         assert c.max_gpus is not None
-        over = cost.gpus / c.max_gpus - 1
         return Failure(
             2,
             "constraint",
@@ -509,9 +511,7 @@ def limit_failure(
             over,
         )
     if missed == 3:
-        hours = est.time_to_complete_hours
         assert hours is not None and c.deadline_hours is not None
-        over = hours / c.deadline_hours - 1
         return Failure(
             3,
             "deadline",
@@ -523,7 +523,6 @@ def limit_failure(
         )
     if missed == 4:
         assert cost.total_usd is not None and c.budget_usd is not None
-        over = cost.total_usd / c.budget_usd - 1
         return Failure(
             4,
             "budget",
@@ -536,7 +535,6 @@ def limit_failure(
     if missed == 5:
         usd_h = cost.usd_per_hour
         assert usd_h is not None and c.max_usd_per_hour is not None
-        over = usd_h / c.max_usd_per_hour - 1
         return Failure(
             5,
             "budget",
@@ -546,6 +544,24 @@ def limit_failure(
             over,
         )
     return None
+
+
+def cost_limit_overage(stage: int, c: Constraints, gpus: int, hours: float | None,
+                       total_usd: float | None, usd_per_hour: float | None) -> float:
+    """By how much (a share above 1) an option misses the limit of ``stage``
+    (:func:`first_cost_limit`'s rank), the :attr:`Failure.overage` :func:`limit_failure`
+    reports and :func:`closest` compares."""
+    if stage == 2:
+        assert c.max_gpus is not None
+        return gpus / c.max_gpus - 1
+    if stage == 3:
+        assert hours is not None and c.deadline_hours is not None
+        return hours / c.deadline_hours - 1
+    if stage == 4:
+        assert total_usd is not None and c.budget_usd is not None
+        return total_usd / c.budget_usd - 1
+    assert stage == 5 and usd_per_hour is not None and c.max_usd_per_hour is not None
+    return usd_per_hour / c.max_usd_per_hour - 1
 
 
 def first_cost_limit(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,

@@ -23,7 +23,11 @@ serving models without a compiled split table (MoE, CNNs) are built in full.
 
 An option that misses a limit (memory, idle replicas, max_gpus, deadline, budget, $/h), a
 single-module device asked for several modules and a GPU without the job's rate get None: the
-caller builds those in full, since their failure carries the reason and the fix.
+caller builds those in full, since their failure carries the reason and the fix. A count of a
+job that runs and misses a cost limit (max_gpus, deadline, budget, $/h) gets :class:`Missed`
+(that limit's stage and overage, as :func:`explain.limit_failure` gives them, the same floats):
+where every count of a GPU type misses, the ranking builds only the one whose failure it
+reports (:func:`ranking._walk_counts`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import NamedTuple
 
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
-from service.engine.choice.explain import first_cost_limit
+from service.engine.choice.explain import cost_limit_overage, first_cost_limit
 from service.engine.physics import compiled_scaling
 from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
@@ -96,13 +100,22 @@ def figures(
     is needed (see the module docstring)."""
     fig = figures_of(workload, gpu, ((n, offer, instances),), settings, constraints, memo)[0]
     assert not isinstance(fig, Slower)  # no time_cut
-    return fig
+    return fig if isinstance(fig, Figures) else None
 
 
 LIGHT_KINDS = ("compute", "training")
 """Kinds whose counts :func:`figures_of` figures: a count of theirs gets None exactly when its
 full option misses a limit (memory, idle replicas, a cost limit), so a ranking can skip its
 estimate unless it needs the failure."""
+
+
+class Missed(NamedTuple):
+    """A count of a job that runs and misses a cost limit: the :class:`Failure` stage and
+    overage :func:`explain.limit_failure` gives its full option (2 max_gpus, 3 deadline,
+    4 budget, 5 $/h; :func:`explain.first_cost_limit`), from the same floats."""
+
+    stage: int
+    overage: float
 
 
 class Slower(NamedTuple):
@@ -120,7 +133,7 @@ def figures_of(
     constraints: Constraints,
     memo: Memo,
     time_cut: float | None = None,
-) -> list[Figures | Slower | None]:
+) -> list[Figures | Slower | Missed | None]:
     """:func:`figures` of each of ``counts`` of one GPU type: the rate looked up once per
     network the counts run on, a training job's steps planned together
     (:func:`training.fitted_steps`), the same floats.
@@ -143,7 +156,7 @@ def figures_of(
         gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
                 for n, offer, _ in counts]
         hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
-    out: list[Figures | Slower | None] = [None] * len(counts)
+    out: list[Figures | Slower | Missed | None] = [None] * len(counts)
     order: Sequence[int] = range(len(counts))
     if time_cut is not None:
         order = sorted(order, key=lambda i: _sort_hours(hours[i]))
@@ -157,7 +170,7 @@ def figures_of(
             continue
         n, offer, instances = counts[i]
         fig = out[i] = _figures(n, offer, instances, gpus[i], got, settings, constraints)
-        if fig is not None and time_cut is not None and cut == math.inf:
+        if isinstance(fig, Figures) and time_cut is not None and cut == math.inf:
             cut = fig.time * time_cut
     return out
 
@@ -213,8 +226,8 @@ def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
 
 
 def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _Hours,
-             settings: CostSettings, constraints: Constraints) -> Figures | None:
-    """A running count's figures from its hours (None: it misses a cost limit)."""
+             settings: CostSettings, constraints: Constraints) -> Figures | Missed:
+    """A running count's figures from its hours (:class:`Missed`: it misses a cost limit)."""
     hours = got[0]
     power = power_w(gpu_n, n)
     replicas = 1  # cost.replicas_needed: a compute or training job runs once
@@ -224,8 +237,9 @@ def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _
         usd_h = co.hourly_usd(offer, instances, replicas, power, settings)[0]
         total = usd_h * hours if hours is not None else None
     # explain.limit_failure's limits after memory (these jobs have no latency)
-    if first_cost_limit(constraints, gpus, hours, total, usd_h) is not None:
-        return None
+    missed = first_cost_limit(constraints, gpus, hours, total, usd_h)
+    if missed is not None:
+        return Missed(missed, cost_limit_overage(missed, constraints, gpus, hours, total, usd_h))
     energy = None if hours is None else power * hours / 1000.0  # the estimate's kWh
     return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
 

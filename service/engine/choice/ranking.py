@@ -256,19 +256,28 @@ def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, in
 
 def _walk_counts(
     req: Request, p: bd.Pending, plan: Mapping[int, tuple[Offer | None, int]],
-    counts: list[int], light: list[fg.Figures | fg.Slower | None], latency_mode: bool,
-    defer: bool,
+    counts: list[int], light: list[fg.Figures | fg.Slower | fg.Missed | None],
+    latency_mode: bool, defer: bool,
 ) -> tuple[list[Ranked], Failure | None, bool, bool]:
     """:func:`_evaluate_gpu`'s walk over ``counts``: (feasible options, the nearest failure,
     whether a count was skipped for idle GPUs, whether a count known to miss a limit was
     skipped). ``defer``: skip such counts (their full estimate serves only the failure)."""
     workload, objective = req.workload, req.objective
+    job = workload.kind in fg.LIGHT_KINDS
+    if job and not defer:
+        nearest = _nearest_missed(counts, light)
+        if nearest is not None:
+            # every count misses a cost limit: only the one whose failure is reported is
+            # built (the nearest, as ex.closest picks it over all of them)
+            offer, instances = plan[nearest]
+            _, miss = _full_option(req, p, nearest, offer, instances, latency_mode)
+            if miss is not None:
+                return [], miss, False, False
     options: list[Ranked] = []
     failure: Failure | None = None
     best = INF
     smallest = min(plan)
     skipped_idle = deferred = False
-    job = workload.kind in fg.LIGHT_KINDS
     serving = workload.inference is not None
     for n, fig in zip(counts, light, strict=True):
         if isinstance(fig, fg.Slower):
@@ -280,11 +289,12 @@ def _walk_counts(
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
-        if defer and ((job and fig is None) or (serving and _misses(req, p, n, offer, instances,
-                                                                   latency_mode))):
+        known = fig if isinstance(fig, fg.Figures) else None
+        if defer and ((job and known is None) or (serving and _misses(req, p, n, offer,
+                                                                      instances, latency_mode))):
             deferred = True
             continue
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=fig)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=latency_mode, fig=known)
         if latency_mode and miss is not None:
             # the latency-optimal split needs replicas the limits (max_gpus, $/h) do not
             # allow: fall back to the throughput-optimal one, the lowest latency they leave
@@ -301,6 +311,24 @@ def _walk_counts(
         else:
             failure = ex.closest(failure, miss)
     return options, failure, skipped_idle, deferred
+
+
+def _nearest_missed(counts: list[int],
+                    light: list[fg.Figures | fg.Slower | fg.Missed | None]) -> int | None:
+    """The count whose failure :func:`explain.closest` keeps when every count of a job's GPU
+    type either misses a cost limit (:class:`figures.Missed`: its stage and overage, the
+    full option's floats) or is too slow to be chosen; None when some count is feasible or its
+    failure is not known without building it (memory, idle replicas, no rate)."""
+    nearest: tuple[int, float] | None = None
+    pick = None
+    for n, fig in zip(counts, light, strict=True):
+        if isinstance(fig, fg.Slower):
+            continue
+        if not isinstance(fig, fg.Missed):
+            return None
+        if nearest is None or (fig.stage, -fig.overage) > (nearest[0], -nearest[1]):
+            nearest, pick = (fig.stage, fig.overage), n
+    return pick
 
 
 def _misses(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
@@ -415,7 +443,8 @@ def _probe(
             continue
         fig = light[n]
         assert not isinstance(fig, fg.Slower)  # no time_cut asked
-        opt, miss = _option(req, p, n, offer, instances, latency_mode=False, fig=fig)
+        opt, miss = _option(req, p, n, offer, instances, latency_mode=False,
+                            fig=fig if isinstance(fig, fg.Figures) else None)
         serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
                 _idle(req.workload, opt)
