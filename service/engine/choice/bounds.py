@@ -202,9 +202,8 @@ def floors(
     memory) to ``cap`` GPUs per replica (see the module docstring; the ranking passes a
     training or compute job its :func:`cost.count_reach`, serving its count cap).
     ``throughput``: CNN inference options run at the throughput-optimal batch (every objective
-    but time), which
-    gives a much higher latency floor (:func:`_latency_floor`); transformers' floor
-    (:mod:`inference_floors`) holds in either mode."""
+    but time), which gives a much higher latency floor (:func:`_latency_floor`); transformers'
+    floor (:mod:`inference_floors`) holds in either mode."""
     memo = memo_of(memo)
     if workload.kind == "compute":  # a few divisions: cheaper than any cache lookup
         return _floors(workload, gpu, first, cap, throughput, memo)
