@@ -245,9 +245,9 @@ def test_count_reach_holds_every_count_a_plan_can_rent(cap: int) -> None:
             _offer(3, h100.slug, 8, 30.0), _cluster(_offer(4, h100.slug, 4, 15.0)),
             _cluster(_offer(5, h100.slug, 8, 31.0)),
             replace(_offer(6, h100.slug, 1, 0.0, "purchase"),
-                                price_usd_per_hour=None, purchase_price_usd=25_000.0),
+                    price_usd_per_hour=None, purchase_price_usd=25_000.0),
             _cluster(replace(_offer(7, h100.slug, 1, 0.0, "purchase"),
-                                         price_usd_per_hour=None, purchase_price_usd=25_000.0))]
+                             price_usd_per_hour=None, purchase_price_usd=25_000.0))]
     counts = tuple(range(1, cap + 1))
     seen_spanning = seen_single = False
     for mask in range(1, 2 ** len(menu)):
