@@ -495,10 +495,10 @@ def limit_failure(
         reason, over, fix = latency_miss(workload, est)
         return Failure(1, "latency", reason, fix, over)
     hours = est.time_to_complete_hours
-    missed = first_cost_limit(c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
-    if missed is None:
+    found = cost_limit_miss(c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
+    if found is None:
         return None
-    over = cost_limit_overage(missed, c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
+    missed, over = found
     if missed == 2:
         assert c.max_gpus is not None
         return Failure(
@@ -546,11 +546,20 @@ def limit_failure(
     return None
 
 
-def cost_limit_overage(stage: int, c: Constraints, gpus: int, hours: float | None,
-                       total_usd: float | None, usd_per_hour: float | None) -> float:
-    """By how much (a share above 1) an option misses the limit of ``stage``
-    (:func:`first_cost_limit`'s rank), the :attr:`Failure.overage` :func:`limit_failure`
-    reports and :func:`closest` compares."""
+def cost_limit_miss(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,
+                    usd_per_hour: float | None) -> tuple[int, float] | None:
+    """The first limit after memory and latency an option misses (:func:`first_cost_limit`'s
+    rank) and by how much (a share above 1): the :attr:`Failure.stage` and
+    :attr:`Failure.overage` :func:`limit_failure` reports and :func:`closest` compares; None
+    where it misses none."""
+    stage = first_cost_limit(c, gpus, hours, total_usd, usd_per_hour)
+    if stage is None:
+        return None
+    return stage, _overage(stage, c, gpus, hours, total_usd, usd_per_hour)
+
+
+def _overage(stage: int, c: Constraints, gpus: int, hours: float | None,
+             total_usd: float | None, usd_per_hour: float | None) -> float:
     if stage == 2:
         assert c.max_gpus is not None
         return gpus / c.max_gpus - 1

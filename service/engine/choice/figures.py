@@ -24,10 +24,10 @@ serving models without a compiled split table (MoE, CNNs) are built in full.
 An option that misses a limit (memory, idle replicas, max_gpus, deadline, budget, $/h), a
 single-module device asked for several modules and a GPU without the job's rate get None: the
 caller builds those in full, since their failure carries the reason and the fix. A count of a
-job that runs and misses a cost limit (max_gpus, deadline, budget, $/h) gets :class:`Missed`
-(that limit's stage and overage, as :func:`explain.limit_failure` gives them, the same floats):
-where every count of a GPU type misses, the ranking builds only the one whose failure it
-reports (:func:`ranking._walk_counts`).
+job that runs and misses a cost limit (deadline, budget, $/h; max_gpus caps a job's counts)
+gets :class:`Missed` (that limit's stage and overage, as :func:`explain.limit_failure` gives
+them, the same floats): where every count of a GPU type misses, the ranking builds only the
+one whose failure it reports (:func:`ranking._walk_counts`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
-from service.engine.choice.explain import cost_limit_overage, first_cost_limit
+from service.engine.choice.explain import cost_limit_miss, first_cost_limit
 from service.engine.physics import compiled_scaling
 from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
@@ -111,8 +111,8 @@ estimate unless it needs the failure."""
 
 class Missed(NamedTuple):
     """A count of a job that runs and misses a cost limit: the :class:`Failure` stage and
-    overage :func:`explain.limit_failure` gives its full option (2 max_gpus, 3 deadline,
-    4 budget, 5 $/h; :func:`explain.first_cost_limit`), from the same floats."""
+    overage :func:`explain.limit_failure` gives its full option (3 deadline, 4 budget, 5 $/h:
+    :func:`explain.cost_limit_miss`), from the same floats."""
 
     stage: int
     overage: float
@@ -237,9 +237,9 @@ def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _
         usd_h = co.hourly_usd(offer, instances, replicas, power, settings)[0]
         total = usd_h * hours if hours is not None else None
     # explain.limit_failure's limits after memory (these jobs have no latency)
-    missed = first_cost_limit(constraints, gpus, hours, total, usd_h)
+    missed = cost_limit_miss(constraints, gpus, hours, total, usd_h)
     if missed is not None:
-        return Missed(missed, cost_limit_overage(missed, constraints, gpus, hours, total, usd_h))
+        return Missed(*missed)
     energy = None if hours is None else power * hours / 1000.0  # the estimate's kWh
     return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
 

@@ -273,6 +273,8 @@ def _walk_counts(
             _, miss = _full_option(req, p, nearest, offer, instances, latency_mode)
             if miss is not None:
                 return [], miss, False, False
+            # a feasible option there would mean the light figures were wrong (tests hold
+            # them to the full option's): the walk below then decides, as without this
     options: list[Ranked] = []
     failure: Failure | None = None
     best = INF
@@ -316,14 +318,12 @@ def _walk_counts(
 def _nearest_missed(counts: list[int],
                     light: list[fg.Figures | fg.Slower | fg.Missed | None]) -> int | None:
     """The count whose failure :func:`explain.closest` keeps when every count of a job's GPU
-    type either misses a cost limit (:class:`figures.Missed`: its stage and overage, the
-    full option's floats) or is too slow to be chosen; None when some count is feasible or its
-    failure is not known without building it (memory, idle replicas, no rate)."""
+    type misses a cost limit (:class:`figures.Missed`: its stage and overage, the full
+    option's floats); None when some count does not (it is feasible, too slow to be chosen,
+    or its failure is not known without building it: memory, idle replicas, no rate)."""
     nearest: tuple[int, float] | None = None
     pick = None
     for n, fig in zip(counts, light, strict=True):
-        if isinstance(fig, fg.Slower):
-            continue
         if not isinstance(fig, fg.Missed):
             return None
         if nearest is None or (fig.stage, -fig.overage) > (nearest[0], -nearest[1]):
