@@ -532,64 +532,39 @@ def limit_failure(
                 "constraints.budget_usd"),
             over,
         )
-    if missed == 5:
-        usd_h = cost.usd_per_hour
-        assert usd_h is not None and c.max_usd_per_hour is not None
-        return Failure(
-            5,
-            "budget",
-            f"costs ${usd_h:,.2f}/h at best",
-            Fix("max_usd_per_hour", round_up(usd_h, 100),
-                f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
-            over,
-        )
-    return None
+    usd_h = cost.usd_per_hour  # missed == 5, the last limit
+    assert missed == 5 and usd_h is not None and c.max_usd_per_hour is not None
+    return Failure(
+        5,
+        "budget",
+        f"costs ${usd_h:,.2f}/h at best",
+        Fix("max_usd_per_hour", round_up(usd_h, 100),
+            f"over max_usd_per_hour by {over:.0%}", "constraints.max_usd_per_hour"),
+        over,
+    )
 
 
 def cost_limit_miss(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,
                     usd_per_hour: float | None) -> tuple[int, float] | None:
-    """The first limit after memory and latency an option misses (:func:`first_cost_limit`'s
-    rank) and by how much (a share above 1): the :attr:`Failure.stage` and
-    :attr:`Failure.overage` :func:`limit_failure` reports and :func:`closest` compares; None
-    where it misses none."""
-    stage = first_cost_limit(c, gpus, hours, total_usd, usd_per_hour)
-    if stage is None:
-        return None
-    return stage, _overage(stage, c, gpus, hours, total_usd, usd_per_hour)
-
-
-def _overage(stage: int, c: Constraints, gpus: int, hours: float | None,
-             total_usd: float | None, usd_per_hour: float | None) -> float:
-    if stage == 2:
-        assert c.max_gpus is not None
-        return gpus / c.max_gpus - 1
-    if stage == 3:
-        assert hours is not None and c.deadline_hours is not None
-        return hours / c.deadline_hours - 1
-    if stage == 4:
-        assert total_usd is not None and c.budget_usd is not None
-        return total_usd / c.budget_usd - 1
-    assert stage == 5 and usd_per_hour is not None and c.max_usd_per_hour is not None
-    return usd_per_hour / c.max_usd_per_hour - 1
+    """The first limit after memory and latency that an option of ``gpus`` GPUs in all,
+    ``hours`` to finish, ``total_usd`` to finish and ``usd_per_hour`` misses, and by how much
+    (a share above 1): the :attr:`Failure.stage` (2 max_gpus, 3 deadline, 4 budget,
+    5 max_usd_per_hour) and :attr:`Failure.overage` :func:`limit_failure` reports and
+    :func:`closest` compares; None where it misses none (an unknown figure misses nothing)."""
+    for stage, value, limit in ((2, gpus, c.max_gpus), (3, hours, c.deadline_hours),
+                                (4, total_usd, c.budget_usd),
+                                (5, usd_per_hour, c.max_usd_per_hour)):
+        if limit is not None and value is not None and value > limit:
+            return stage, value / limit - 1
+    return None
 
 
 def first_cost_limit(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,
                      usd_per_hour: float | None) -> int | None:
-    """The first limit after memory and latency that an option of ``gpus`` GPUs in all,
-    ``hours`` to finish, ``total_usd`` to finish and ``usd_per_hour`` misses, as its
-    :class:`Failure` rank: 2 max_gpus, 3 deadline, 4 budget, 5 max_usd_per_hour (None: it
-    misses none; an unknown figure misses nothing). :func:`limit_failure` explains it; the
-    ranking's light figures (:mod:`figures`) only ask whether there is one."""
-    if c.max_gpus is not None and gpus > c.max_gpus:
-        return 2
-    if c.deadline_hours is not None and hours is not None and hours > c.deadline_hours:
-        return 3
-    if c.budget_usd is not None and total_usd is not None and total_usd > c.budget_usd:
-        return 4
-    if c.max_usd_per_hour is not None and usd_per_hour is not None and \
-            usd_per_hour > c.max_usd_per_hour:
-        return 5
-    return None
+    """:func:`cost_limit_miss`'s stage alone: the ranking's serving figures only ask whether
+    an option misses a limit."""
+    found = cost_limit_miss(c, gpus, hours, total_usd, usd_per_hour)
+    return None if found is None else found[0]
 
 
 def _capped_fixes(est: Estimate, max_gpus: int | None) -> list[Fix]:

@@ -114,11 +114,7 @@ def group_link(gpu: GpuSpec, gpus_in_node: int, spans_nodes: bool) -> tuple[str,
 
 def tp_candidates(gpu: GpuSpec, gpu_count: int) -> list[int]:
     """Allowed tensor-parallel degrees: powers of 2 inside the fast domain and the count."""
-    limit = min(fast_domain_size(gpu), gpu_count)
-    degrees = [1]
-    while degrees[-1] * 2 <= limit:
-        degrees.append(degrees[-1] * 2)
-    return degrees
+    return powers_of_two_upto(min(fast_domain_size(gpu), gpu_count))
 
 
 NODE_SEARCH_LIMIT = 4096
