@@ -784,6 +784,7 @@ class Context:
         self._splits: dict[int, list[tuple[int, int]]] = {}
         self._lengths: dict[tuple[int, float, float], Lengths] = {}
         self._table: cs.SplitTable | None = None
+        self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
         self._least: dict[tuple[int, int], float] = {}
         self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
                                 and model.experts <= 1)
@@ -1009,7 +1010,17 @@ class Context:
         (:func:`compiled_serving.split_plan`; ``tie``: its SPLIT_TIE): (tp, pp, capacity
         batch, batch at the load, replicas in the group), None when no fitting split has a
         batch. Only where :attr:`compiled_splits`; the limit and capacity batches are memoized
-        per split across the counts, as :meth:`limit_batch` and :meth:`capacity_batch` are."""
+        per split across the counts, as :meth:`limit_batch` and :meth:`capacity_batch` are,
+        and the plan per count (a ranking's light figures and the full estimate of the same
+        count ask for it twice)."""
+        key = (gpu_count, latency_mode, tie)
+        if key in self._plans:
+            return self._plans[key]
+        found = self._plans[key] = self._split_plan(gpu_count, latency_mode, tie)
+        return found
+
+    def _split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
+            int, int, int, int, int] | None:
         spec = self.workload.inference
         assert spec is not None
         table = self._table
