@@ -420,25 +420,27 @@ def _padded(workload: Workload, opt: Ranked) -> bool:
 
 
 def _probe(
-    req: Request, p: bd.Pending, c_min: float, t_min: float
+    req: Request, p: bd.Pending, c_min: float, t_min: float, cut: float = INF
 ) -> tuple[list[Ranked], list[tuple[float, float]]]:
     """Balanced (see :class:`search.BalancedSearch`): the feasible priced options of the
     counts of ``p`` whose (cost, time) floors are below (``c_min``, ``t_min``), updated as
-    options are found, and the floors of the other counts."""
+    options are found, or whose balanced floor at them is at most ``cut``, and the floors of
+    the other counts."""
     plan, floors = _planned_floors(req, p)
     opts: list[Ranked] = []
     rest: list[tuple[float, float]] = []
     counts = sorted(plan)
+    reach = [_reaches(pairs, c_min, t_min, cut) for pairs in floors]
     # the figures of every count below the minima as given, at once (the minima only fall
     # below, so the counts the loop estimates are among them)
-    asked = [n for n, pairs in zip(counts, floors, strict=True)
-             if not _above(pairs, c_min, t_min)]
+    asked = [n for n, pairs, r in zip(counts, floors, reach, strict=True)
+             if r or not _above(pairs, c_min, t_min)]
     light = dict(zip(asked, fg.figures_of(req.workload, p.gpu, [(n, *plan[n]) for n in asked],
                                           req.settings, req.constraints, req.memo),
                      strict=True))
-    for n, pairs in zip(counts, floors, strict=True):
+    for n, pairs, r in zip(counts, floors, reach, strict=True):
         offer, instances = plan[n]
-        if _above(pairs, c_min, t_min):
+        if not r and _above(pairs, c_min, t_min):
             rest.extend(pairs)
             continue
         fig = light[n]
@@ -452,6 +454,15 @@ def _probe(
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest
+
+
+def _reaches(pairs: list[tuple[float, float]], c_min: float, t_min: float, cut: float) -> bool:
+    """Whether an option a count's floor ``pairs`` bound might score at most ``cut`` at the
+    minima (``search.BalancedSearch``'s bound of one count)."""
+    if cut == INF or not (c_min > 0 and t_min > 0):
+        return False
+    w = BALANCED_COST_WEIGHT
+    return any(w * lbc / c_min + (1 - w) * lbt / t_min <= cut for lbc, lbt in pairs)
 
 
 def _above(pairs: list[tuple[float, float]], c_min: float, t_min: float) -> bool:
@@ -634,9 +645,9 @@ class Search:
     def value(self, o: Ranked, mins: bd.Minima) -> float:
         return _value(o, self.req.objective, mins)
 
-    def probe(self, p: bd.Pending, c_min: float, t_min: float) -> tuple[
+    def probe(self, p: bd.Pending, c_min: float, t_min: float, cut: float) -> tuple[
             list[Ranked], list[tuple[float, float]]]:
-        opts, rest = _probe(self.req, p, c_min, t_min)
+        opts, rest = _probe(self.req, p, c_min, t_min, cut)
         self.probed.extend(opts)
         return opts, rest
 

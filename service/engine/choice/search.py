@@ -26,9 +26,10 @@ Evaluate = Callable[[Pending], list[Ranked] | None]
 """Evaluates one GPU in full: its feasible options (None: rejected)."""
 Value = Callable[[Ranked, Minima], float]
 """The objective's score of an option given the balanced minima (unused by other objectives)."""
-Probe = Callable[[Pending, float, float], tuple[list[Ranked], list[tuple[float, float]]]]
+Probe = Callable[[Pending, float, float, float], tuple[list[Ranked], list[tuple[float, float]]]]
 """Balanced: evaluates only the counts of a GPU whose (cost, time) floors are below the given
-minima (C, T); returns their feasible priced options and the floors of the counts left out."""
+minima (C, T) or whose balanced floor at them is at most the given cut (INF: none); returns
+their feasible priced options and the floors of the counts left out."""
 CountFloors = Callable[[Pending], list[tuple[float, float]]]
 """Balanced: the (cost, time) floors of each count of a GPU (:func:`bounds.count_floors`)."""
 
@@ -176,6 +177,9 @@ class BalancedSearch:
 
     GPUs are named by their index into :attr:`order`."""
 
+    trim = True
+    """Probe a GPU against the cut before evaluating it in full (:meth:`_sweep`)."""
+
     def __init__(self, pending: list[Pending], limit: int, evaluate: Evaluate, value: Value,
                  probe: Probe | None, floors: CountFloors | None = None) -> None:
         self.limit = limit
@@ -194,6 +198,8 @@ class BalancedSearch:
         self.seen: set[int] = set()
         """GPUs evaluated in full (in turn, or ahead of it as blockers)."""
         self.probed: dict[int, _Probed] = {}
+        self.trimmed: set[int] = set()
+        """GPUs probed against the cut in turn (:meth:`_sweep`), not as blockers."""
         self.deferred: list[int] = []
         """Probed GPUs passed over: their bound was above the cut."""
         self.maybe = [j for j, q in enumerate(self.order) if q.tier == 0]
@@ -226,12 +232,13 @@ class BalancedSearch:
             self.done.append(_Scored(money))
             self._lower(money)
 
-    def _settle(self, j: int) -> None:
-        """Evaluate or probe GPU ``j`` out of turn: it might lower a minimum."""
+    def _settle(self, j: int, cut: float = INF) -> None:
+        """Evaluate or probe GPU ``j`` out of turn: it might lower a minimum (``cut``: also
+        estimate its counts whose balanced floor is at most it)."""
         if self.probe is None:
             self._evaluate(j)
             return
-        opts, floors = self.probe(self.order[j], self.mins.money, self.mins.time)
+        opts, floors = self.probe(self.order[j], self.mins.money, self.mins.time, cut)
         if not opts and not floors:
             # every count estimated, none feasible: nothing to bound it by (skipped, it would
             # read as unpriced); evaluated in full now, its failures are reported
@@ -326,5 +333,17 @@ class BalancedSearch:
             if defer and self._bound(i) > self.cut:
                 self.deferred.append(i)
                 continue
+            if defer and self.trim and self.probe is not None and self.cut < INF \
+                    and i not in self.probed:
+                # first only the counts that could reach the cut or lower a minimum: where
+                # their estimates all score above the cut, the GPU is passed over with
+                # them, and its other counts are never estimated unless the cut rises
+                self.trimmed.add(i)
+                self._settle(i, self.cut)
+                if i in self.seen:
+                    continue
+                if self._bound(i) > self.cut:
+                    self.deferred.append(i)
+                    continue
             self._evaluate(i)
         return None
