@@ -209,6 +209,12 @@ class Memo:
         return value
 
 
+    def peek(self, table: str, key: Hashable) -> object | None:
+        """What :meth:`scratch` keeps for ``(table, key)``, or None (nothing computed)."""
+        found = self._local.get((table, key), _MISSING)
+        return None if found is _MISSING else found
+
+
 def memo_of(memo: Memo | None) -> Memo:
     """``memo`` or a fresh one (no sharing) for callers that gave none."""
     return memo if memo is not None else Memo()

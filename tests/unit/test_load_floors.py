@@ -207,3 +207,27 @@ def test_a_table_from_the_catalog_columns_is_the_one_gpu_table() -> None:
             assert np.array_equal(a, b, equal_nan=True), (gpu.slug, t)
     assert not math.isnan(float(lf.load_table(CHAT, load_gpus()[0], table, memo)
                                 .latency_ms[0, 0]))  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_every_gpus_tables_at_once_are_each_gpus_table(name: str) -> None:
+    """load_floors.all_tables (one compiled call over the catalog's columns) gives each GPU
+    the floors of its own table, bit for bit, and a GPU's table taken after it is its slice."""
+    workload = WORKLOADS[name]
+    if not lf.supported(workload):
+        pytest.skip("no load floors")
+    memo = Memo(EngineCache())
+    table, _ = _rows(workload, memo)
+    one_by_one = {g.slug: lf._load_table(workload, g, table, memo) for g in load_gpus()
+                  if g.slug in table.index}
+    every = lf.all_tables(workload, table, memo)
+    assert every is not None and len(one_by_one) >= 20
+    for slug, alone in one_by_one.items():
+        got = every.of(slug)
+        assert got is not None
+        assert np.array_equal(got.tps, alone.tps), slug
+        assert np.array_equal(got.latency_ms, alone.latency_ms, equal_nan=True), slug
+        sliced = lf._load_table(workload, next(g for g in load_gpus() if g.slug == slug),
+                                table, memo)
+        assert sliced.latency_ms.base is not None  # a view of every GPU's tables
+        assert np.array_equal(sliced.latency_ms, alone.latency_ms, equal_nan=True), slug

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pytest
 
 from service.engine.cache import Memo
@@ -734,3 +735,41 @@ def test_balanced_gpus_are_probed_against_the_cut_first(
     assert trimmed.recommendations == full.recommendations
     assert len(trimmed.recommendations) == LIMIT
     assert n_trimmed <= 0.85 * n_full, (n_trimmed, n_full)
+
+
+@pytest.mark.parametrize("catalog", ["seeded", "synthetic"])
+@pytest.mark.parametrize("target", (2.0, 20.0, 120.0))
+def test_type_floors_hold_for_every_option(catalog: str, target: float) -> None:
+    """The balanced bound of a serving GPU before its counts' floors (bounds.type_pairs, from
+    its load floors alone): every priced option of the GPU is at or above one of its pairs in
+    both cost and time, and the pairs say more than its own floors (lb_cost, lb_time) for
+    most GPUs (a busy replica's latency is only reached by paying for more copies)."""
+    from service.engine.choice import screen as sc
+
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    assert base.inference is not None
+    workload = dataclasses.replace(base, inference=dataclasses.replace(
+        base.inference, target_requests_per_s=target))
+    gpus, offers = synthetic() if catalog == "synthetic" else (load_gpus(), load_offers())
+    index = OfferIndex(offers)
+    req = rk.Request(workload, Constraints(), CostSettings(), "balanced", Memo(), False, index)
+    pending, _ = sc.screen(workload, list(gpus), index, req.constraints, req.settings,
+                           "balanced", False, rk.CAP_INFERENCE_GPUS, req.memo)
+    checked = tighter = gpus_with = 0
+    found = rk.type_floors(req, pending)
+    for p in pending:
+        pairs = found.get(p.gpu.slug)
+        if pairs is None:
+            continue
+        costs, times = pairs
+        gpus_with += 1
+        tighter += bool(np.all((costs > p.lb_cost * 1.01) | (times > p.lb_time * 1.01)))
+        options, _, _ = rk._evaluate_gpu(req, p)
+        for o in options:
+            if o.money is None:
+                continue
+            assert np.any((costs <= o.money) & (times <= o.time)), (
+                p.gpu.slug, o.gpu_count, o.money, o.time, costs.min(), times.min())
+            checked += 1
+    assert gpus_with >= 10 and checked >= gpus_with, (gpus_with, checked)
+    assert tighter >= gpus_with // 2, (tighter, gpus_with)

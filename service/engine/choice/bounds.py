@@ -451,6 +451,9 @@ class Pending:
     """The objective's bound (cost, time or energy); balanced: the search order only."""
     floor: Floors = NO_FLOORS
     """The objective-independent floors behind the bounds (see :func:`count_floors`)."""
+    usd_per_gpu_hour: float | None = None
+    """The cheapest USD per GPU-hour of the offers its fitting counts can use (None: no
+    usable quote): no count's offer costs less (``lb_cost`` is ``floor.gpu_hours`` at it)."""
 
 
 def compute_count_hours(workload: Workload, gpu: GpuSpec, counts: list[int],
@@ -488,6 +491,54 @@ def count_floors(kind: str, p: Pending, n: int, usd_per_gpu_hour: float | None,
     else:
         lbt = latency_ms
     return lbc, max(lbt, p.lb_time)
+
+
+def type_pairs(pending: list[Pending], tps: NDArray[np.int64], per_node: NDArray[np.int64],
+               latency_ms: NDArray[np.float64]) -> tuple[
+                   NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Serving with a target: for each GPU of ``pending``, (cost, time) pairs of which every
+    option of it is at or above one in both figures, from its load floors alone
+    (``latency_ms`` [GPU, k, level]: :class:`load_floors.AllTables` rows of the pending GPUs,
+    on the ``k``-th of ``tps`` each one's node holds (``per_node``)), with no count's offer:
+    the balanced search's bound of a GPU between its own floors and its counts'
+    (:func:`count_pairs`, which take each count's offer and copies).
+
+    An option on TP degree ``t`` whose ``k`` copies of ``n`` GPUs share the target as ``m =
+    k n / t`` TP groups, with ``2**(j-1) < m <= 2**j``, is no faster than the level-``j``
+    floor and pays for ``k n > t 2**(j-1)`` GPUs (``k n >= n >= t`` at level 0), and at least
+    :attr:`Pending.first` and :attr:`Floors.gpus_needed` (the count fits memory; its copies
+    keep the target's GPUs busy), at no less than the cheapest offer's
+    :attr:`Pending.usd_per_gpu_hour`. From a degree's first NaN level (the batch-1 floor from
+    there) on, one pair: the GPUs paid for at that level, at :attr:`Pending.lb_time`.
+
+    Returns (costs, times) [GPU, pair] (inf where a degree has no such pair) and whether a
+    GPU has pairs at all (a price and a target's paid GPUs; False: no bound here)."""
+    count, degrees, levels = latency_ms.shape
+    f = [q.floor for q in pending]
+    usd = np.array([q.usd_per_gpu_hour or 0.0 for q in pending])
+    paid = np.array([x.paid_per_gpu for x in f])
+    valid = np.array([q.usd_per_gpu_hour is not None for q in pending]) & (paid > 0)
+    least = np.array([max(float(q.first), x.gpus_needed) for q, x in zip(pending, f,
+                                                                            strict=True)])
+    gpu_hours = np.array([x.gpu_hours for x in f])
+    lb_time = np.array([q.lb_time for q in pending])
+    # level j pays for t x 2**(j-1) GPUs (t at level 0); one level past the last
+    per_level = np.concatenate(([1.0], 2.0 ** np.arange(levels)))
+    gpus = np.maximum(tps.astype(np.float64)[None, :, None] * per_level[None, None, :],
+                      least[:, None, None])
+    costs = np.maximum(gpu_hours[:, None, None], gpus * paid[:, None, None]) * usd[:, None, None]
+    # each degree's finite levels lead its row (NaN from the batch-1 level on): those, and
+    # the first past them at the batch-1 floor
+    finite = (~np.isnan(latency_ms)).sum(axis=2)[:, :, None]
+    at = np.arange(levels + 1)[None, None, :]
+    low = np.concatenate((latency_ms * (1 - BOUND_SLACK), np.zeros((count, degrees, 1))),
+                         axis=2)
+    floor = lb_time[:, None, None]
+    times = np.where(at < finite, np.fmax(low, floor), floor)
+    kept = (at <= finite) & (tps[None, :, None] <= per_node[:, None, None])
+    costs = np.where(kept, costs, np.inf).reshape(count, -1)
+    times = np.where(kept, times, np.inf).reshape(count, -1)
+    return costs, times, valid
 
 
 def count_pairs(p: Pending, n: int, usd_per_gpu_hour: float | None, latency_ms: float,

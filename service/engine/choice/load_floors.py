@@ -182,26 +182,44 @@ def cycle_s(p: Array, b: float, output_tokens: float) -> float:
 
 
 @_jit
-def _table(packed: Array, target: float, output_tokens: float, max_batch: float,
-           out: Array) -> None:
-    """``out[i, j]``: the latency floor [s] on TP degree row ``i`` of ``packed`` with the
+def _row(p: Array, target: float, output_tokens: float, max_batch: float, out: Array) -> None:
+    """``out[j]``: the latency floor [s] of one TP degree's packed figures ``p`` with the
     target shared by ``2**j`` TP groups (see the module docstring); NaN past the level where
     the batch reached is 1 (the batch-1 floor holds from there)."""
-    for i in range(packed.shape[0]):
-        p = packed[i]
-        for j in range(out.shape[1]):
-            load = target / 2.0 ** j * (1.0 - _LOAD_SLACK)
-            b = 1.0
-            for _ in range(_MAX_STEPS):
-                need = math.ceil(load * cycle_s(p, b, output_tokens))
-                if need <= b or b >= max_batch:
-                    break
-                b = need if need < max_batch else max_batch
-            if b <= 1.0:
-                for rest in range(j, out.shape[1]):
-                    out[i, rest] = math.nan
+    for j in range(out.shape[0]):
+        load = target / 2.0 ** j * (1.0 - _LOAD_SLACK)
+        b = 1.0
+        for _ in range(_MAX_STEPS):
+            need = math.ceil(load * cycle_s(p, b, output_tokens))
+            if need <= b or b >= max_batch:
                 break
-            out[i, j] = latency_s(p, b)
+            b = need if need < max_batch else max_batch
+        if b <= 1.0:
+            for rest in range(j, out.shape[0]):
+                out[rest] = math.nan
+            break
+        out[j] = latency_s(p, b)
+
+
+@_jit
+def _table(packed: Array, target: float, output_tokens: float, max_batch: float,
+           out: Array) -> None:
+    """``out[i]``: :func:`_row` of TP degree row ``i`` of ``packed``."""
+    for i in range(packed.shape[0]):
+        _row(packed[i], target, output_tokens, max_batch, out[i])
+
+
+@_jit
+def _tables(packed: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64], target: float,
+            output_tokens: float, max_batch: float, out: Array) -> None:
+    """``out[g, k]``: :func:`_row` of GPU ``g``'s ``k``-th TP degree its node holds (rows of
+    ``packed`` [TP degree, GPU, figure]); the rows past them are left as they are."""
+    for g in range(packed.shape[1]):
+        k = 0
+        for i in range(packed.shape[0]):
+            if tps[i] <= per_node[g]:
+                _row(packed[i, g], target, output_tokens, max_batch, out[g, k])
+                k += 1
 
 
 @_jit
@@ -345,10 +363,60 @@ def load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
     return kept[1]
 
 
+@dataclass(frozen=True)
+class AllTables:
+    """Every GPU of a floor table's columns at once: :func:`_load_table`'s floors of each,
+    in one compiled call."""
+
+    tps: NDArray[np.int64]
+    per_node: NDArray[np.int64]
+    index: dict[str, int]
+    latency_ms: Array
+    """[GPU, k, level]: the floors [ms] on the GPU's ``k``-th TP degree (those its node holds,
+    in order; NaN past them) with the target shared by ``2**level`` TP groups."""
+
+    def of(self, slug: str) -> LoadTable | None:
+        """The :class:`LoadTable` of the GPU ``slug`` (None where the columns lack it)."""
+        g = self.index.get(slug)
+        if g is None:
+            return None
+        tps = self.tps[self.tps <= self.per_node[g]]
+        return LoadTable(tps, np.asarray(self.latency_ms[g, :len(tps)], dtype=np.float64))
+
+
+def all_tables(workload: Workload, table: ifl.Table, memo: Memo) -> AllTables | None:
+    """The :class:`AllTables` of ``table``'s columns (kept in the request's memo by the
+    table's identity, as :func:`packed`); None where load floors do not apply
+    (:func:`supported`) or the table has no columns."""
+    if not supported(workload) or table.cols is None:
+        return None
+    kept = memo.scratch("load_floor_tables", (workload, id(table)),
+                        lambda: (table, _all_tables(workload, table, memo)))
+    assert kept[0] is table
+    return kept[1]
+
+
+def _all_tables(workload: Workload, table: ifl.Table, memo: Memo) -> AllTables:
+    spec = workload.inference
+    assert spec is not None
+    rows = packed(workload, table, memo)
+    per_node = np.asarray(rows.per_node, dtype=np.int64)
+    out = np.full((rows.rows.shape[1], len(rows.tps), LEVELS), math.nan)
+    _tables(rows.rows, rows.tps, per_node, float(spec.target_requests_per_s or 0.0),
+            float(spec.output_tokens), float(c.MAX_AUTO_BATCH), out)
+    return AllTables(rows.tps, per_node, rows.index, out * 1e3)
+
+
 def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
                 memo: Memo) -> LoadTable:
     spec = workload.inference
     assert spec is not None
+    if table is not None and table.cols is not None:
+        kept = memo.peek("load_floor_tables", (workload, id(table)))
+        if isinstance(kept, tuple) and kept[0] is table and isinstance(kept[1], AllTables):
+            found = kept[1].of(gpu.slug)
+            if found is not None:  # every GPU's already tabulated (the same compiled rows)
+                return found
     if table is None or table.cols is None or gpu.slug not in table.index:
         rate = workload_rate(workload, gpu)
         assert rate is not None
@@ -370,9 +438,11 @@ def warm_up() -> None:
     p = np.ones((1, _WIDTH))
     out = np.full((1, 2), math.nan)
     _table(p, 1.0, 1.0, 2.0, out)
+    _tables(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0, 1.0, 2.0,
+            out.reshape(1, 1, 2))
     _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),
                np.empty((1, 2)), np.empty(1, np.int64))
 
 
-__all__ = ["LEVELS", "LoadTable", "Packed", "cycle_s", "latency_s", "load_table", "packed",
-           "supported", "warm_up"]
+__all__ = ["LEVELS", "AllTables", "LoadTable", "Packed", "all_tables", "cycle_s", "latency_s",
+           "load_table", "packed", "supported", "warm_up"]

@@ -68,6 +68,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import get_args
 
+import numpy as np
+from numpy.typing import NDArray
+
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
@@ -232,7 +235,7 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
     rent = (co.rental_usd_per_gpu_hour(index.groups.get(gpu.slug, ()), c) if co.owns(c)
             else None)
     return bd.Pending(gpu, usable, rent, first, fitting, cap, tier, lb_cost, lb_time,
-                      bound.get(req.objective, 0.0), floor)
+                      bound.get(req.objective, 0.0), floor, rate)
 
 
 _network_failure = sc.network_failure
@@ -516,6 +519,29 @@ def _planned_floors(req: Request, p: bd.Pending) -> tuple[
                             (req.workload, p.gpu, req.constraints, p.counts, p.cap), build)
 
 
+def type_floors(req: Request, pending: list[bd.Pending]) -> dict[str, tuple[
+        NDArray[np.float64], NDArray[np.float64]]]:
+    """:func:`bounds.type_pairs` of each GPU of ``pending`` that has them, by slug, from every
+    GPU's load floors at once (:func:`load_floors.all_tables`, at the fastest network any
+    offer has, as its count floors take them); empty where they do not apply."""
+    workload = req.workload
+    if not load_floors.supported(workload) or not pending:
+        return {}
+    table = bd.floor_table(workload, req.memo, max(p.cap for p in pending))
+    tables = load_floors.all_tables(workload, table, req.memo) if table is not None else None
+    if tables is None:
+        return {}
+    rows = [tables.index.get(req.offers.fastest_network_gpu(p.gpu, req.constraints).slug)
+            for p in pending]
+    have = [p for p, r in zip(pending, rows, strict=True) if r is not None]
+    at = np.array([r for r in rows if r is not None], dtype=np.intp)
+    if not have:
+        return {}
+    costs, times, valid = bd.type_pairs(have, tables.tps, tables.per_node[at],
+                                        tables.latency_ms[at])
+    return {p.gpu.slug: (costs[i], times[i]) for i, p in enumerate(have) if valid[i]}
+
+
 def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:
     """The (cost, time) floors of every count of ``p`` the offers plan (the balanced
     search's bound of a GPU not yet evaluated: :class:`search.BalancedSearch`)."""
@@ -653,6 +679,10 @@ class Search:
 
     def floors(self, p: bd.Pending) -> list[tuple[float, float]]:
         return balanced_floors(self.req, p)
+
+    def type_floors(self, pending: list[bd.Pending]) -> dict[str, tuple[
+            NDArray[np.float64], NDArray[np.float64]]]:
+        return type_floors(self.req, pending)
 
     def minima(self) -> bd.Minima:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
@@ -881,7 +911,8 @@ def recommend(
                         # serving's counts differ in GPUs paid and latency, a compute job's
                         # in their time with exchanges; a training job's only in the time
                         # floor H / n, which pruned nothing more (5,000 types)
-                        floors=state.floors if workload.kind != "training" else None)
+                        floors=state.floors if workload.kind != "training" else None,
+                        type_floors=state.type_floors if workload.kind == "inference" else None)
     skipped = _past_deadline(state, pending, skipped)
     mins = state.minima()
     rnd = rounder()

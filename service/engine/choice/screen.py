@@ -432,7 +432,7 @@ def screen(
         if tier and objective == "balanced":
             lb_cost = 0.0  # unpriced GPUs are scored among themselves: never pruned in tier 1
         pending.append(bd.Pending(gpu, t.usable[i], t.rent[i], first, fitting, cap, tier,
-                                  lb_cost, lb_time, bound, floor))
+                                  lb_cost, lb_time, bound, floor, rate))
     return pending, failed
 
 

@@ -8,6 +8,9 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import NDArray
+
 from service.engine.choice.bounds import (
     BALANCED_RECHECK,
     BALANCED_WEIGHT,
@@ -32,6 +35,10 @@ minima (C, T) or whose balanced floor at them is at most the given cut (INF: non
 their feasible priced options and the floors of the counts left out."""
 CountFloors = Callable[[Pending], list[tuple[float, float]]]
 """Balanced: the (cost, time) floors of each count of a GPU (:func:`bounds.count_floors`)."""
+TypeFloors = Callable[[list[Pending]], dict[str, tuple[NDArray[np.float64],
+                                                     NDArray[np.float64]]]]
+"""Balanced: (cost, time) floor pairs of each GPU that need no count's offer, as arrays, by
+slug (:func:`bounds.type_pairs`); a GPU without them is left out."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ def ranked_below(gpu: GpuSpec, rank: int, gpu_count: int, score: float, limit: i
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value,
     probe: Probe | None = None, slack: float = 1.0, floors: CountFloors | None = None,
+    type_floors: TypeFloors | None = None,
 ) -> list[Skipped]:
     """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
     ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds.
@@ -86,7 +94,7 @@ def search(
     :func:`service.engine.choice.ranking.ranking_slack`). ``floors``: balanced, each count's
     floors of a GPU, which bound it tighter than its own (cost, time) floors."""
     if objective == "balanced":
-        return BalancedSearch(pending, limit, evaluate, value, probe, floors).run()
+        return BalancedSearch(pending, limit, evaluate, value, probe, floors, type_floors).run()
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
     worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
     for i, p in enumerate(order):
@@ -181,7 +189,8 @@ class BalancedSearch:
     """Probe a GPU against the cut before evaluating it in full (:meth:`_sweep`)."""
 
     def __init__(self, pending: list[Pending], limit: int, evaluate: Evaluate, value: Value,
-                 probe: Probe | None, floors: CountFloors | None = None) -> None:
+                 probe: Probe | None, floors: CountFloors | None = None,
+                 type_floors: TypeFloors | None = None) -> None:
         self.limit = limit
         self.evaluate = evaluate
         self.value = value
@@ -189,6 +198,10 @@ class BalancedSearch:
         self.floors = floors
         self.count_floors: dict[int, list[tuple[float, float]]] = {}
         """GPU -> its counts' (cost, time) floors, where taken (:meth:`_bound`)."""
+        self.type_floors = type_floors
+        self.type_pairs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
+        """Slug -> the GPU's :data:`TypeFloors`, taken for every GPU at once when first
+        needed (:meth:`_bound`)."""
         self.order = _balanced_order(pending)
         self.mins = Minima()
         """C and T: the least cost and time of the priced options found so far (unpriced
@@ -266,6 +279,17 @@ class BalancedSearch:
             coarse = BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
             if coarse > self.cut or self.cut == INF:
                 return coarse  # no test yet (cut inf): nothing to compare a tighter bound with
+            if self.type_floors is not None:
+                if self.type_pairs is None:
+                    self.type_pairs = self.type_floors(
+                        [p for p in self.order if p.tier == 0])
+                pairs = self.type_pairs.get(q.gpu.slug)
+                if pairs is not None:
+                    costs, times = pairs
+                    tight = float(np.min(BALANCED_WEIGHT * costs / c_min
+                                         + (1 - BALANCED_WEIGHT) * times / t_min))
+                    if tight > self.cut:
+                        return tight  # no count's offer needed: its counts' floors not taken
             found = self.count_floors.get(j)
             if found is None:
                 found = self.count_floors[j] = self.floors(q)
