@@ -231,3 +231,32 @@ def test_every_gpus_tables_at_once_are_each_gpus_table(name: str) -> None:
                                 table, memo)
         assert sliced.latency_ms.base is not None  # a view of every GPU's tables
         assert np.array_equal(sliced.latency_ms, alone.latency_ms, equal_nan=True), slug
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS) + ["mixtral", "random"])
+def test_the_compiled_floor_table_is_the_numpy_table(name: str) -> None:
+    """load_floors.floor_table (the screen's and the one-GPU tables) gives the numpy table's
+    floats, element for element: its latency floors at every degree and its request floors
+    (a MoE model takes the numpy table itself)."""
+    if name == "random":
+        r = random.Random(11)
+        workloads = [_random_workload(r) for _ in range(8)]
+    elif name == "mixtral":
+        workloads = [_serve("mixtral-8x7b", target_requests_per_s=10)]
+    else:
+        workloads = [WORKLOADS[name]]
+    for workload in workloads:
+        spec = workload.inference
+        assert spec is not None
+        rated = [(g, workload_rate(workload, g)) for g in load_gpus()]
+        rated = [(g, r) for g, r in rated if r is not None]
+        memo = Memo(EngineCache())
+        cols = ifl.columns([g for g, _ in rated], [r for _, r in rated], spec.runtime, memo)
+        for cap in (1, 8, 64):
+            want = ifl.table(workload, cols, cap, memo)
+            got = lf.floor_table(workload, cols, cap, memo)
+            assert got.tps == want.tps and got.index == want.index
+            assert got.pinned == want.pinned
+            assert np.array_equal(got.latency_ms, want.latency_ms), (name, cap)
+            assert np.array_equal(got.request_s, want.request_s), (name, cap)
+            assert (got.rows is None) == (name == "mixtral")

@@ -44,6 +44,7 @@ from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
 from service.engine.choice import cost as co
 from service.engine.choice import inference_floors as ifl
+from service.engine.choice import load_floors
 from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics import serving as inf
 from service.engine.physics import training as tr
@@ -341,7 +342,8 @@ def _one_gpu_table(workload: Workload, gpu: GpuSpec, rate: PeakRate, cap: int,
     assert spec is not None
     return memo.scratch(
         "one_gpu_floor_table", (workload, gpu, cap),
-        lambda: ifl.table(workload, ifl.columns([gpu], [rate], spec.runtime, memo), cap, memo))
+        lambda: load_floors.floor_table(workload, ifl.columns([gpu], [rate], spec.runtime, memo),
+                                        cap, memo))
 
 
 def floor_table(workload: Workload, memo: Memo, n: int,

@@ -275,6 +275,9 @@ class Table:
     """The request's pinned (TP, PP) split, if any (:meth:`serving.Context._split_list`)."""
     cols: Columns | None = None
     """The columns the table was built on (:mod:`load_floors` reads them too)."""
+    rows: Array | None = None
+    """The request's figures packed for the compiled floors, [TP degree, GPU, figure], where
+    the table was built with them (:func:`load_floors.floor_table`)."""
 
     def _rows_min(self, n: int) -> Array:
         """Per GPU: the least floor over the degrees up to ``n`` (inf for none)."""

@@ -45,6 +45,7 @@ Units: seconds [s] inside, milliseconds [ms] out, requests/s.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -294,8 +295,13 @@ class Packed:
 
 
 def packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
-    """The :class:`Packed` rows of ``table``'s columns (kept in the request's memo, by the
-    table's identity: the entry holds the table, so its id is not reused while it lives)."""
+    """The :class:`Packed` rows of ``table``'s columns: the table's own where it was built
+    with them (:func:`floor_table`), else packed now and kept in the request's memo, by the
+    table's identity (the entry holds the table, so its id is not reused while it lives)."""
+    cols = table.cols
+    if table.rows is not None and cols is not None:
+        return Packed(np.array(table.tps, dtype=np.int64), table.rows, cols.per_node,
+                      table.index)
     kept = memo.scratch("load_floor_rows", (workload, id(table)),
                         lambda: (table, _packed(workload, table, memo)))
     assert kept[0] is table
@@ -303,20 +309,64 @@ def packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
 
 
 def _packed(workload: Workload, table: ifl.Table, memo: Memo) -> Packed:
-    spec, model, cols = workload.inference, workload.model, table.cols
-    assert spec is not None and isinstance(model, TransformerModel) and cols is not None
-    rows = np.zeros((len(table.tps), len(cols.gpus), _WIDTH))
+    assert table.cols is not None
+    rows, _ = _pack(workload, table.tps, table.cols, memo)
+    return Packed(np.array(table.tps, dtype=np.int64), rows, table.cols.per_node, table.index)
+
+
+def _pack(workload: Workload, tps: Sequence[int], cols: ifl.Columns, memo: Memo
+          ) -> tuple[Array, Array]:
+    """The request's figures at each of ``tps`` on each GPU of ``cols``, [TP degree, GPU,
+    figure], and each GPU's request floor (:func:`inference_floors._request_s` at TP 1)."""
+    spec, model = workload.inference, workload.model
+    assert spec is not None and isinstance(model, TransformerModel)
+    rows = np.zeros((len(tps), len(cols.gpus), _WIDTH))
+    request = np.zeros(len(cols.gpus))
     for precision, at, dev in ifl.precision_groups(cols, spec.runtime, memo):
-        for j, t in enumerate(table.tps):
+        for j, t in enumerate(tps):
             sh = ifl._shapes(workload, precision, t, dev, memo)
+            if t == 1:
+                request[at] = ifl._request_s(sh, model, cols, at)
             rows[j, at] = _shape_row(sh, model, t)
-    for j, t in enumerate(table.tps):
+    for j, t in enumerate(tps):
         rows[j, :, _MATRIX], rows[j, :, _ATTENTION] = cols.matrix, cols.attention
         rows[j, :, _BYTES], rows[j, :, _KERNEL_S] = cols.bytes_s, cols.kernel_s
         rows[j, :, _SMS] = cols.sms
         if t > 1:
             rows[j, :, _LINK_S], rows[j, :, _LINK_LAT] = cols.links(t)
-    return Packed(np.array(table.tps, dtype=np.int64), rows, cols.per_node, table.index)
+    return rows, request
+
+
+@_jit
+def _latencies(packed: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64],
+               batch: float, out: Array) -> None:
+    """``out[j, g]``: :func:`latency_s` [ms] at ``batch`` of TP degree row ``j`` on GPU
+    ``g`` where its node holds the degree (left as it is elsewhere)."""
+    for j in range(packed.shape[0]):
+        for g in range(packed.shape[1]):
+            if tps[j] <= per_node[g]:
+                out[j, g] = latency_s(packed[j, g], batch) * 1e3
+
+
+def floor_table(workload: Workload, cols: ifl.Columns, cap: int, memo: Memo) -> ifl.Table:
+    """:func:`inference_floors.table`, its latency floors compiled for dense transformers
+    (:func:`latency_s`: the same floats, ``tests/unit/test_load_floors.py``), with its packed
+    rows kept on it (:func:`packed` reads them); MoE models take the numpy table."""
+    model, spec = workload.model, workload.inference
+    assert isinstance(model, TransformerModel) and spec is not None
+    if model.experts > 1:
+        return ifl.table(workload, cols, cap, memo)
+    n = len(cols.gpus)
+    per_node_max = int(cols.per_node.max()) if n else 1
+    tps = ifl.tp_degrees(workload, cap, per_node_max)
+    rows, request = _pack(workload, tps, cols, memo)
+    latency = np.full((len(tps), n), math.inf)
+    _latencies(rows, np.array(tps, dtype=np.int64), cols.per_node,
+               float(spec.batch_size or 1), latency)
+    pinned = ((spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
+              if spec.tensor_parallel or spec.pipeline_parallel else None)
+    return ifl.Table(tuple(tps), latency, request, {g.slug: i for i, g in enumerate(cols.gpus)},
+                     cols.per_node, pinned, cols, rows)
 
 
 @dataclass(frozen=True)
@@ -421,7 +471,7 @@ def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
         rate = workload_rate(workload, gpu)
         assert rate is not None
         cols = ifl.columns([gpu], [rate], spec.runtime, memo)
-        table = ifl.table(workload, cols, max(1, gpu.max_gpus_per_node), memo)
+        table = floor_table(workload, cols, max(1, gpu.max_gpus_per_node), memo)
         rows = _packed(workload, table, memo)  # this GPU's alone: not kept
     else:
         rows = packed(workload, table, memo)
@@ -440,9 +490,11 @@ def warm_up() -> None:
     _table(p, 1.0, 1.0, 2.0, out)
     _tables(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0, 1.0, 2.0,
             out.reshape(1, 1, 2))
+    _latencies(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0,
+               np.full((1, 1), math.inf))
     _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),
                np.empty((1, 2)), np.empty(1, np.int64))
 
 
-__all__ = ["LEVELS", "AllTables", "LoadTable", "Packed", "all_tables", "cycle_s", "latency_s",
-           "load_table", "packed", "supported", "warm_up"]
+__all__ = ["LEVELS", "AllTables", "LoadTable", "Packed", "all_tables", "cycle_s", "floor_table",
+           "latency_s", "load_table", "packed", "supported", "warm_up"]

@@ -40,6 +40,7 @@ from service.engine.choice import cnn_floors as cnnf
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import inference_floors as ifl
+from service.engine.choice import load_floors
 from service.engine.choice.explain import Failure
 from service.engine.physics import kernels, scaling
 from service.engine.physics import memory as mem
@@ -330,7 +331,7 @@ def _serving_floors(t: ScreenTable, workload: Workload, rows: list[int], firsts:
     assert spec is not None
     cols = t.serving_columns(spec.runtime, memo)
     table = bd.floor_table(workload, memo, t.cap,
-                           lambda: ifl.table(workload, cols, t.cap, memo))
+                           lambda: load_floors.floor_table(workload, cols, t.cap, memo))
     assert table is not None
     return _floors_at(t, workload, rows, firsts, table.index, table.request_s,
                       table.least_latency_column(t.cap))
