@@ -501,8 +501,12 @@ def test_a_serving_count_marked_missed_misses_a_limit() -> None:
                     if fig is None:
                         continue
                     _, miss = rk._full_option(req, p, n, *plan[n], False)
-                    missed = isinstance(fig, fg.Miss)
+                    missed = isinstance(fig, fg.Missed)
                     assert missed == (miss is not None), (p.gpu.slug, n, tpot, max_usd, miss)
+                    if isinstance(fig, fg.Missed):
+                        # the full failure's stage and overage, the same floats
+                        assert miss is not None
+                        assert (fig.stage, repr(fig.overage)) == (miss.stage, repr(miss.overage))
                     seen["miss" if missed else "light"] += 1
     assert seen["light"] >= 10 and seen["miss"] >= 10, seen
 
@@ -617,8 +621,11 @@ def test_light_serving_options_are_the_full_options(latency_mode: bool) -> None:
                 light += 1
             for n in sorted(plan):
                 fig = rk._serving_figures(req, p, n, *plan[n], latency_mode)
-                if isinstance(fig, fg.Miss):
-                    assert rk._full_option(req, p, n, *plan[n], latency_mode)[1] is not None
+                if isinstance(fig, fg.Missed):
+                    failure = rk._full_option(req, p, n, *plan[n], latency_mode)[1]
+                    assert failure is not None
+                    assert (fig.stage, repr(fig.overage)) == (failure.stage,
+                                                              repr(failure.overage))
                     missed += 1
     assert light >= 100 and missed >= 5, (light, missed)
 
@@ -773,3 +780,31 @@ def test_type_floors_hold_for_every_option(catalog: str, target: float) -> None:
             checked += 1
     assert gpus_with >= 10 and checked >= gpus_with, (gpus_with, checked)
     assert tighter >= gpus_with // 2, (tighter, gpus_with)
+
+
+def test_a_serving_gpu_missing_limits_reports_the_failure_the_full_walk_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # where every count of a serving GPU type misses a latency or cost limit, the walk builds
+    # only the count whose failure it reports (figures.Missed from the serving figures); the
+    # answers, every rejection included, are those of building every count
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    assert base.inference is not None
+    gpus, offers = load_gpus(), load_offers()
+    failures = 0
+    for ttft, tpot in ((500.0, 50.0), (300.0, 12.0), (150.0, 30.0), (2000.0, 8.0)):
+        workload = dataclasses.replace(base, inference=dataclasses.replace(
+            base.inference, max_ttft_ms=ttft, max_tpot_ms=tpot))
+        for c in (Constraints(), Constraints(max_usd_per_hour=12.0),
+                  Constraints(max_gpus=2)):
+            for objective in ("cost", "balanced", "time"):
+                for exhaustive in (False, True):
+                    kw: dict[str, Any] = {"objective": objective, "constraints": c,
+                                          "limit": LIMIT, "exhaustive": exhaustive}
+                    got = rk.recommend(workload, gpus, offers, **kw)
+                    with monkeypatch.context() as m:
+                        m.setattr(rk, "_nearest_missed", lambda counts, light: None)
+                        want = rk.recommend(workload, gpus, offers, **kw)
+                    assert got == want, (ttft, tpot, c, objective, exhaustive)
+                    failures += sum(r.code in ("latency", "budget", "constraint")
+                                    for r in got.rejected)
+    assert failures >= 100, failures

@@ -30,7 +30,7 @@ from service.engine.recommend_types import (
     Rejection,
     RejectionCode,
 )
-from service.engine.types import Estimate, Fix, GpuSpec, MemoryBreakdown, Workload
+from service.engine.types import Estimate, Fix, GpuSpec, InferenceSpec, MemoryBreakdown, Workload
 
 
 @dataclass(frozen=True)
@@ -294,20 +294,31 @@ def round_up(x: float, per_unit: int) -> float:
     return value
 
 
+def _latency_misses(spec: InferenceSpec, ttft_ms: float | None, tpot_ms: float | None,
+                    latency_ms: float | None) -> list[tuple[str, float, float, str]]:
+    """The latency limits the figures exceed: (name, figure, limit, field)."""
+    checks = (
+        ("time to first token", ttft_ms, spec.max_ttft_ms, "inference.max_ttft_ms"),
+        ("time per output token", tpot_ms, spec.max_tpot_ms, "inference.max_tpot_ms"),
+        ("latency", latency_ms, spec.max_latency_ms, "inference.max_latency_ms"),
+    )
+    return [(name, got, lim, fld) for name, got, lim, fld in checks
+            if got is not None and lim is not None and got > lim]
+
+
+def latency_overage(spec: InferenceSpec, ttft_ms: float | None, tpot_ms: float | None,
+                    latency_ms: float | None) -> float:
+    """:func:`latency_miss`'s overage from the figures alone (0.0 where none exceeds its
+    limit)."""
+    misses = _latency_misses(spec, ttft_ms, tpot_ms, latency_ms)
+    return max(got / lim for _, got, lim, _ in misses) - 1 if misses else 0.0
+
+
 def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
     """Which latency limit fails, by how much (relative), and the limit that would hold."""
     spec = workload.inference
     assert spec is not None
-    checks = (
-        ("time to first token", est.ttft_ms, spec.max_ttft_ms, "inference.max_ttft_ms"),
-        ("time per output token", est.tpot_ms, spec.max_tpot_ms, "inference.max_tpot_ms"),
-        ("latency", est.latency_ms, spec.max_latency_ms, "inference.max_latency_ms"),
-    )
-    misses = [
-        (name, got, lim, fld)
-        for name, got, lim, fld in checks
-        if got is not None and lim is not None and got > lim
-    ]
+    misses = _latency_misses(spec, est.ttft_ms, est.tpot_ms, est.latency_ms)
     if not misses:
         return "misses the latency limits", 0.0, Fix(
             "latency_limit", None, "a faster GPU or looser latency limits")
@@ -557,14 +568,6 @@ def cost_limit_miss(c: Constraints, gpus: int, hours: float | None, total_usd: f
         if limit is not None and value is not None and value > limit:
             return stage, value / limit - 1
     return None
-
-
-def first_cost_limit(c: Constraints, gpus: int, hours: float | None, total_usd: float | None,
-                     usd_per_hour: float | None) -> int | None:
-    """:func:`cost_limit_miss`'s stage alone: the ranking's serving figures only ask whether
-    an option misses a limit."""
-    found = cost_limit_miss(c, gpus, hours, total_usd, usd_per_hour)
-    return None if found is None else found[0]
 
 
 def _capped_fixes(est: Estimate, max_gpus: int | None) -> list[Fix]:

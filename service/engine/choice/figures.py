@@ -39,13 +39,12 @@ from typing import NamedTuple
 
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
-from service.engine.choice.explain import cost_limit_miss, first_cost_limit
+from service.engine.choice.explain import cost_limit_miss, latency_overage
 from service.engine.physics import compiled_scaling
 from service.engine.physics import parallelism as par
 from service.engine.physics import training as tr
 from service.engine.physics import training_splits as splits
 from service.engine.physics.estimate import (
-    NO_BATCH,
     copies_needed,
     more_replicas_than_needed,
     packed_compute_job,
@@ -110,9 +109,10 @@ estimate unless it needs the failure."""
 
 
 class Missed(NamedTuple):
-    """A count of a job that runs and misses a cost limit: the :class:`Failure` stage and
-    overage :func:`explain.limit_failure` gives its full option (3 deadline, 4 budget, 5 $/h:
-    :func:`explain.cost_limit_miss`), from the same floats."""
+    """A count that runs and misses a limit: the :class:`Failure` stage and overage
+    :func:`explain.limit_failure` gives its full option, from the same floats (a job's: 3
+    deadline, 4 budget, 5 $/h, :func:`explain.cost_limit_miss`; a serving option's also 1
+    latency and 2 max_gpus, :func:`serving_figures`)."""
 
     stage: int
     overage: float
@@ -244,39 +244,34 @@ def _figures(n: int, offer: Offer | None, instances: int, gpu_n: GpuSpec, got: _
     return Figures(n, usd_h, *job_metrics(hours, usd_h, total, gpus, energy))
 
 
-class Miss(NamedTuple):
-    """A serving option that misses a latency or cost limit (:func:`serving_figures`)."""
-
-
-MISS = Miss()
-
-
 def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | None,
                     instances: int, settings: CostSettings, constraints: Constraints,
-                    memo: Memo, latency_mode: bool = False) -> Figures | Miss | None:
+                    memo: Memo, latency_mode: bool = False) -> Figures | Missed | None:
     """The ranked figures of a serving option of ``n`` x ``gpu_n`` (the GPU as the count runs
     it) on ``instances`` of ``offer``, as :func:`ranking._metrics` gives them from the full
     estimate and cost, in ``latency_mode`` or throughput mode (the same floats:
     :func:`estimate.serving_point`, :func:`cost.unit_rates_of`); None where the full option is
-    needed (no serving point);
-    :data:`MISS` where it misses a latency limit (no batch meets it, or the batch at the
-    load does not) or a cost limit: its full estimate is needed only for the failure, which
-    carries the reason and the fix."""
+    needed (no serving point); :class:`Missed` where it misses a latency limit (stage 1: no
+    batch meets it, or the batch at the load does not; the overage
+    :func:`explain.latency_miss` gives) or a cost limit (stages 2-5,
+    :func:`explain.cost_limit_miss`): its full estimate is needed only for the failure,
+    which carries the reason and the fix."""
     point = serving_point(workload, gpu_n, n, memo, latency_mode)
     if point is None:
         return None
-    if point == NO_BATCH or point.latency_ok is False:
-        return MISS
     spec = workload.inference
     assert spec is not None
+    if point.latency_ok is False:
+        return Missed(1, latency_overage(spec, *point.latencies))
     replicas = copies_needed(spec.target_requests_per_s, point.requests_s)  # cost's copies
     gpus = n * replicas
     usd_h = None
     if offer is not None:
         usd_h = co.hourly_usd(offer, instances, replicas, point.power_w, settings)[0]
     # explain.limit_failure's limits after memory and latency (no deadline or total here)
-    if first_cost_limit(constraints, gpus, None, None, usd_h) is not None:
-        return MISS
+    missed = cost_limit_miss(constraints, gpus, None, None, usd_h)
+    if missed is not None:
+        return Missed(*missed)
     per_mtok, per_1k, energy = co.unit_rates_of(workload, point.power_w, point.requests_s,
                                                 point.tokens_s, replicas, usd_h)
     g_mtok, g_1k, _ = co.unit_rates_of(workload, point.power_w, point.requests_s,

@@ -267,10 +267,13 @@ def _walk_counts(
     skipped). ``defer``: skip such counts (their full estimate serves only the failure)."""
     workload, objective = req.workload, req.objective
     job = workload.kind in fg.LIGHT_KINDS
-    if job and not defer:
+    if not defer and workload.inference is not None and not latency_mode:
+        # a serving count's light figures (memoized): a Missed one's failure is known
+        light = [_serving_figures(req, p, n, *plan[n]) for n in counts]
+    if not defer and (job or (workload.inference is not None and not latency_mode)):
         nearest = _nearest_missed(counts, light)
         if nearest is not None:
-            # every count misses a cost limit: only the one whose failure is reported is
+            # every count misses a limit: only the one whose failure is reported is
             # built (the nearest, as ex.closest picks it over all of them)
             offer, instances = plan[nearest]
             _, miss = _full_option(req, p, nearest, offer, instances, latency_mode)
@@ -320,10 +323,11 @@ def _walk_counts(
 
 def _nearest_missed(counts: list[int],
                     light: list[fg.Figures | fg.Slower | fg.Missed | None]) -> int | None:
-    """The count whose failure :func:`explain.closest` keeps when every count of a job's GPU
-    type misses a cost limit (:class:`figures.Missed`: its stage and overage, the full
-    option's floats); None when some count does not (it is feasible, too slow to be chosen,
-    or its failure is not known without building it: memory, idle replicas, no rate)."""
+    """The count whose failure :func:`explain.closest` keeps when every count of a GPU type
+    misses a limit (:class:`figures.Missed`: its stage and overage, the full option's floats:
+    a job's cost limits, a serving option's latency and cost limits); None when some count
+    does not (it is feasible, too slow to be chosen, or its failure is not known without
+    building it: memory, idle replicas, no rate)."""
     nearest: tuple[int, float] | None = None
     pick = None
     for n, fig in zip(counts, light, strict=True):
@@ -339,10 +343,10 @@ def _misses(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances:
     """Whether a serving count is known to miss a limit (:data:`figures.MISS`), in
     ``latency_mode`` and in the throughput mode the walk falls back to: its full option then
     serves only its failure."""
-    if not isinstance(_serving_figures(req, p, n, offer, instances, latency_mode), fg.Miss):
+    if not isinstance(_serving_figures(req, p, n, offer, instances, latency_mode), fg.Missed):
         return False
     return not latency_mode or isinstance(
-        _serving_figures(req, p, n, offer, instances), fg.Miss)
+        _serving_figures(req, p, n, offer, instances), fg.Missed)
 
 
 def _time_cut(constraints: Constraints) -> float:
@@ -368,7 +372,7 @@ def _evaluate_gpu(
                           req.constraints, req.memo,
                           time_cut=_time_cut(req.constraints) if objective == "time" else None)
     # a count known to miss a limit (a job's without light figures, figures_of's contract;
-    # a serving count's fg.MISS) needs its full estimate only for its failure: skipped
+    # a serving count's fg.Missed) needs its full estimate only for its failure: skipped
     # unless no count is feasible, and then every count is walked again in order (the
     # failure kept on a tie is the first)
     options, failure, skipped_idle, deferred = _walk_counts(req, p, plan, counts, light,
@@ -566,7 +570,7 @@ def _option(
     cost are built if it is listed."""
     if req.workload.kind == "inference":
         got = _serving_figures(req, p, n, offer, instances, latency_mode)
-        fig = None if isinstance(got, fg.Miss) else got
+        fig = None if isinstance(got, fg.Missed) else got
     if fig is not None:
         return LightOption(
             p.gpu, offer, instances, fig.gpu_count, fig.usd_per_hour, fig.money, fig.time,
@@ -577,7 +581,7 @@ def _option(
 
 
 def _serving_figures(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
-                     latency_mode: bool = False) -> fg.Figures | fg.Miss | None:
+                     latency_mode: bool = False) -> fg.Figures | fg.Missed | None:
     """:func:`figures.serving_figures` of a count, memoized (a GPU probed and then evaluated
     in full asks twice, a count walked again asks again)."""
     key = (req.workload, p.gpu, n, offer, instances, req.settings, req.constraints,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, replace
-from typing import Final, Literal
 
 from service.engine import constants as c
 from service.engine.cache import Memo, memo_of
@@ -751,18 +750,14 @@ def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
                         tokens_s, offered, deeper, power_w(ctx.gpu, n))
 
 
-NO_BATCH: Final = "no batch"
-""":func:`serving_point` where splits fit memory but none has a batch that meets the latency
-limits: the estimate misses a latency limit."""
-
-
 def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
-                  latency_mode: bool = False) -> ServingPoint | Literal["no batch"] | None:
+                  latency_mode: bool = False) -> ServingPoint | None:
     """:func:`estimate`'s serving figures for ``n`` x ``gpu`` (in ``latency_mode`` or
-    throughput mode, the same floats), without building the estimate: :data:`NO_BATCH` where
-    no fitting split has a batch; None where the estimate is needed for what it explains or
-    runs another path (a single-module device asked for several, no rate, no compiled split
-    table (MoE, CNNs), no split that fits)."""
+    throughput mode, the same floats), without building the estimate (where no fitting split
+    has a batch that meets the latency limits: the first fitting split at the smallest batch,
+    as the estimate times it); None where the estimate is needed for what it explains or runs
+    another path (a single-module device asked for several, no rate, no compiled split table
+    (MoE, CNNs), no split that fits)."""
     if n > 1 and par.single_module(gpu):
         return None
     rate = workload_rate(workload, gpu)
@@ -773,11 +768,15 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
     if not ctx.compiled_splits:
         return None
     min_batch = spec.batch_size or 1
-    if not any(ctx.fits(tp, pp, min_batch) for tp, pp in ctx.splits(n)):
+    fitting = next((sp for sp in ctx.splits(n) if ctx.fits(sp[0], sp[1], min_batch)), None)
+    if fitting is None:
         return None
     chosen = ctx.split_plan(n, latency_mode, SPLIT_TIE)
     if chosen is None:
-        return NO_BATCH
+        # _estimate_inference's fallback: the first fitting split at the smallest batch
+        tp, pp = fitting
+        t0 = ctx.timing(tp, pp, min_batch)
+        return _point(ctx, n, tp, pp, t0, t0)
     tp, pp, cap_b, load_b, _ = chosen
     return _point(ctx, n, tp, pp, ctx.timing(tp, pp, cap_b), ctx.timing(tp, pp, load_b))
 
