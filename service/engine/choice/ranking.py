@@ -340,7 +340,7 @@ def _nearest_missed(counts: list[int],
 
 def _misses(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
             latency_mode: bool) -> bool:
-    """Whether a serving count is known to miss a limit (:data:`figures.MISS`), in
+    """Whether a serving count is known to miss a limit (:class:`figures.Missed`), in
     ``latency_mode`` and in the throughput mode the walk falls back to: its full option then
     serves only its failure."""
     if not isinstance(_serving_figures(req, p, n, offer, instances, latency_mode), fg.Missed):
@@ -468,8 +468,7 @@ def _reaches(pairs: list[tuple[float, float]], c_min: float, t_min: float, cut: 
     minima (``search.BalancedSearch``'s bound of one count)."""
     if cut == INF or not (c_min > 0 and t_min > 0):
         return False
-    w = BALANCED_COST_WEIGHT
-    return any(w * lbc / c_min + (1 - w) * lbt / t_min <= cut for lbc, lbt in pairs)
+    return any(bd.balanced_floor(lbc, lbt, c_min, t_min) <= cut for lbc, lbt in pairs)
 
 
 def _above(pairs: list[tuple[float, float]], c_min: float, t_min: float) -> bool:

@@ -13,12 +13,12 @@ from numpy.typing import NDArray
 
 from service.engine.choice.bounds import (
     BALANCED_RECHECK,
-    BALANCED_WEIGHT,
     INF,
     NO_MINIMA,
     PRUNE_MARGIN,
     Minima,
     Pending,
+    balanced_floor,
     ratio_to_min,
 )
 from service.engine.choice.explain import Ranked
@@ -154,8 +154,7 @@ def _balanced_order(pending: list[Pending]) -> list[Pending]:
     def order_key(p: Pending) -> tuple[int, float, str]:
         if p.tier:
             return 1, 0.0, p.gpu.slug
-        score = BALANCED_WEIGHT * p.lb_cost / c_ref
-        return 0, score + (1 - BALANCED_WEIGHT) * p.lb_time / t_ref, p.gpu.slug
+        return 0, float(balanced_floor(p.lb_cost, p.lb_time, c_ref, t_ref)), p.gpu.slug
 
     return sorted(pending, key=order_key)
 
@@ -180,8 +179,15 @@ class BalancedSearch:
     search runs out with some passed over, those are evaluated best bound first.
 
     A GPU's own floors bound its cost and time apart (the cheapest count and the fastest
-    one); where that bound is not above the cut, its counts' floors (``floors``: each count's
-    cost and time together) are taken, once per GPU, and its bound is the least of theirs.
+    one); where that bound is not above the cut, pairs from its load floors alone
+    (``type_floors``: TP degree and load level together, taken for every GPU at once) are
+    tried, then its counts' floors (``floors``: each count's cost and time together, once per
+    GPU), and its bound is the least of the pairs.
+
+    Once a test has set a cut, a GPU whose bound is under it is first probed at the counts
+    that could reach the cut or lower a minimum (:attr:`trim`), and passed over as above where
+    their options all score above the cut: its other counts are estimated only if a later
+    cut (the minima fall, every score rises) lets it back.
 
     GPUs are named by their index into :attr:`order`."""
 
@@ -276,7 +282,7 @@ class BalancedSearch:
             floors = probed.floors
             best = probed.scored.best(mins, self.value)
         elif self.floors is not None:
-            coarse = BALANCED_WEIGHT * q.lb_cost / c_min + (1 - BALANCED_WEIGHT) * q.lb_time / t_min
+            coarse = float(balanced_floor(q.lb_cost, q.lb_time, c_min, t_min))
             if coarse > self.cut or self.cut == INF:
                 return coarse  # no test yet (cut inf): nothing to compare a tighter bound with
             if self.type_floors is not None:
@@ -286,8 +292,7 @@ class BalancedSearch:
                 pairs = self.type_pairs.get(q.gpu.slug)
                 if pairs is not None:
                     costs, times = pairs
-                    tight = float(np.min(BALANCED_WEIGHT * costs / c_min
-                                         + (1 - BALANCED_WEIGHT) * times / t_min))
+                    tight = float(np.min(balanced_floor(costs, times, c_min, t_min)))
                     if tight > self.cut:
                         return tight  # no count's offer needed: its counts' floors not taken
             found = self.count_floors.get(j)
@@ -295,7 +300,7 @@ class BalancedSearch:
                 found = self.count_floors[j] = self.floors(q)
             floors = found or floors
         for lbc, lbt in floors:
-            best = min(best, BALANCED_WEIGHT * lbc / c_min + (1 - BALANCED_WEIGHT) * lbt / t_min)
+            best = min(best, float(balanced_floor(lbc, lbt, c_min, t_min)))
         return best
 
     def _stop(self, rest: list[int]) -> list[Skipped] | None:
