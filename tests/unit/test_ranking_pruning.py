@@ -500,13 +500,16 @@ def test_a_serving_count_marked_missed_misses_a_limit() -> None:
                     fig = rk._serving_figures(req, p, n, *plan[n])
                     if fig is None:
                         continue
-                    _, miss = rk._full_option(req, p, n, *plan[n], False)
+                    full, miss = rk._full_option(req, p, n, *plan[n], False)
                     missed = isinstance(fig, fg.Missed)
                     assert missed == (miss is not None), (p.gpu.slug, n, tpot, max_usd, miss)
                     if isinstance(fig, fg.Missed):
-                        # the full failure's stage and overage, the same floats
+                        # the full failure's stage and overage, the same floats, and what
+                        # the walk reads off the full option to pass it over
                         assert miss is not None
                         assert (fig.stage, repr(fig.overage)) == (miss.stage, repr(miss.overage))
+                        assert (fig.idle_gpus, fig.padded) == (
+                            rk.idle_gpus(workload, full.est), rk.padded(workload, full.est))
                     seen["miss" if missed else "light"] += 1
     assert seen["light"] >= 10 and seen["miss"] >= 10, seen
 
@@ -701,15 +704,17 @@ def test_a_gpu_missing_cost_limits_reports_the_failure_the_full_walk_does(
 
 def _as_the_full_walk(workload: Workload, gpus: list[GpuSpec],
                       offers: list[Offer], c: Constraints,
-                      monkeypatch: pytest.MonkeyPatch, codes: tuple[str, ...]) -> int:
-    """Under cost, time and balanced, pruned and exhaustive: the answer with
+                      monkeypatch: pytest.MonkeyPatch, codes: tuple[str, ...],
+                      objectives: tuple[Objective, ...] = ("cost", "time", "balanced"),
+                      limit: int = LIMIT) -> int:
+    """Under each of ``objectives``, pruned and exhaustive: the answer with
     ranking._nearest_missed's shortcut is the answer building every count; returns how many
     rejections have one of ``codes``."""
     failures = 0
-    for objective in ("cost", "time", "balanced"):
+    for objective in objectives:
         for exhaustive in (False, True):
             kw: dict[str, Any] = {"objective": objective, "constraints": c,
-                                  "limit": LIMIT, "exhaustive": exhaustive}
+                                  "limit": limit, "exhaustive": exhaustive}
             got = rk.recommend(workload, gpus, offers, **kw)
             with monkeypatch.context() as m:
                 m.setattr(rk, "_nearest_missed", lambda counts, light: None)
@@ -809,3 +814,28 @@ def test_a_serving_gpu_missing_limits_reports_the_failure_the_full_walk_does(
             failures += _as_the_full_walk(workload, gpus, offers, c, monkeypatch,
                                           ("latency", "budget", "constraint"))
     assert failures >= 100, failures
+
+
+@pytest.mark.parametrize("case", ["pinned-tp4-fixed-batch", "padded-replicas"])
+def test_the_shortcut_passes_over_the_counts_the_walk_passes_over(
+        case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the walk skips a serving count whose option leaves GPUs idle, or holds more replicas
+    # than the load needs past the smallest count, failure and all: where such a count
+    # misses a limit the shortcut must not report it (found by a reviewer's random cases)
+    model = PRESETS["llama-2-13b"].model
+    if case == "pinned-tp4-fixed-batch":
+        spec = InferenceSpec(prompt_tokens=1024, output_tokens=1, batch_size=8,
+                             max_tpot_ms=15.0, target_requests_per_s=2.0, tensor_parallel=4)
+        workload = Workload(kind="inference", precision="bf16", model=model, inference=spec)
+        failures = _as_the_full_walk(workload, load_gpus(), load_offers(), Constraints(),
+                                     monkeypatch, ("latency",), ("cost",), limit=3)
+    else:
+        spec = InferenceSpec(prompt_tokens=453, output_tokens=256, max_tpot_ms=67.6,
+                             target_requests_per_s=2.51)
+        workload = Workload(kind="inference", precision="int8", model=model, inference=spec)
+        gpus, offers = synthetic()
+        failures = sum(_as_the_full_walk(workload, g, o, Constraints(max_usd_per_hour=usd),
+                                         monkeypatch, ("budget",), ("cost", "energy"))
+                       for usd in (2.0, 9.12) for g, o in ((load_gpus(), load_offers()),
+                                                           (list(gpus), list(offers))))
+    assert failures >= 3, failures

@@ -116,6 +116,11 @@ class Missed(NamedTuple):
 
     stage: int
     overage: float
+    idle_gpus: bool = False
+    """Serving: ``ranking.idle_gpus`` of the full option (the walk passes such a count over,
+    its failure unreported)."""
+    padded: bool = False
+    """Serving: ``ranking.padded`` of the full option (passed over past the smallest count)."""
 
 
 class Slower(NamedTuple):
@@ -261,8 +266,11 @@ def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | N
         return None
     spec = workload.inference
     assert spec is not None
+    idle = n % (point.tp * point.pp) != 0
+    padded = point.deeper or more_replicas_than_needed(spec.target_requests_per_s,
+                                                       point.requests_s, point.replicas)
     if point.latency_ok is False:
-        return Missed(1, latency_overage(spec, *point.latencies))
+        return Missed(1, latency_overage(spec, *point.latencies), idle, padded)
     replicas = copies_needed(spec.target_requests_per_s, point.requests_s)  # cost's copies
     gpus = n * replicas
     usd_h = None
@@ -271,19 +279,16 @@ def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | N
     # explain.limit_failure's limits after memory and latency (no deadline or total here)
     missed = cost_limit_miss(constraints, gpus, None, None, usd_h)
     if missed is not None:
-        return Missed(*missed)
+        return Missed(*missed, idle, padded)
     per_mtok, per_1k, energy = co.unit_rates_of(workload, point.power_w, point.requests_s,
                                                 point.tokens_s, replicas, usd_h)
     g_mtok, g_1k, _ = co.unit_rates_of(workload, point.power_w, point.requests_s,
                                        point.tokens_s, replicas, float(gpus))
     unit_proxy = g_mtok if g_mtok is not None else g_1k
     unit_money = per_mtok if per_mtok is not None else per_1k
-    padded = point.deeper or more_replicas_than_needed(spec.target_requests_per_s,
-                                                       point.requests_s, point.replicas)
     return Figures(n, usd_h, unit_money if offer is not None else None, point.latencies[2],
                    energy if energy is not None else math.inf,
-                   unit_proxy if unit_proxy is not None else math.inf,
-                   n % (point.tp * point.pp) != 0, padded)
+                   unit_proxy if unit_proxy is not None else math.inf, idle, padded)
 
 
 def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: float | None,

@@ -327,11 +327,13 @@ def _nearest_missed(counts: list[int],
     misses a limit (:class:`figures.Missed`: its stage and overage, the full option's floats:
     a job's cost limits, a serving option's latency and cost limits); None when some count
     does not (it is feasible, too slow to be chosen, or its failure is not known without
-    building it: memory, idle replicas, no rate)."""
+    building it: memory, idle replicas, no rate), or where the walk would pass a count over
+    without its failure (a serving count with idle GPUs, or padded past the smallest count:
+    ``counts`` in order, the first the smallest)."""
     nearest: tuple[int, float] | None = None
     pick = None
     for n, fig in zip(counts, light, strict=True):
-        if not isinstance(fig, fg.Missed):
+        if not isinstance(fig, fg.Missed) or fig.idle_gpus or (fig.padded and n > counts[0]):
             return None
         if nearest is None or (fig.stage, -fig.overage) > (nearest[0], -nearest[1]):
             nearest, pick = (fig.stage, fig.overage), n
