@@ -208,7 +208,6 @@ class Memo:
         self._local[full] = value
         return value
 
-
     def peek(self, table: str, key: Hashable) -> object | None:
         """What :meth:`scratch` keeps for ``(table, key)``, or None (nothing computed)."""
         found = self._local.get((table, key), _MISSING)

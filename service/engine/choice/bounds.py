@@ -69,15 +69,17 @@ float noise and the 1e-9 relative rounding of scores (``ranking._round_rel``), s
 option could never have tied or won."""
 BALANCED_WEIGHT = 0.5
 """``ranking.BALANCED_COST_WEIGHT``: the balanced score's weight of normalized cost."""
+BALANCED_RECHECK = 8
+"""Balanced: after a failed stop test, evaluate 1/8 of the GPUs evaluated so far before the
+next one (each test is O(evaluated + remaining)), keeping the search O(n) overall."""
 
 
 def balanced_floor(cost: Any, time: Any, c_min: float, t_min: float) -> Any:
     """The balanced score of a (cost, time) floor at the minima (C, T) > 0:
     ``w cost / C + (1 - w) time / T`` (floats or arrays alike)."""
     return BALANCED_WEIGHT * cost / c_min + (1 - BALANCED_WEIGHT) * time / t_min
-BALANCED_RECHECK = 8
-"""Balanced: after a failed stop test, evaluate 1/8 of the GPUs evaluated so far before the
-next one (each test is O(evaluated + remaining)), keeping the search O(n) overall."""
+
+
 INF = math.inf
 
 

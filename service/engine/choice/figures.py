@@ -24,10 +24,11 @@ serving models without a compiled split table (MoE, CNNs) are built in full.
 An option that misses a limit (memory, idle replicas, max_gpus, deadline, budget, $/h), a
 single-module device asked for several modules and a GPU without the job's rate get None: the
 caller builds those in full, since their failure carries the reason and the fix. A count of a
-job that runs and misses a cost limit (deadline, budget, $/h; max_gpus caps a job's counts)
-gets :class:`Missed` (that limit's stage and overage, as :func:`explain.limit_failure` gives
-them, the same floats): where every count of a GPU type misses, the ranking builds only the
-one whose failure it reports (:func:`ranking._walk_counts`).
+job that runs and misses a cost limit (deadline, budget, $/h; max_gpus caps a job's counts),
+and a serving count that misses a latency or cost limit, gets :class:`Missed` (that limit's
+stage and overage, as :func:`explain.limit_failure` gives them, the same floats): where every
+count of a GPU type misses, the ranking builds only the one whose failure it reports
+(:func:`ranking._walk_counts`).
 """
 
 from __future__ import annotations

@@ -472,7 +472,7 @@ def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
         assert rate is not None
         cols = ifl.columns([gpu], [rate], spec.runtime, memo)
         table = floor_table(workload, cols, max(1, gpu.max_gpus_per_node), memo)
-        rows = _packed(workload, table, memo)  # this GPU's alone: not kept
+        rows = packed(workload, table, memo)  # the table's own rows (a dense model's)
     else:
         rows = packed(workload, table, memo)
     i = rows.index[gpu.slug]
