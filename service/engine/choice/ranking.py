@@ -267,10 +267,11 @@ def _walk_counts(
     skipped). ``defer``: skip such counts (their full estimate serves only the failure)."""
     workload, objective = req.workload, req.objective
     job = workload.kind in fg.LIGHT_KINDS
-    if not defer and workload.inference is not None and not latency_mode:
+    serving = workload.inference is not None
+    if not defer and serving and not latency_mode:
         # a serving count's light figures (memoized): a Missed one's failure is known
         light = [_serving_figures(req, p, n, *plan[n]) for n in counts]
-    if not defer and (job or (workload.inference is not None and not latency_mode)):
+    if not defer and (job or (serving and not latency_mode)):
         nearest = _nearest_missed(counts, light)
         if nearest is not None:
             # every count misses a limit: only the one whose failure is reported is
@@ -286,7 +287,6 @@ def _walk_counts(
     best = INF
     smallest = min(plan)
     skipped_idle = deferred = False
-    serving = workload.inference is not None
     for n, fig in zip(counts, light, strict=True):
         if isinstance(fig, fg.Slower):
             continue  # runs, but too slow to be chosen (figures_of's time_cut)
