@@ -28,7 +28,7 @@ from bench.profile_request import request_by_stage, seeded_catalog
 from bench.record import stamped, varied_args, write_result
 
 STAGES: tuple[tuple[str, str, str], ...] = (
-    ("service.engine.choice.ranking", "_screen", "screen"),
+    ("service.engine.choice.screen", "screen", "screen"),
     ("service.engine.choice.bounds", "floors", "screen: bounds"),
     ("service.engine.choice.ranking", "_new_option", "options built in full"),
     ("service.engine.choice.figures", "figures_of", "light figures"),
