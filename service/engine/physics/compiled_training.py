@@ -153,11 +153,12 @@ class PackedJob:
 
 
 def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
-                recompute: bool) -> tuple[Array, Array]:
+                recompute: bool, memo: Memo | None = None) -> tuple[Array, Array]:
     """What a transformer job's splits and their memory need (:func:`_splits`): the job's
     scalars (those fields of :data:`_PARAMS`; the rest zero) and per TP degree its
     activations per sample and parameters per GPU (columns :data:`_ACT_GB`, :data:`_PARAMS_GB`;
-    the others zero)."""
+    the others zero). The per-degree table depends on the GPU only through its fast domain's
+    size: with ``memo`` it is built once per request for every GPU of that size (read only)."""
     spec, model = workload.training, workload.model
     assert spec is not None and isinstance(model, TransformerModel)
     p = np.zeros(_PARAMS)
@@ -165,14 +166,27 @@ def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
     states = mem.training_state_bytes(rate_precision, spec.optimizer)
     p[_STATE_W], p[_STATE_G], p[_STATE_O] = states.weights, states.gradients, states.optimizer
     p[_USABLE_GB], p[_OVERHEAD_GB] = mem.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
-    p[_DOMAIN], p[_PER_NODE] = par.fast_domain_size(gpu), max(1, gpu.max_gpus_per_node)
-    degrees = par.powers_of_two_upto(par.fast_domain_size(gpu))
+    domain = par.fast_domain_size(gpu)
+    p[_DOMAIN], p[_PER_NODE] = domain, max(1, gpu.max_gpus_per_node)
+    if memo is None:
+        return p, _memory_tps(workload, domain, rate_precision, recompute)
+    tps = memo.scratch("training_memory_tps", (workload, domain, rate_precision, recompute),
+                       lambda: _memory_tps(workload, domain, rate_precision, recompute))
+    return p, tps
+
+
+def _memory_tps(workload: Workload, domain: int, rate_precision: Precision,
+                recompute: bool) -> Array:
+    """:func:`pack_memory`'s per-degree table for TP degrees up to ``domain``."""
+    model = workload.model
+    assert isinstance(model, TransformerModel)
+    degrees = par.powers_of_two_upto(domain)
     tps = np.zeros((len(degrees), _TP_COLUMNS))
     for i, tp in enumerate(degrees):
         tps[i, _TP] = tp
         tps[i, _ACT_GB] = splits.activation_bytes(workload, tp, rate_precision, recompute) / c.GB
         tps[i, _PARAMS_GB] = model.params / tp / c.GB
-    return p, tps
+    return tps
 
 
 def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _Job, memo: Memo,
@@ -193,7 +207,8 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     twin = par.memory_twin(gpu, rate_precision, memo)
     kept = memo.scratch("training_packed_memory", (workload, twin, rate_precision,
                                                    micro.recompute),
-                        lambda: pack_memory(workload, twin, rate_precision, micro.recompute))
+                        lambda: pack_memory(workload, twin, rate_precision, micro.recompute,
+                                           memo))
     p, tps = kept[0].copy(), kept[1].copy()
     p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
     p[_BYTES_S], p[_ATTN_FLOPS_S], p[_KERNELS_S] = dev.bytes_s, dev.attention_flops_s, \

@@ -423,7 +423,7 @@ def least_fitting_count(
     if ct.supported(workload):
         twin = par.memory_twin(gpu, precision_used, memo)  # its memory columns are gpu's
         packed = memo.scratch("training_packed_memory", (workload, twin, precision_used, ckpt),
-                              lambda: ct.pack_memory(workload, twin, precision_used, ckpt))
+                              lambda: ct.pack_memory(workload, twin, precision_used, ckpt, memo))
         i = ct.least_fitting(packed, counts, wanted)
         return counts[i] if i >= 0 else None
 
