@@ -41,12 +41,13 @@ MIN_MEDIAN_SPEARMAN = 0.95
 """Median Spearman over groups of >= 5 GPUs (0.980 there, 14 groups, 2026-12-06). Groups of 3-4
 are reported apart and not asserted: a perfect rho over 3 GPUs happens by chance 1 time in 6."""
 MIN_SPEARMAN_MARGIN = 0.05
-MIN_PAIRWISE = 0.94
+MIN_PAIRWISE = 0.96
 """96.3% (17 of 459 pairs inverted) on 2026-12-06 with Lambda's FP32 table; 95.5% (15 of 330) on
-the 120 points before it; the physics target is 96%."""
-MAX_MEDIAN_ABS_ERROR = 0.15
+the 120 points before it. Asserted at the physics target, 96% (94% until it was met)."""
+MAX_MEDIAN_ABS_ERROR = 0.14
 """13.4% on 2026-12-06 with Lambda's FP32 table (12.9% on the 120 points before it; 14.6% before
-that day's eager-attention and LM-head changes); the physics target is 14%."""
+that day's eager-attention and LM-head changes); asserted at the physics target, 14% (15% until
+it was met)."""
 MAX_FAMILY_MEDIAN_ABS_ERROR = 0.28
 """No source family's median absolute error above this (worst on 2026-12-06: MosaicML
 llm-foundry 24.7%, top500 22.5%; the physics target is 25%, this guard sits a little above it so
