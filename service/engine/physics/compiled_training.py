@@ -152,13 +152,23 @@ class PackedJob:
         self.params, self.tps, self.tables = params, tps, tables
 
 
+def packed_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
+                  recompute: bool, memo: Memo) -> tuple[Array, Array]:
+    """:func:`pack_memory` of ``gpu``'s memory twin (:func:`parallelism.memory_twin`: its
+    memory columns are ``gpu``'s), once a request per twin and configuration (read only:
+    :func:`training.least_fitting_count` and :func:`pack_job` both ask)."""
+    twin = par.memory_twin(gpu, rate_precision, memo)
+    return memo.scratch("training_packed_memory", (workload, twin, rate_precision, recompute),
+                        lambda: pack_memory(workload, twin, rate_precision, recompute, memo))
+
+
 def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
-                recompute: bool, memo: Memo | None = None) -> tuple[Array, Array]:
+                recompute: bool, memo: Memo) -> tuple[Array, Array]:
     """What a transformer job's splits and their memory need (:func:`_splits`): the job's
     scalars (those fields of :data:`_PARAMS`; the rest zero) and per TP degree its
     activations per sample and parameters per GPU (columns :data:`_ACT_GB`, :data:`_PARAMS_GB`;
     the others zero). The per-degree table depends on the GPU only through its fast domain's
-    size: with ``memo`` it is built once per request for every GPU of that size (read only)."""
+    size: it is built once a request for every GPU of that size (read only)."""
     spec, model = workload.training, workload.model
     assert spec is not None and isinstance(model, TransformerModel)
     p = np.zeros(_PARAMS)
@@ -168,8 +178,6 @@ def pack_memory(workload: Workload, gpu: GpuSpec, rate_precision: Precision,
     p[_USABLE_GB], p[_OVERHEAD_GB] = mem.usable_gb(gpu), c.FRAMEWORK_OVERHEAD_GB
     domain = par.fast_domain_size(gpu)
     p[_DOMAIN], p[_PER_NODE] = domain, max(1, gpu.max_gpus_per_node)
-    if memo is None:
-        return p, _memory_tps(workload, domain, rate_precision, recompute)
     tps = memo.scratch("training_memory_tps", (workload, domain, rate_precision, recompute),
                        lambda: _memory_tps(workload, domain, rate_precision, recompute))
     return p, tps
@@ -202,13 +210,8 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     degrees = tuple(par.powers_of_two_upto(par.fast_domain_size(gpu)))
     tables = _tables(model, dev, act_b, degrees, memo)
     first = tables.ops[0]
-    # the memory columns are the GPU's memory twin's (par.memory_twin), packed once per call
-    # and configuration (least_fitting_count packs the same); copied: the rest is this GPU's
-    twin = par.memory_twin(gpu, rate_precision, memo)
-    kept = memo.scratch("training_packed_memory", (workload, twin, rate_precision,
-                                                   micro.recompute),
-                        lambda: pack_memory(workload, twin, rate_precision, micro.recompute,
-                                           memo))
+    # the memory columns, copied: the rest is this GPU's
+    kept = packed_memory(workload, gpu, rate_precision, micro.recompute, memo)
     p, tps = kept[0].copy(), kept[1].copy()
     p[_SMS], p[_PER_FLOP], p[_TILES] = float(dev.sms), first.qkv.per_flop, len(c.GEMM_TILES)
     p[_BYTES_S], p[_ATTN_FLOPS_S], p[_KERNELS_S] = dev.bytes_s, dev.attention_flops_s, \

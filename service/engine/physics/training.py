@@ -421,10 +421,8 @@ def least_fitting_count(
     (:func:`compiled_training.least_fitting`, the same probes and sums)."""
     ckpt, wanted = _resolve(workload, None, None)
     if ct.supported(workload):
-        twin = par.memory_twin(gpu, precision_used, memo)  # its memory columns are gpu's
-        packed = memo.scratch("training_packed_memory", (workload, twin, precision_used, ckpt),
-                              lambda: ct.pack_memory(workload, twin, precision_used, ckpt, memo))
-        i = ct.least_fitting(packed, counts, wanted)
+        i = ct.least_fitting(ct.packed_memory(workload, gpu, precision_used, ckpt, memo),
+                             counts, wanted)
         return counts[i] if i >= 0 else None
 
     return par.least_count(
