@@ -194,3 +194,33 @@ def _check_row(p: object, g: object, top: int) -> bool:
             got = cs._operating(p, g, want, load, inf.CAPACITY_GRID_STEP)
             assert got == _full_operating(p, g, want, load), (t, share)
     return any(y < x for x, y in zip(rates, rates[1:], strict=False))
+
+
+def test_point_figures_are_the_timings_figures() -> None:
+    """``Context.point_figures`` (one compiled call on a split table's row) gives the floats
+    ``serving.requests_per_s``, ``serving.latencies`` and ``serving.meets`` give from the two
+    ``Timing`` of the capacity and load batches, bit for bit: every split the loop chooses on
+    the draws (decoders and encoders, pipelines, groups of replicas, with and without limits),
+    at the chosen batches and at a smaller load batch."""
+    checked = pipelines = encoders = 0
+    for workload in _dense(max(4, CASES // 2)):
+        for w in (workload, replace(workload, inference=replace(
+                workload.inference, max_ttft_ms=None, max_tpot_ms=None,
+                max_latency_ms=None))):
+            spec = w.inference
+            assert spec is not None
+            for fast, ref, n in _contexts(w):
+                plan = fast.split_plan(n, False, 1.001)
+                if plan is None:
+                    continue
+                tp, pp, cap_b, load_b, group = plan
+                for load in {load_b, max(1, load_b // 3)}:
+                    got = fast.point_figures(tp, pp, cap_b, load, group)
+                    timing = ref.timing(tp, pp, load)
+                    want = (inf.requests_per_s(spec, ref.timing(tp, pp, cap_b), pp, group),
+                            inf.latencies(spec, timing), inf.meets(spec, timing))
+                    assert repr(got) == repr(want), (w.inference, fast.gpu.slug, n, load)
+                    checked += 1
+                pipelines += pp > 1
+                encoders += spec.output_tokens <= 0 or w.model.encoder_only  # type: ignore[union-attr]
+    assert checked > 100 and pipelines > 0 and encoders > 0, (checked, pipelines, encoders)

@@ -239,7 +239,18 @@ def network_rate(gpu: GpuSpec, offer: Offer | None, count: int) -> float | None:
     """The per-GPU network rate [GB/s] ``count`` GPUs of ``offer`` run at when they span
     nodes (the offer's Gb/s / 8 over the GPUs of one node); None when they do not, or the
     offer states no rate."""
+    return _network_rate(offer, count, max(1, gpu.max_gpus_per_node))
+
+
+def network_rates(gpu: GpuSpec, counts: Sequence[tuple[int, Offer | None]]
+                  ) -> list[float | None]:
+    """:func:`network_rate` of each (count, offer) of ``gpu`` (a compute job's figures ask
+    for one GPU type's ~17 counts at once)."""
     per_node = max(1, gpu.max_gpus_per_node)
+    return [_network_rate(offer, count, per_node) for count, offer in counts]
+
+
+def _network_rate(offer: Offer | None, count: int, per_node: int) -> float | None:
     if offer is None or count <= per_node or not offer.network_gbps:
         return None
     gpus_in_node = offer.gpu_count if offer.pricing != "purchase" else per_node

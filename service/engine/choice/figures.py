@@ -165,7 +165,8 @@ def figures_of(
     out: list[Figures | Slower | Missed | None] = [None] * len(counts)
     order: Sequence[int] = range(len(counts))
     if time_cut is not None:
-        order = sorted(order, key=lambda i: _sort_hours(hours[i]))
+        keys = [_sort_hours(got) for got in hours]
+        order = sorted(order, key=keys.__getitem__)
     cut = math.inf
     for i in order:
         got = hours[i]
@@ -224,8 +225,7 @@ def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
         return out
     runs = [i for i, (n, _, _) in enumerate(counts) if not (n > 1 and single_module)]
     hours = _compute_job_hours(workload, gpu, [counts[i][0] for i in runs], rate, memo,
-                               [co.network_rate(gpu, counts[i][1], counts[i][0])
-                                for i in runs])
+                               co.network_rates(gpu, [counts[i][:2] for i in runs]))
     for i, h in zip(runs, hours, strict=True):
         out[i] = None if h is None else (h,)
     return out

@@ -35,6 +35,9 @@ from numpy.typing import NDArray
 from service.engine.physics.batched import Array
 from service.engine.physics.compiled import (
     _DECODER,
+    _MAX_LATENCY,
+    _MAX_TPOT,
+    _MAX_TTFT,
     _OUTPUT_TOKENS,
     _PARAMS,
     _PP,
@@ -264,6 +267,50 @@ def split_plan(
     return found, cap_b, load_b, group
 
 
+@_jit
+def _requests_s(p: Array, g: Array, b: int, replicas: int) -> float:
+    """:func:`serving.requests_per_s` of ``replicas`` copies at the :func:`_timing` of batch
+    ``b``, in its operations' order."""
+    prefill, decode, _, stage = _timing(p, g, float(b))
+    pp = p[_PP]
+    if p[_DECODER] > 0.0 and p[_OUTPUT_TOKENS] > 0.0:
+        iteration = _total(decode)
+        if pp > 1.0 and pp * stage > iteration:
+            iteration = pp * stage
+        cycle = p[_OUTPUT_TOKENS] * iteration
+    else:
+        cycle = _total(prefill)
+        if pp > 1.0 and pp * stage > cycle:
+            cycle = pp * stage
+    out: float = b / cycle * pp * replicas
+    return out
+
+
+@_jit
+def point_figures(p: Array, g: Array, cap_b: int, load_b: int, replicas: int) -> tuple[
+        float, float, float, float, bool]:
+    """``estimate._point``'s figures of a split's row: (requests/s of ``replicas`` copies at
+    the capacity batch ``cap_b``; TTFT, TPOT (NaN: an encoder's) and end-to-end latency [ms]
+    at ``load_b``; whether those meet the row's latency limits), as :func:`serving.
+    requests_per_s`, :func:`serving.latencies` and :func:`serving.meets` give them from the
+    two :class:`serving.Timing` (the same floats)."""
+    requests_s = _requests_s(p, g, cap_b, replicas)
+    prefill, _, tpot_phase, _ = _timing(p, g, float(load_b))
+    ttft = _total(prefill) * 1e3
+    if p[_DECODER] > 0.0:
+        tpot = _total(tpot_phase) * 1e3
+        latency = ttft + p[_OUTPUT_TOKENS] * tpot
+    else:
+        tpot = math.nan
+        latency = ttft
+    ok = True
+    for value, limit in ((ttft, p[_MAX_TTFT]), (tpot, p[_MAX_TPOT]),
+                         (latency, p[_MAX_LATENCY])):
+        if not math.isnan(limit) and not math.isnan(value):
+            ok = ok and not value > limit
+    return requests_s, ttft, tpot, latency, ok
+
+
 _FIRST_ROWS = 8
 """Rows a split table starts with (a GPU type's counts up to 64 bring ~4-8 splits)."""
 
@@ -351,3 +398,4 @@ def warm_up() -> None:
     split_plan(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
                np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001)
     least_latency_ms(p, g, np.zeros(1, np.int64), 1)
+    point_figures(p[0], g[0], 1, 1, 1)

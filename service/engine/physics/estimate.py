@@ -22,6 +22,7 @@ from service.engine.types import (
     Estimate,
     Fix,
     GpuSpec,
+    InferenceSpec,
     MemoryBreakdown,
     Parallelism,
     Precision,
@@ -732,11 +733,34 @@ def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
     spec = ctx.workload.inference
     assert spec is not None
     replicas = max(1, n // (tp * pp))  # the placement's (serving.Context.placement)
-    has_limits = any(
-        x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)
-    )
-    latency_ok = inf.meets(spec, timing) if has_limits else None
-    requests_s = inf.requests_per_s(spec, cap_timing, pp, replicas)
+    latency_ok = inf.meets(spec, timing) if _has_limits(spec) else None
+    return _assembled(ctx, n, tp, pp, replicas, inf.latencies(spec, timing), latency_ok,
+                      inf.requests_per_s(spec, cap_timing, pp, replicas))
+
+
+def _compiled_point(ctx: inf.Context, n: int, tp: int, pp: int, cap_b: int, load_b: int
+                    ) -> ServingPoint:
+    """:func:`_point` at the capacity and load batches from the split table's row in one
+    compiled call (:meth:`serving.Context.point_figures`, the same floats), without building
+    either :class:`serving.Timing`: where :attr:`serving.Context.compiled_splits`."""
+    spec = ctx.workload.inference
+    assert spec is not None
+    replicas = max(1, n // (tp * pp))
+    requests_s, latencies, meets = ctx.point_figures(tp, pp, cap_b, load_b, replicas)
+    return _assembled(ctx, n, tp, pp, replicas, latencies,
+                      meets if _has_limits(spec) else None, requests_s)
+
+
+def _has_limits(spec: InferenceSpec) -> bool:
+    return any(x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms))
+
+
+def _assembled(ctx: inf.Context, n: int, tp: int, pp: int, replicas: int,
+               latencies: tuple[float, float | None, float], latency_ok: bool | None,
+               requests_s: float) -> ServingPoint:
+    """A :class:`ServingPoint` from its split's requests/s and latencies."""
+    spec = ctx.workload.inference
+    assert spec is not None
     tokens_s = requests_s * spec.output_tokens if spec.output_tokens > 0 else None
     offered = None
     deeper = False
@@ -746,8 +770,8 @@ def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
         offered = target / copies
         if spec.batch_size is None and pp > 1:
             deeper = _shallower_pipeline_carries(ctx, tp, pp, target, copies * replicas)
-    return ServingPoint(tp, pp, replicas, inf.latencies(spec, timing), latency_ok, requests_s,
-                        tokens_s, offered, deeper, power_w(ctx.gpu, n))
+    return ServingPoint(tp, pp, replicas, latencies, latency_ok, requests_s, tokens_s, offered,
+                        deeper, power_w(ctx.gpu, n))
 
 
 def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
@@ -775,10 +799,9 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
     if chosen is None:
         # _estimate_inference's fallback: the first fitting split at the smallest batch
         tp, pp = fitting
-        t0 = ctx.timing(tp, pp, min_batch)
-        return _point(ctx, n, tp, pp, t0, t0)
+        return _compiled_point(ctx, n, tp, pp, min_batch, min_batch)
     tp, pp, cap_b, load_b, _ = chosen
-    return _point(ctx, n, tp, pp, ctx.timing(tp, pp, cap_b), ctx.timing(tp, pp, load_b))
+    return _compiled_point(ctx, n, tp, pp, cap_b, load_b)
 
 
 def _inference_fixes(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.engine import constants as c
-from service.engine.types import Bound, GpuSpec, Precision
+from service.engine.types import Bound, GpuSpec, Precision, _cached_hash
 
 FALLBACK_ORDER: dict[Precision, tuple[Precision, ...]] = {
     "fp64": ("fp64",),
@@ -29,6 +29,8 @@ TENSOR_PRECISIONS: frozenset[Precision] = frozenset({"tf32", "bf16", "fp16", "fp
 @dataclass(frozen=True)
 class PeakRate:
     """The compute rate a precision runs at on one GPU."""
+
+    __hash__ = _cached_hash
 
     tflops: float
     precision_used: Precision

@@ -781,6 +781,9 @@ class Context:
         self._timings: dict[tuple[int, int, int], Timing] = {}
         self._rates: dict[tuple[int, int], dict[int, float]] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
+        self._needs: dict[tuple[int, int, int], float] = {}
+        """Bytes per GPU a split needs at a batch (:meth:`fits`): a figure of the sizing only,
+        so shared like :attr:`_sizes` by every context of the request and precision."""
         self._splits: dict[int, list[tuple[int, int]]] = {}
         self._lengths: dict[tuple[int, float, float], Lengths] = {}
         self._table: cs.SplitTable | None = None
@@ -805,7 +808,10 @@ class Context:
         key = (tp, pp, batch)
         ok = self._fits.get(key)
         if ok is None:
-            ok = self._fits[key] = self.sizing(tp, pp).breakdown(batch).total * c.GB <= self.usable
+            need = self._needs.get(key)
+            if need is None:
+                need = self._needs[key] = self.sizing(tp, pp).breakdown(batch).total * c.GB
+            ok = self._fits[key] = need <= self.usable
         return ok
 
     def splits(self, gpu_count: int) -> list[tuple[int, int]]:
@@ -878,6 +884,22 @@ class Context:
                 found = self.model(tp, pp).timing(batch)
             self._timings[local] = found
         return found
+
+    def point_figures(self, tp: int, pp: int, cap_b: int, load_b: int, replicas: int
+                      ) -> tuple[float, tuple[float, float | None, float], bool]:
+        """(requests/s of ``replicas`` copies of split (tp, pp) at batch ``cap_b``, its
+        :func:`latencies` at ``load_b``, whether they :func:`meets` the limits): the figures
+        :meth:`timing` of the two batches gives, from the split table's row in one compiled
+        call (the same floats; only where :attr:`compiled_splits`)."""
+        table = self._table
+        if table is None:
+            table = self._table = cs.SplitTable()
+        row = table.row(self, tp, pp)
+        params = table.params[row]
+        requests_s, ttft, tpot, latency, ok = cs.point_figures(
+            params, table.gemms[row], cap_b, load_b, replicas)
+        decodes = params[compiled._DECODER] > 0.0
+        return requests_s, (ttft, tpot if decodes else None, latency), bool(ok)
 
     def least_latency_ms(self, gpu_count: int, batch: int) -> float:
         """The least end-to-end latency [ms] at ``batch`` over the splits of ``gpu_count``
@@ -1104,14 +1126,16 @@ def context(
 
 def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
                  rate: PeakRate | None, memo: Memo) -> Context:
-    """A context of this call whose memory figures are shared: a split's sizing with every
-    GPU type of the same precision (it depends on the workload, precision and split only),
+    """A context of this call whose memory figures are shared: a split's sizing and the bytes
+    it needs at a batch with every GPU type of the same precision (they depend on the
+    workload, precision and split only),
     the request's lengths (:func:`lengths`) with every GPU type,
     the splits and fits with the rate-less context of the GPU's memory twin (the memory
     probes' own, :func:`fits_any`, :func:`parallelism.memory_twin`), so each is computed once
     per call and memory configuration."""
     ctx = Context(workload, gpu, precision_used, rate, memo)
     ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
+    ctx._needs = memo.scratch("inference_needs", (workload, precision_used), dict)
     # the request's lengths per (TP, element sizes): the same for every GPU type
     ctx._lengths = memo.scratch("inference_lengths", workload, dict)
     if rate is not None:
