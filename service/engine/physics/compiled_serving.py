@@ -268,33 +268,15 @@ def split_plan(
 
 
 @_jit
-def _requests_s(p: Array, g: Array, b: int, replicas: int) -> float:
-    """:func:`serving.requests_per_s` of ``replicas`` copies at the :func:`_timing` of batch
-    ``b``, in its operations' order."""
-    prefill, decode, _, stage = _timing(p, g, float(b))
-    pp = p[_PP]
-    if p[_DECODER] > 0.0 and p[_OUTPUT_TOKENS] > 0.0:
-        iteration = _total(decode)
-        if pp > 1.0 and pp * stage > iteration:
-            iteration = pp * stage
-        cycle = p[_OUTPUT_TOKENS] * iteration
-    else:
-        cycle = _total(prefill)
-        if pp > 1.0 and pp * stage > cycle:
-            cycle = pp * stage
-    out: float = b / cycle * pp * replicas
-    return out
-
-
-@_jit
 def point_figures(p: Array, g: Array, cap_b: int, load_b: int, replicas: int) -> tuple[
         float, float, float, float, bool]:
     """``estimate._point``'s figures of a split's row: (requests/s of ``replicas`` copies at
     the capacity batch ``cap_b``; TTFT, TPOT (NaN: an encoder's) and end-to-end latency [ms]
     at ``load_b``; whether those meet the row's latency limits), as :func:`serving.
     requests_per_s`, :func:`serving.latencies` and :func:`serving.meets` give them from the
-    two :class:`serving.Timing` (the same floats)."""
-    requests_s = _requests_s(p, g, cap_b, replicas)
+    two :class:`serving.Timing` (the same floats: :func:`compiled.rate` is
+    :func:`serving.requests_per_s` of one replica, and a dense row's expert coverage is 1)."""
+    requests_s = rate(p, g, float(cap_b), 1.0, 1.0) * replicas
     prefill, _, tpot_phase, _ = _timing(p, g, float(load_b))
     ttft = _total(prefill) * 1e3
     if p[_DECODER] > 0.0:
