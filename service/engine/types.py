@@ -55,11 +55,13 @@ def _cached_hash(obj: Any) -> int:
     """The dataclass field-tuple hash, computed once per object: engine memo tables key on
     GPUs and workloads, whose field tuples are long (and nested) to hash again on every
     lookup. Frozen objects never change, so the hash cannot go stale."""
-    cached: int | None = obj.__dict__.get("_hash")
-    if cached is None:
+    try:
+        found: int = obj._hash  # one attribute read (~2x faster than a __dict__ lookup)
+        return found
+    except AttributeError:
         cached = hash(tuple(getattr(obj, f.name) for f in fields(obj)))
         object.__setattr__(obj, "_hash", cached)
-    return cached
+        return cached
 
 
 @dataclass(frozen=True)

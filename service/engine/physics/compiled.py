@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from service.engine.physics import batched
 from service.engine.physics.batched import Array, GemmStack, stack
@@ -100,21 +101,33 @@ class Packed:
         self.gemms = _gemm_table(st)
 
 
-def write_request(p: list[float] | Array, ln: Lengths, spec: InferenceSpec) -> None:
+_DECODER_ENTRIES = np.array([_S, _PROMPT_ATTN, _PROMPT_ATTN_BYTES, _KV_BLOCKS, _CTX, _KV_LAYER,
+                             _OUT, _DECODE_ATTN, _CHUNKS, _OUTPUT_TOKENS, _MAX_TTFT, _MAX_TPOT,
+                             _MAX_LATENCY], dtype=np.intp)
+_ENCODER_ENTRIES = np.array([_S, _PROMPT_ATTN, _PROMPT_ATTN_BYTES, _TOKENS, _MAX_TTFT,
+                             _MAX_TPOT, _MAX_LATENCY], dtype=np.intp)
+
+
+def request_entries(ln: Lengths, spec: InferenceSpec) -> tuple[NDArray[np.intp], Array]:
     """The entries of a packed model that depend on the request (its lengths, from ``ln``,
-    and its latency limits), written into ``p``; the others depend on the model, device and
-    split only (so a split's packed figures can be kept across requests, these rewritten)."""
-    p[_S], p[_PROMPT_ATTN] = ln.s, ln.prompt_attn
-    p[_PROMPT_ATTN_BYTES] = ln.prompt_attn_bytes
+    and its latency limits; NaN: no such limit) as (indices, values): the others depend on
+    the model, device and split only, so a split's packed figures can be kept across
+    requests and these written over them (one assignment into a row)."""
+    limits = [math.nan if limit is None else float(limit)
+              for limit in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)]
     if ln.decoder:
-        p[_KV_BLOCKS], p[_CTX], p[_KV_LAYER] = ln.kv_blocks, ln.ctx, ln.kv_layer
-        p[_OUT], p[_DECODE_ATTN], p[_CHUNKS] = ln.out, ln.decode_attn, ln.chunks
-        p[_OUTPUT_TOKENS] = spec.output_tokens
-    else:
-        p[_TOKENS] = ln.tokens
-    for index, limit in ((_MAX_TTFT, spec.max_ttft_ms), (_MAX_TPOT, spec.max_tpot_ms),
-                         (_MAX_LATENCY, spec.max_latency_ms)):
-        p[index] = math.nan if limit is None else limit
+        return _DECODER_ENTRIES, np.array(
+            [ln.s, ln.prompt_attn, ln.prompt_attn_bytes, ln.kv_blocks, ln.ctx, ln.kv_layer,
+             ln.out, ln.decode_attn, ln.chunks, spec.output_tokens, *limits], dtype=np.float64)
+    return _ENCODER_ENTRIES, np.array(
+        [ln.s, ln.prompt_attn, ln.prompt_attn_bytes, ln.tokens, *limits], dtype=np.float64)
+
+
+def write_request(p: list[float], ln: Lengths, spec: InferenceSpec) -> None:
+    """:func:`request_entries` written into the list ``p`` (a model packed whole)."""
+    indices, values = request_entries(ln, spec)
+    for i, value in zip(indices.tolist(), values.tolist(), strict=True):
+        p[i] = value
 
 
 def _gemm_table(st: GemmStack) -> Array:

@@ -309,11 +309,9 @@ class SplitTable:
         self.rows: dict[tuple[int, int], int] = {}
         self.splits: list[tuple[int, int]] = []
         """Row -> split (tp, pp)."""
-        self.params = np.empty((0, 0))
-        self.gemms = np.empty((0, 0, 0))
-        self.caps = np.empty(0, np.int64)
-        self.limits = np.empty(0, np.int64)
-        self.capacities = np.empty(0, np.int64)
+        # no rows yet (never written: :meth:`_grow` replaces them before the first row)
+        self.params, self.gemms = _NO_PARAMS, _NO_GEMMS
+        self.caps = self.limits = self.capacities = _NO_INTS
         self.orders: dict[int, Ints] = {}
 
     def order(self, ctx: Context, n: int, batch: int) -> Ints:
@@ -322,8 +320,7 @@ class SplitTable:
         found = self.orders.get(n)
         if found is not None:
             return found
-        fitting = [s for s in ctx.splits(n) if ctx.fits(s[0], s[1], batch)]
-        found = self.orders[n] = self.rows_of(ctx, fitting)
+        found = self.orders[n] = self.rows_of(ctx, ctx.fitting(n, batch))
         return found
 
     def rows_of(self, ctx: Context, splits: list[tuple[int, int]]) -> Ints:
@@ -358,18 +355,24 @@ class SplitTable:
         self.capacities[start:end] = _UNKNOWN
 
     def _grow(self, ctx: Context, split: tuple[int, int], size: int) -> None:
-        """Room for ``size`` rows, the rows written so far kept."""
+        """Room for ``size`` rows, the rows written so far kept (the three memo columns
+        are rows of one array: one allocation)."""
         width, (rows, cols) = ctx.packed_shapes(*split)
         used = len(self.splits)
         params, gemms = np.empty((size, width)), np.empty((size, rows, cols))
-        caps, limits = np.empty(size, np.int64), np.empty(size, np.int64)
-        capacities = np.empty(size, np.int64)
+        ints = np.empty((3, size), np.int64)
         if used:
             params[:used], gemms[:used] = self.params[:used], self.gemms[:used]
-            caps[:used], limits[:used] = self.caps[:used], self.limits[:used]
-            capacities[:used] = self.capacities[:used]
-        self.params, self.gemms, self.caps = params, gemms, caps
-        self.limits, self.capacities = limits, capacities
+            ints[0, :used], ints[1, :used] = self.caps[:used], self.limits[:used]
+            ints[2, :used] = self.capacities[:used]
+        self.params, self.gemms = params, gemms
+        self.caps, self.limits, self.capacities = ints[0], ints[1], ints[2]
+
+
+_NO_PARAMS = np.empty((0, 0))
+_NO_GEMMS = np.empty((0, 0, 0))
+_NO_INTS = np.empty(0, np.int64)
+"""An empty :class:`SplitTable`'s arrays (zero rows: nothing is ever written to them)."""
 
 
 def warm_up() -> None:

@@ -792,9 +792,10 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
     if not ctx.compiled_splits:
         return None
     min_batch = spec.batch_size or 1
-    fitting = next((sp for sp in ctx.splits(n) if ctx.fits(sp[0], sp[1], min_batch)), None)
-    if fitting is None:
+    fits = ctx.fitting(n, min_batch)
+    if not fits:
         return None
+    fitting = fits[0]
     chosen = ctx.split_plan(n, latency_mode, SPLIT_TIE)
     if chosen is None:
         # _estimate_inference's fallback: the first fitting split at the smallest batch

@@ -59,7 +59,23 @@ def peak_rate(gpu: GpuSpec, precision: Precision, *, matmul: bool = True) -> Pea
     rate, else the vector rate;
     it never falls back to a lower precision. Returns None when nothing applies (e.g. no FP64).
     Consumer GeForce fp16/bf16 catalog figures already are the FP32-accumulate rate.
+
+    Kept on the (frozen) GPU object, as its hash is (:func:`types._cached_hash`): at most one
+    entry per precision and matmul flag, living and dying with the object, so a request's
+    hundred asks return one object, whose hash is then taken once (every memo key holds it).
     """
+    table: dict[tuple[str, bool], PeakRate | None] | None = gpu.__dict__.get("_peak_rates")
+    if table is None:
+        table = {}
+        object.__setattr__(gpu, "_peak_rates", table)
+    key = (precision, matmul)
+    if key in table:
+        return table[key]
+    found = table[key] = _peak_rate(gpu, precision, matmul)
+    return found
+
+
+def _peak_rate(gpu: GpuSpec, precision: Precision, matmul: bool) -> PeakRate | None:
     if precision == "fp64":
         # DGEMM libraries use the matrix units only where they are faster (B200: 37 TFLOPS
         # on either, so its FP64 work is timed on the vector path)

@@ -785,7 +785,11 @@ class Context:
         """Bytes per GPU a split needs at a batch (:meth:`fits`): a figure of the sizing only,
         so shared like :attr:`_sizes` by every context of the request and precision."""
         self._splits: dict[int, list[tuple[int, int]]] = {}
-        self._lengths: dict[tuple[int, float, float], Lengths] = {}
+        self._fitting: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._entries: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray]] = {}
+        """The request's packed entries per (TP, element sizes) (:meth:`packed_rows`): the
+        same for every GPU type, so shared by every context of the request."""
+        self._bases: dict[tuple[int, int], PackedBase] = {}
         self._table: cs.SplitTable | None = None
         self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
         self._least: dict[tuple[int, int], float] = {}
@@ -813,6 +817,17 @@ class Context:
                 need = self._needs[key] = self.sizing(tp, pp).breakdown(batch).total * c.GB
             ok = self._fits[key] = need <= self.usable
         return ok
+
+    def fitting(self, gpu_count: int, batch: int) -> list[tuple[int, int]]:
+        """The splits of ``gpu_count`` (:meth:`splits`, in order) that fit ``batch``, once
+        per count and batch (callers do not mutate it); shared with the memory twin's
+        context, as :meth:`fits` is."""
+        key = (gpu_count, batch)
+        found = self._fitting.get(key)
+        if found is None:
+            found = self._fitting[key] = [s for s in self.splits(gpu_count)
+                                          if self.fits(s[0], s[1], batch)]
+        return found
 
     def splits(self, gpu_count: int) -> list[tuple[int, int]]:
         """:meth:`_splits` of ``gpu_count``, once per count (callers do not mutate it)."""
@@ -983,8 +998,11 @@ class Context:
         """Split (tp, pp)'s packed serving model (:class:`compiled.Packed`) as the shared cache
         keeps it across requests: keyed by what its figures depend on besides the request's
         lengths and limits (model, GPU, rate, runtime, weight and KV precisions, whether it
-        decodes, the split), so only :func:`compiled.write_request`'s entries are this
-        request's; with the element sizes those entries are computed from."""
+        decodes, the split), so only :func:`compiled.request_entries` are this request's;
+        with the element sizes those entries are computed from. Once per split here."""
+        found = self._bases.get((tp, pp))
+        if found is not None:
+            return found
         workload, spec, rate = self.workload, self.workload.inference, self.rate
         model = workload.model
         assert spec is not None and isinstance(model, TransformerModel) and rate is not None
@@ -997,28 +1015,31 @@ class Context:
             pk = compiled.pack(sm)
             return PackedBase(pk.params, pk.gemms, sm.act_b, sm.kv_token_bytes)
 
-        return memo_of(self.memo).get("serving_base", key, build)
+        found = self._bases[tp, pp] = memo_of(self.memo).get("serving_base", key, build)
+        return found
 
     def packed_rows(self, splits: list[tuple[int, int]], params: np.ndarray,
                     gemms: np.ndarray, start: int) -> None:
         """Write the packed figures of ``splits`` into rows ``start``... of ``params`` and
         their GEMM tables into ``gemms`` (a split table's arrays, for the compiled split
         loop): each split's kept across requests (:meth:`packed_base`, copied: the kept stay
-        as they are), this request's entries rewritten (:func:`compiled.write_request` of
-        :func:`lengths`)."""
+        as they are), this request's entries written over them
+        (:func:`compiled.request_entries` of :func:`lengths`, once per TP degree and element
+        sizes in the request)."""
         model, spec = self.workload.model, self.workload.inference
         assert isinstance(model, TransformerModel) and spec is not None
-        known = self._lengths
+        known = self._entries
         for k, (tp, pp) in enumerate(splits):
             base = self.packed_base(tp, pp)
-            row = params[start + k]
-            row[:] = base.params
-            gemms[start + k] = base.gemms
+            i = start + k
+            params[i] = base.params
+            gemms[i] = base.gemms
             key = (tp, base.act_b, base.kv_token_bytes)
             found = known.get(key)
             if found is None:
-                found = known[key] = lengths(model, spec, tp, base.act_b, base.kv_token_bytes)
-            compiled.write_request(row, found, spec)
+                found = known[key] = compiled.request_entries(
+                    lengths(model, spec, tp, base.act_b, base.kv_token_bytes), spec)
+            params[i, found[0]] = found[1]
 
     def packed_shapes(self, tp: int, pp: int) -> tuple[int, tuple[int, int]]:
         """(params per row, one GEMM table's rows and columns) of a split table's rows."""
@@ -1136,13 +1157,13 @@ def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
     ctx = Context(workload, gpu, precision_used, rate, memo)
     ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
     ctx._needs = memo.scratch("inference_needs", (workload, precision_used), dict)
-    # the request's lengths per (TP, element sizes): the same for every GPU type
-    ctx._lengths = memo.scratch("inference_lengths", workload, dict)
+    # the request's packed entries per (TP, element sizes): the same for every GPU type
+    ctx._entries = memo.scratch("inference_entries", workload, dict)
     if rate is not None:
         # the memory twin's (par.memory_twin): its splits and fits are this GPU's
         sized = context(workload, par.memory_twin(gpu, precision_used, memo), precision_used,
                         None, memo)
-        ctx._fits, ctx._splits = sized._fits, sized._splits
+        ctx._fits, ctx._splits, ctx._fitting = sized._fits, sized._splits, sized._fitting
     return ctx
 
 
@@ -1173,4 +1194,7 @@ def fits_any(
 ) -> bool:
     """``place(...)[2]`` without building a placement: whether some split fits ``batch``."""
     ctx = context(workload, gpu, precision_used, memo=memo)
+    known = ctx._fitting.get((gpu_count, batch))
+    if known is not None:
+        return bool(known)
     return any(ctx.fits(tp, pp, batch) for tp, pp in ctx.splits(gpu_count))
