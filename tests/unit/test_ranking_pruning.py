@@ -839,3 +839,36 @@ def test_the_shortcut_passes_over_the_counts_the_walk_passes_over(
                        for usd in (2.0, 9.12) for g, o in ((load_gpus(), load_offers()),
                                                            (list(gpus), list(offers))))
     assert failures >= 3, failures
+
+
+def test_a_latency_miss_is_stated_from_the_light_figures() -> None:
+    """A serving count whose light figures miss a latency limit (figures.Missed, stage 1)
+    carries the latencies its full estimate has, and explain.latency_failure of them is the
+    full option's failure, reason and fix included: a GPU type whose every count misses is
+    rejected with it without building an estimate. Random serving workloads (fixed batches
+    too: the reason names the batch), every seeded GPU type, every planned count."""
+    from service.engine.choice import explain as ex
+
+    r = random.Random(29)
+    index = OfferIndex(load_offers())
+    stated = fixed = 0
+    for _ in range(10):
+        workload = _serving_workload(r)
+        assert workload.inference is not None
+        batch = r.choice((None, 1, 8))
+        workload = dataclasses.replace(workload, inference=dataclasses.replace(
+            workload.inference, batch_size=batch, max_tpot_ms=None if batch is None and
+            workload.inference.output_tokens == 0 else r.choice((8.0, 30.0))))
+        assert workload.inference is not None
+        for req, p, plan in _planned(workload, Constraints(), index):
+            for n in sorted(plan):
+                fig = rk._serving_figures(req, p, n, *plan[n])
+                if not isinstance(fig, fg.Missed) or fig.latencies is None:
+                    continue
+                _, failure = rk._full_option(req, p, n, *plan[n], False)
+                assert failure is not None and failure.stage == 1, (p.gpu.slug, n)
+                got = ex.latency_failure(workload, *fig.latencies, workload.inference.batch_size)
+                assert got == failure, (p.gpu.slug, n, got, failure)
+                stated += 1
+                fixed += batch is not None
+    assert stated >= 20 and fixed >= 5, (stated, fixed)

@@ -316,14 +316,28 @@ def latency_overage(spec: InferenceSpec, ttft_ms: float | None, tpot_ms: float |
 
 def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
     """Which latency limit fails, by how much (relative), and the limit that would hold."""
+    return _latency_miss(workload, est.ttft_ms, est.tpot_ms, est.latency_ms, est.batch_size)
+
+
+def latency_failure(workload: Workload, ttft_ms: float | None, tpot_ms: float | None,
+                    latency_ms: float | None, batch: int | None) -> Failure:
+    """:func:`limit_failure` of an option that fits and misses a latency limit, from its
+    latencies and the batch they were timed at (the estimate's: a ranking's light serving
+    figures give the same floats without building it)."""
+    reason, over, fix = _latency_miss(workload, ttft_ms, tpot_ms, latency_ms, batch)
+    return Failure(1, "latency", reason, fix, over)
+
+
+def _latency_miss(workload: Workload, ttft_ms: float | None, tpot_ms: float | None,
+                  latency_ms: float | None, batch: int | None) -> tuple[str, float, Fix]:
     spec = workload.inference
     assert spec is not None
-    misses = _latency_misses(spec, est.ttft_ms, est.tpot_ms, est.latency_ms)
+    misses = _latency_misses(spec, ttft_ms, tpot_ms, latency_ms)
     if not misses:
         return "misses the latency limits", 0.0, Fix(
             "latency_limit", None, "a faster GPU or looser latency limits")
     name, got, lim, fld = max(misses, key=lambda m: m[1] / m[2])
-    at = f"at batch {est.batch_size}" if spec.batch_size is not None else "even at batch 1"
+    at = f"at batch {batch}" if spec.batch_size is not None else "even at batch 1"
     reason = f"{name} {got:,.1f} ms > max {lim:g} ms {at}"
     if len(misses) > 1:
         # no one field holds all the limits: not a fix a caller can apply as one change
@@ -503,8 +517,8 @@ def limit_failure(
         return _failure(0, "memory", "; ".join(est.infeasible_reasons),
                         _capped_fixes(est, c.max_gpus))
     if est.latency_ok is False:
-        reason, over, fix = latency_miss(workload, est)
-        return Failure(1, "latency", reason, fix, over)
+        return latency_failure(workload, est.ttft_ms, est.tpot_ms, est.latency_ms,
+                               est.batch_size)
     hours = est.time_to_complete_hours
     found = cost_limit_miss(c, cost.gpus, hours, cost.total_usd, cost.usd_per_hour)
     if found is None:

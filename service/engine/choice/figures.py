@@ -122,6 +122,9 @@ class Missed(NamedTuple):
     its failure unreported)."""
     padded: bool = False
     """Serving: ``ranking.padded`` of the full option (passed over past the smallest count)."""
+    latencies: tuple[float, float | None, float] | None = None
+    """Serving, a latency limit missed (stage 1): the (TTFT, TPOT, latency) [ms] its full
+    estimate has, from which :func:`explain.latency_failure` states its failure."""
 
 
 class Slower(NamedTuple):
@@ -271,7 +274,8 @@ def serving_figures(workload: Workload, gpu_n: GpuSpec, n: int, offer: Offer | N
     padded = point.deeper or more_replicas_than_needed(spec.target_requests_per_s,
                                                        point.requests_s, point.replicas)
     if point.latency_ok is False:
-        return Missed(1, latency_overage(spec, *point.latencies), idle, padded)
+        return Missed(1, latency_overage(spec, *point.latencies), idle, padded,
+                      point.latencies)
     replicas = copies_needed(spec.target_requests_per_s, point.requests_s)  # cost's copies
     gpus = n * replicas
     usd_h = None

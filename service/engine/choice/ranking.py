@@ -275,7 +275,15 @@ def _walk_counts(
         nearest = _nearest_missed(counts, light)
         if nearest is not None:
             # every count misses a limit: only the one whose failure is reported is
-            # built (the nearest, as ex.closest picks it over all of them)
+            # built (the nearest, as ex.closest picks it over all of them); a serving
+            # count's latency miss is stated from its light figures (the estimate's floats,
+            # timed at the request's fixed batch where it sets one)
+            missed = light[counts.index(nearest)]
+            if isinstance(missed, fg.Missed) and missed.latencies is not None:
+                spec = workload.inference
+                assert spec is not None
+                return [], ex.latency_failure(workload, *missed.latencies,
+                                              spec.batch_size), False, False
             offer, instances = plan[nearest]
             _, miss = _full_option(req, p, nearest, offer, instances, latency_mode)
             if miss is not None:
