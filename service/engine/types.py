@@ -56,7 +56,7 @@ def _cached_hash(obj: Any) -> int:
     GPUs and workloads, whose field tuples are long (and nested) to hash again on every
     lookup. Frozen objects never change, so the hash cannot go stale."""
     try:
-        found: int = obj._hash  # one attribute read (~2x faster than a __dict__ lookup)
+        found: int = obj._hash  # one attribute read (~35 ns less than a __dict__ lookup)
         return found
     except AttributeError:
         cached = hash(tuple(getattr(obj, f.name) for f in fields(obj)))
