@@ -628,8 +628,8 @@ def _estimate_inference(
     prec = rate.precision_used
     ctx = inf.context(workload, gpu, prec, rate, memo)
     min_batch = spec.batch_size or 1
-    splits = ctx.splits(n)
-    fitting = next((sp for sp in splits if ctx.fits(sp[0], sp[1], min_batch)), None)
+    fitting_splits = ctx.fitting(n, min_batch)
+    fitting = fitting_splits[0] if fitting_splits else None
     fits = fitting is not None
     # no split fits: the count is judged (and its rejection explained) on its best layout,
     # the split needing the least memory per GPU, timed as if it ran at the smallest batch

@@ -1149,9 +1149,9 @@ def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
                  rate: PeakRate | None, memo: Memo) -> Context:
     """A context of this call whose memory figures are shared: a split's sizing and the bytes
     it needs at a batch with every GPU type of the same precision (they depend on the
-    workload, precision and split only),
-    the request's lengths (:func:`lengths`) with every GPU type,
-    the splits and fits with the rate-less context of the GPU's memory twin (the memory
+    workload, precision and split only), the request's packed entries
+    (:func:`compiled.request_entries` of :func:`lengths`) with every GPU type, the splits,
+    fits and fitting splits with the rate-less context of the GPU's memory twin (the memory
     probes' own, :func:`fits_any`, :func:`parallelism.memory_twin`), so each is computed once
     per call and memory configuration."""
     ctx = Context(workload, gpu, precision_used, rate, memo)
@@ -1178,9 +1178,8 @@ def place(
     """Smallest model split that fits ``batch`` sequences (the least-memory split if none
     fits)."""
     ctx = context(workload, gpu, precision_used, memo=memo)
-    splits = ctx.splits(gpu_count)
-    fitting = next((s for s in splits if ctx.fits(s[0], s[1], batch)), None)
-    tp, pp = fitting or ctx.least_memory_split(gpu_count, batch)
+    fits = ctx.fitting(gpu_count, batch)
+    tp, pp = fits[0] if fits else ctx.least_memory_split(gpu_count, batch)
     return ctx.placement(gpu_count, tp, pp), ctx.sizing(tp, pp), ctx.fits(tp, pp, batch)
 
 
