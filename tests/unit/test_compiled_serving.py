@@ -196,12 +196,26 @@ def _check_row(p: object, g: object, top: int) -> bool:
     return any(y < x for x, y in zip(rates, rates[1:], strict=False))
 
 
+def _point_figures(ctx: inf.Context, tp: int, pp: int, cap_b: int, load_b: int,
+                   replicas: int) -> tuple[float, tuple[float, float | None, float], bool]:
+    """``compiled_serving.point_figures`` of split (tp, pp)'s row in ``ctx``'s split table,
+    as ``Context.split_point`` reads them (no TPOT for an encoder's row)."""
+    table = ctx._table
+    assert table is not None
+    row = table.row(ctx, tp, pp)
+    params = table.params[row]
+    requests_s, ttft, tpot, latency, ok = cs.point_figures(params, table.gemms[row], cap_b,
+                                                           load_b, replicas)
+    decodes = params[compiled._DECODER] > 0.0
+    return requests_s, (ttft, tpot if decodes else None, latency), bool(ok)
+
+
 def test_point_figures_are_the_timings_figures() -> None:
-    """``Context.point_figures`` (one compiled call on a split table's row) gives the floats
-    ``serving.requests_per_s``, ``serving.latencies`` and ``serving.meets`` give from the two
-    ``Timing`` of the capacity and load batches, bit for bit: every split the loop chooses on
-    the draws (decoders and encoders, pipelines, groups of replicas, with and without limits),
-    at the chosen batches and at a smaller load batch."""
+    """``compiled_serving.point_figures`` (one compiled call on a split table's row) gives the
+    floats ``serving.requests_per_s``, ``serving.latencies`` and ``serving.meets`` give from
+    the two ``Timing`` of the capacity and load batches, bit for bit: every split the loop
+    chooses on the draws (decoders and encoders, pipelines, groups of replicas, with and
+    without limits), at the chosen batches and at a smaller load batch."""
     checked = pipelines = encoders = 0
     for workload in _dense(max(4, CASES // 2)):
         for w in (workload, replace(workload, inference=replace(
@@ -215,7 +229,7 @@ def test_point_figures_are_the_timings_figures() -> None:
                     continue
                 tp, pp, cap_b, load_b, group = plan
                 for load in {load_b, max(1, load_b // 3)}:
-                    got = fast.point_figures(tp, pp, cap_b, load, group)
+                    got = _point_figures(fast, tp, pp, cap_b, load, group)
                     timing = ref.timing(tp, pp, load)
                     want = (inf.requests_per_s(spec, ref.timing(tp, pp, cap_b), pp, group),
                             inf.latencies(spec, timing), inf.meets(spec, timing))
@@ -224,3 +238,39 @@ def test_point_figures_are_the_timings_figures() -> None:
                     encoders += got[1][1] is None  # no TPOT: an encoder's row
                 pipelines += pp > 1
     assert checked > 100 and pipelines > 0 and encoders > 0, (checked, pipelines, encoders)
+
+
+def test_split_point_is_the_plan_and_its_timings() -> None:
+    """``Context.split_point`` (the plan and its point in one compiled call) is the reference
+    choice (``estimate.split_choice``) timed as ``estimate.serving_point`` times it: the
+    chosen split at its capacity and load batches, or, where no split has a batch, the first
+    fitting split at the smallest batch; in both modes, with limits no batch meets too; and
+    the plan it keeps is :meth:`split_plan`'s."""
+    checked = fallbacks = 0
+    for workload in _dense(max(4, CASES // 2)):
+        base = workload.inference
+        assert base is not None
+        for w in (workload, replace(workload, inference=replace(base, max_ttft_ms=1e-3)),
+                  replace(workload, inference=replace(base, batch_size=4))):
+            spec = w.inference
+            assert spec is not None
+            least = spec.batch_size or 1
+            for fast, ref, n in _contexts(w):
+                for latency_mode in (False, True):
+                    got = fast.split_point(n, latency_mode, 1.001)
+                    plan = split_choice(ref, n, latency_mode)
+                    if plan is None:
+                        tp, pp = ref.fitting(n, least)[0]
+                        cap_b = load_b = least
+                        group = max(1, n // (tp * pp))
+                        fallbacks += 1
+                    else:
+                        tp, pp, cap_b, load_b, group = plan
+                    timing = ref.timing(tp, pp, load_b)
+                    want = (tp, pp, group,
+                            inf.requests_per_s(spec, ref.timing(tp, pp, cap_b), pp, group),
+                            inf.latencies(spec, timing), inf.meets(spec, timing))
+                    assert repr(got) == repr(want), (w.inference, fast.gpu.slug, n)
+                    assert fast.split_plan(n, latency_mode, 1.001) == plan
+                    checked += 1
+    assert checked > 100 and fallbacks > 0, (checked, fallbacks)

@@ -293,6 +293,30 @@ def point_figures(p: Array, g: Array, cap_b: int, load_b: int, replicas: int) ->
     return requests_s, ttft, tpot, latency, ok
 
 
+@_jit
+def split_point(
+    params: Array, gemms: Array, caps: Ints, limits: Ints, capacities: Ints, order: Ints,
+    n: int, target: float, fixed: int, latency_mode: bool, top_auto: int, step: float,
+    near: float, tie: float, min_batch: int,
+) -> tuple[int, int, int, int, int, float, float, float, float, bool]:
+    """:func:`split_plan` (``order`` not empty) and the chosen row's :func:`point_figures` in
+    one call: (the row kept or -1, the row timed, its capacity batch, its batch at the load,
+    replicas in the group, then the point's requests/s, TTFT, TPOT, latency and whether they
+    meet the limits). Where no split has a batch (-1), the row timed is the first fitting
+    split (``order[0]``) at ``min_batch`` for both batches, as ``estimate.serving_point``
+    times it."""
+    found, cap_b, load_b, group = split_plan(params, gemms, caps, limits, capacities, order, n,
+                                             target, fixed, latency_mode, top_auto, step,
+                                             near, tie)
+    row = found
+    if found < 0:
+        row, cap_b, load_b = order[0], min_batch, min_batch
+        group = max(1, n // (int(params[row, _TP]) * int(params[row, _PP])))
+    requests_s, ttft, tpot, latency, ok = point_figures(params[row], gemms[row], cap_b,
+                                                        load_b, group)
+    return found, row, cap_b, load_b, group, requests_s, ttft, tpot, latency, ok
+
+
 _FIRST_ROWS = 8
 """Rows a split table starts with (a GPU type's counts up to 64 bring ~4-8 splits)."""
 
@@ -384,3 +408,5 @@ def warm_up() -> None:
                np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001)
     least_latency_ms(p, g, np.zeros(1, np.int64), 1)
     point_figures(p[0], g[0], 1, 1, 1)
+    split_point(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
+                np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001, 1)

@@ -738,19 +738,6 @@ def _point(ctx: inf.Context, n: int, tp: int, pp: int, cap_timing: inf.Timing,
                       inf.requests_per_s(spec, cap_timing, pp, replicas))
 
 
-def _compiled_point(ctx: inf.Context, n: int, tp: int, pp: int, cap_b: int, load_b: int
-                    ) -> ServingPoint:
-    """:func:`_point` at the capacity and load batches from the split table's row in one
-    compiled call (:meth:`serving.Context.point_figures`, the same floats), without building
-    either :class:`serving.Timing`: where :attr:`serving.Context.compiled_splits`."""
-    spec = ctx.workload.inference
-    assert spec is not None
-    replicas = max(1, n // (tp * pp))
-    requests_s, latencies, meets = ctx.point_figures(tp, pp, cap_b, load_b, replicas)
-    return _assembled(ctx, n, tp, pp, replicas, latencies,
-                      meets if _has_limits(spec) else None, requests_s)
-
-
 def _has_limits(spec: InferenceSpec) -> bool:
     return any(x is not None for x in (spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms))
 
@@ -791,18 +778,14 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
     ctx = inf.context(workload, gpu, rate.precision_used, rate, memo)
     if not ctx.compiled_splits:
         return None
-    min_batch = spec.batch_size or 1
-    fits = ctx.fitting(n, min_batch)
-    if not fits:
+    # the split plan and its point in one compiled call (no split with a batch:
+    # _estimate_inference's fallback, the first fitting split at the smallest batch)
+    point = ctx.split_point(n, latency_mode, SPLIT_TIE)
+    if point is None:
         return None
-    fitting = fits[0]
-    chosen = ctx.split_plan(n, latency_mode, SPLIT_TIE)
-    if chosen is None:
-        # _estimate_inference's fallback: the first fitting split at the smallest batch
-        tp, pp = fitting
-        return _compiled_point(ctx, n, tp, pp, min_batch, min_batch)
-    tp, pp, cap_b, load_b, _ = chosen
-    return _compiled_point(ctx, n, tp, pp, cap_b, load_b)
+    tp, pp, replicas, requests_s, latencies, meets = point
+    return _assembled(ctx, n, tp, pp, replicas, latencies,
+                      meets if _has_limits(spec) else None, requests_s)
 
 
 def _inference_fixes(

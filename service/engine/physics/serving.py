@@ -792,6 +792,8 @@ class Context:
         self._bases: dict[tuple[int, int], PackedBase] = {}
         self._table: cs.SplitTable | None = None
         self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
+        self._points: dict[tuple[int, bool, float], tuple[
+            int, int, int, float, tuple[float, float | None, float], bool] | None] = {}
         self._least: dict[tuple[int, int], float] = {}
         self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
                                 and model.experts <= 1)
@@ -899,22 +901,6 @@ class Context:
                 found = self.model(tp, pp).timing(batch)
             self._timings[local] = found
         return found
-
-    def point_figures(self, tp: int, pp: int, cap_b: int, load_b: int, replicas: int
-                      ) -> tuple[float, tuple[float, float | None, float], bool]:
-        """(requests/s of ``replicas`` copies of split (tp, pp) at batch ``cap_b``, its
-        :func:`latencies` at ``load_b``, whether they :func:`meets` the limits): the figures
-        :meth:`timing` of the two batches gives, from the split table's row in one compiled
-        call (the same floats; only where :attr:`compiled_splits`)."""
-        table = self._table
-        if table is None:
-            table = self._table = cs.SplitTable()
-        row = table.row(self, tp, pp)
-        params = table.params[row]
-        requests_s, ttft, tpot, latency, ok = cs.point_figures(
-            params, table.gemms[row], cap_b, load_b, replicas)
-        decodes = params[compiled._DECODER] > 0.0
-        return requests_s, (ttft, tpot if decodes else None, latency), bool(ok)
 
     def least_latency_ms(self, gpu_count: int, batch: int) -> float:
         """The least end-to-end latency [ms] at ``batch`` over the splits of ``gpu_count``
@@ -1078,6 +1064,44 @@ class Context:
             return None
         tp, pp = table.splits[found]
         return tp, pp, int(cap_b), int(load_b), int(group)
+
+    def split_point(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
+            int, int, int, float, tuple[float, float | None, float], bool] | None:
+        """:meth:`split_plan` and the figures of what it keeps in one compiled call
+        (:func:`compiled_serving.split_point`; :meth:`timing` of its two batches gives the
+        same floats): (tp, pp, replicas in the group,
+        requests/s of the group at the capacity batch, latencies at the load's batch, whether
+        they meet the limits); where no fitting split has a batch, the first fitting split's
+        figures at the smallest batch (``estimate.serving_point``'s fallback); None where no
+        split of ``gpu_count`` fits. Once per count and mode; the plan is kept for
+        :meth:`split_plan` too. Only where :attr:`compiled_splits`."""
+        key = (gpu_count, latency_mode, tie)
+        if key in self._points:
+            return self._points[key]
+        spec = self.workload.inference
+        assert spec is not None
+        min_batch = spec.batch_size or 1
+        table = self._table
+        if table is None:
+            table = self._table = cs.SplitTable()
+        order = table.order(self, gpu_count, min_batch)
+        if not len(order):
+            self._points[key] = None
+            return None
+        (kept, row, cap_b, load_b, group, requests_s, ttft, tpot, latency,
+         ok) = cs.split_point(
+            table.params, table.gemms, table.caps, table.limits, table.capacities, order,
+            gpu_count, float(spec.target_requests_per_s or 0.0), spec.batch_size or 0,
+            latency_mode, int(c.MAX_AUTO_BATCH), CAPACITY_GRID_STEP, NEAR_LIMIT, tie,
+            min_batch)
+        tp, pp = table.splits[row]
+        if key not in self._plans:
+            self._plans[key] = None if kept < 0 else (tp, pp, int(cap_b), int(load_b),
+                                                      int(group))
+        decodes = table.params[row, compiled._DECODER] > 0.0
+        point = self._points[key] = (tp, pp, group, requests_s,
+                                     (ttft, tpot if decodes else None, latency), bool(ok))
+        return point
 
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
