@@ -1040,41 +1040,24 @@ class Context:
         batch, batch at the load, replicas in the group), None when no fitting split has a
         batch. Only where :attr:`compiled_splits`; the limit and capacity batches are memoized
         per split across the counts, as :meth:`limit_batch` and :meth:`capacity_batch` are,
-        and the plan per count (a ranking's light figures and the full estimate of the same
-        count ask for it twice)."""
+        and the plan per count, kept by :meth:`split_point` (a ranking's light figures and the
+        full estimate of the same count ask for it twice)."""
         key = (gpu_count, latency_mode, tie)
-        if key in self._plans:
-            return self._plans[key]
-        found = self._plans[key] = self._split_plan(gpu_count, latency_mode, tie)
-        return found
-
-    def _split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
-            int, int, int, int, int] | None:
-        spec = self.workload.inference
-        assert spec is not None
-        table = self._table
-        if table is None:
-            table = self._table = cs.SplitTable()
-        order = table.order(self, gpu_count, spec.batch_size or 1)
-        found, cap_b, load_b, group = cs.split_plan(
-            table.params, table.gemms, table.caps, table.limits, table.capacities, order,
-            gpu_count, float(spec.target_requests_per_s or 0.0), spec.batch_size or 0,
-            latency_mode, int(c.MAX_AUTO_BATCH), CAPACITY_GRID_STEP, NEAR_LIMIT, tie)
-        if found < 0:
-            return None
-        tp, pp = table.splits[found]
-        return tp, pp, int(cap_b), int(load_b), int(group)
+        if key not in self._plans:
+            self.split_point(gpu_count, latency_mode, tie)
+            self._plans.setdefault(key, None)  # no split of the count fits
+        return self._plans[key]
 
     def split_point(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
             int, int, int, float, tuple[float, float | None, float], bool] | None:
         """:meth:`split_plan` and the figures of what it keeps in one compiled call
         (:func:`compiled_serving.split_point`; :meth:`timing` of its two batches gives the
-        same floats): (tp, pp, replicas in the group,
-        requests/s of the group at the capacity batch, latencies at the load's batch, whether
-        they meet the limits); where no fitting split has a batch, the first fitting split's
-        figures at the smallest batch (``estimate.serving_point``'s fallback); None where no
-        split of ``gpu_count`` fits. Once per count and mode; the plan is kept for
-        :meth:`split_plan` too. Only where :attr:`compiled_splits`."""
+        same floats): (tp, pp, replicas in the group, requests/s of the group at the capacity
+        batch, latencies at the load's batch, whether they meet the limits); where no fitting
+        split has a batch, the first fitting split's figures at the smallest batch
+        (``estimate.serving_point``'s fallback); None where no split of ``gpu_count`` fits.
+        Once per count and mode; the plan is kept for :meth:`split_plan`. Only where
+        :attr:`compiled_splits`."""
         key = (gpu_count, latency_mode, tie)
         if key in self._points:
             return self._points[key]
@@ -1088,16 +1071,13 @@ class Context:
         if not len(order):
             self._points[key] = None
             return None
-        (kept, row, cap_b, load_b, group, requests_s, ttft, tpot, latency,
-         ok) = cs.split_point(
+        kept, row, cap_b, load_b, group, requests_s, ttft, tpot, latency, ok = cs.split_point(
             table.params, table.gemms, table.caps, table.limits, table.capacities, order,
             gpu_count, float(spec.target_requests_per_s or 0.0), spec.batch_size or 0,
             latency_mode, int(c.MAX_AUTO_BATCH), CAPACITY_GRID_STEP, NEAR_LIMIT, tie,
             min_batch)
         tp, pp = table.splits[row]
-        if key not in self._plans:
-            self._plans[key] = None if kept < 0 else (tp, pp, int(cap_b), int(load_b),
-                                                      int(group))
+        self._plans[key] = None if kept < 0 else (tp, pp, int(cap_b), int(load_b), int(group))
         decodes = table.params[row, compiled._DECODER] > 0.0
         point = self._points[key] = (tp, pp, group, requests_s,
                                      (ttft, tpot if decodes else None, latency), bool(ok))
