@@ -400,13 +400,11 @@ _NO_INTS = np.empty(0, np.int64)
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the loop before the first request needs it."""
+    """Compile (or load from numba's cache) the loops before the first request needs them
+    (:func:`split_plan` and :func:`point_figures` run only inside :func:`split_point`)."""
     p = np.ones((1, _PARAMS))
     g = np.ones((1, 5, _TILE_TABLES + 4))
     one = np.ones(1, np.int64)
-    split_plan(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
-               np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001)
     least_latency_ms(p, g, np.zeros(1, np.int64), 1)
-    point_figures(p[0], g[0], 1, 1, 1)
     split_point(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
                 np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001, 1)
