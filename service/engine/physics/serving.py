@@ -831,6 +831,15 @@ class Context:
                                           if self.fits(s[0], s[1], batch)]
         return found
 
+    def fits_any(self, gpu_count: int, batch: int) -> bool:
+        """Whether some split of ``gpu_count`` fits ``batch``: :meth:`fitting`'s list where
+        it was made, else the splits asked in turn up to the first that fits (the memory
+        search's probes ask for counts whose full list nothing else needs)."""
+        known = self._fitting.get((gpu_count, batch))
+        if known is not None:
+            return bool(known)
+        return any(self.fits(tp, pp, batch) for tp, pp in self.splits(gpu_count))
+
     def splits(self, gpu_count: int) -> list[tuple[int, int]]:
         """:meth:`_splits` of ``gpu_count``, once per count (callers do not mutate it)."""
         found = self._splits.get(gpu_count)
@@ -1196,8 +1205,4 @@ def fits_any(
     memo: Memo | None = None,
 ) -> bool:
     """``place(...)[2]`` without building a placement: whether some split fits ``batch``."""
-    ctx = context(workload, gpu, precision_used, memo=memo)
-    known = ctx._fitting.get((gpu_count, batch))
-    if known is not None:
-        return bool(known)
-    return any(ctx.fits(tp, pp, batch) for tp, pp in ctx.splits(gpu_count))
+    return context(workload, gpu, precision_used, memo=memo).fits_any(gpu_count, batch)
