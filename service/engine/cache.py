@@ -34,7 +34,7 @@ an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 16384, "training_tables": 512,
-                                "serving_base": 40960, "cnn_network": 8192, "cnn_columns": 4}
+                                "serving_stack": 16384, "cnn_network": 8192, "cnn_columns": 4}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
@@ -43,13 +43,13 @@ A ``layer_ops`` entry (one model's layer GEMM shapes on one device and TP degree
 16,384 of them, up to ~32 MB (a serving ranking's bounds take one per GPU type at TP 1: at
 4,096 a 5,000-type catalog rebuilt all of them on every request, ~0.4 s of its profile). A
 ``training_tables`` entry (a model's training GEMM rows on one device for each TP degree,
-:mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A ``serving_base`` entry (a
-split's packed serving figures, 43 floats, and its GEMM table, ~5 KB, which ``layer_ops`` holds
-too while it keeps it) is ~6 KB as ``stats`` counts it: 40,960 of them, up to ~240 MB, which
-only a catalog of thousands of GPU types fills (the synthetic 5,000-type one: 31,843 entries,
-~190 MB, one LLM ranking's working set; FIFO eviction of a smaller table keeps none of it:
-4,096 or 16,384 entries left its 5,000-type ranking at 8.6-9.5 s, 40,960 at 4.6 s). On the
-seeded catalog 300 varied LLM serving requests left 504 entries, ~3 MB.
+:mod:`physics.compiled_training`) is 8-14 KB: 512 of them, ~6 MB. A ``serving_stack`` entry (a
+context's packed serving splits, :class:`physics.compiled_serving.SplitStack`: 43 floats and a
+~5 KB GEMM table per split asked so far, one row each) is ~10 KB as ``stats`` counts it:
+16,384 of them. It replaced one entry per split (``serving_base``, which needed 40,960 entries
+at 5,000 GPU types, where FIFO eviction of a smaller table kept none of a ranking's working
+set); the synthetic 5,000-type catalog's LLM rankings keep 1,195 stacks, ~12 MB (the split
+entries were 3,347, ~25 MB with the GEMM tables ``layer_ops`` also holds).
 A ``cnn_network`` entry (a CNN's layer table on one device for inference, :class:`physics.cnn.Net`,
 ~31 KB; ~0.4 ms to build) : 8,192 of them, up to ~250 MB, only on a catalog of thousands of
 GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen.
@@ -61,7 +61,7 @@ model of its own)."""
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
-    "serving_base", "cnn_network", "cnn_columns", "compute_pack_gpu", "serving_splits",
+    "serving_stack", "cnn_network", "cnn_columns", "compute_pack_gpu", "serving_splits",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -69,8 +69,8 @@ shape, device, micro-batch, TP), :func:`physics.training.step_shape`; ``exchange
 process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.Exchange`;
 ``peak_share``: a float per (GPU, peak rate), the power model's sustained share of the peak;
 ``training_tables``: a model's training GEMM rows per TP degree on one device;
-``serving_base``: a serving split's packed figures less the request's lengths and limits,
-:meth:`physics.serving.Context.packed_base`; ``cnn_network``: a CNN's tabulated layers on one
+``serving_stack``: a serving context's splits' packed figures less the request's lengths and
+limits, :meth:`physics.serving.Context.split_stack`; ``cnn_network``: a CNN's tabulated layers on one
 device, its batch memo left out, :meth:`physics.cnn.Net.fresh`; ``cnn_columns``: a catalog's
 CNN layer tables as arrays, :meth:`choice.screen.ScreenTable.cnn_columns`;
 ``compute_pack_gpu``: a GPU type's row of a compute job's compiled scaling figures, 22 floats,
@@ -144,6 +144,18 @@ class EngineCache:
                 value: V = found
                 return value
         value = compute()
+        self.put(table, key, value)
+        return value
+
+    def find(self, table: str, key: Hashable) -> Any:
+        """The value kept for ``key`` in ``table``, or None."""
+        entries = self._tables.get(table)
+        return None if entries is None else entries.get(key)
+
+    def put(self, table: str, key: Hashable, value: object) -> None:
+        """Keep ``value`` for ``key`` in ``table``, replacing what was kept (a value that
+        grows is published as a new object, never changed in place: readers holding the old
+        one keep reading it)."""
         with self._lock:
             entries = self._tables.get(table)
             if entries is None:
@@ -155,7 +167,6 @@ class EngineCache:
                 # every key deleted before it (3 us an insert in a full table, ~1-3 ms of a
                 # request that inserts hundreds of entries)
                 entries.popitem(last=False)
-        return value
 
     def clear(self) -> None:
         with self._lock:
@@ -196,6 +207,20 @@ class Memo:
         if self.shared is not None and table in SHARED_TABLES:
             return self.shared.get(table, key, compute)
         return self.scratch(table, key, compute)
+
+    def find(self, table: str, key: Hashable) -> Any:
+        """What :meth:`get` keeps for ``(table, key)``, or None (nothing kept)."""
+        if self.shared is not None and table in SHARED_TABLES:
+            return self.shared.find(table, key)
+        return self._local.get((table, key))
+
+    def put(self, table: str, key: Hashable, value: object) -> None:
+        """Keep ``value`` for ``(table, key)`` where :meth:`get` keeps it, replacing what was
+        kept."""
+        if self.shared is not None and table in SHARED_TABLES:
+            self.shared.put(table, key, value)
+        else:
+            self._local[(table, key)] = value
 
     def scratch(self, table: str, key: Hashable, compute: Callable[[], V]) -> V:
         """Memoized for this call only (for mutable values such as inference contexts)."""

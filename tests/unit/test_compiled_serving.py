@@ -131,6 +131,40 @@ def test_packed_figures_kept_across_requests_are_the_models() -> None:
     assert checked > 0
 
 
+def test_a_stack_grows_as_a_new_object_and_never_in_place() -> None:
+    """A context's stack in the shared cache (``Context.split_stack``) is replaced, not
+    changed, when a later request asks for a split it lacks: the stack an earlier table
+    reads keeps its rows, byte for byte, and the new one holds them first, in the same rows,
+    so a table reading either is right; a third request finds every split there and builds
+    none."""
+    cache = EngineCache()
+    gpu = next(g for g in load_gpus() if g.max_gpus_per_node >= 8
+               and peak_rate(g, "bf16") is not None)
+    rate = peak_rate(gpu, "bf16")
+    assert rate is not None
+    for workload in _dense(4 * CASES):
+        first = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
+        if workload.precision == "bf16" and first.split_plan(1, False, 1.001) is not None:
+            break
+    else:
+        pytest.fail("no drawn bf16 workload runs on one GPU")
+    kept = cache.find("serving_stack", first._stack_key())
+    assert isinstance(kept, cs.SplitStack) and kept.splits == ((1, 1),)
+    before = (kept.params.tobytes(), kept.gemms.tobytes())
+    second = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
+    for n in (1, 2, 8):
+        second.split_plan(n, False, 1.001)
+    grown = cache.find("serving_stack", first._stack_key())
+    assert grown is not kept and len(grown.splits) > 1 and grown.splits[0] == (1, 1)
+    assert (kept.params.tobytes(), kept.gemms.tobytes()) == before
+    assert grown.gemms[0].tobytes() == kept.gemms[0].tobytes()
+    third = inf.Context(workload, gpu, rate.precision_used, rate, Memo(cache))
+    for n in (1, 2, 8):
+        third.split_plan(n, False, 1.001)
+    assert cache.find("serving_stack", first._stack_key()) is grown
+    assert third._table is not None and third._table.stack is grown
+
+
 def _full_capacity(p: object, g: object, top: int, step: float) -> int:
     """serving.Context.capacity_batch's scan, every batch timed."""
     floor = max(1, math.ceil(top / step))
@@ -171,7 +205,7 @@ def test_batch_scans_skip_only_batches_that_cannot_win() -> None:
             assert fast._table is not None
             tables[id(fast)] = fast._table
         for table in tables.values():
-            for row in range(len(table.splits)):
+            for row in table.rows.values():
                 wiggles += _check_row(table.params[row], table.gemms[row],
                                       int(min(max(1, table.caps[row]), 512)))
                 rows += 1

@@ -317,26 +317,76 @@ def split_point(
     return found, row, cap_b, load_b, group, requests_s, ttft, tpot, latency, ok
 
 
-_FIRST_ROWS = 8
-"""Rows a split table starts with (a GPU type's counts up to 64 bring ~4-8 splits)."""
+Base = tuple[Array, Array, float, float]
+"""A split's packed serving model as a stack keeps it: (figures, GEMM table, activation bytes
+per element, one token's KV cache bytes)."""
+
+
+class SplitStack:
+    """The packed serving models of one context's splits (model, GPU, rate, runtime,
+    precisions, whether it decodes: :meth:`serving.Context.split_stack`), stacked: one row
+    per split, in the order first asked over the requests, with the figures that depend on
+    the request's lengths and limits left as packed. Kept across requests in the shared
+    cache and never written once published (a split table reads its GEMM tables in place and
+    copies its figures): a new split makes a new stack, the rows there kept in their rows, and
+    that one replaces it (:meth:`with_rows`)."""
+
+    __slots__ = ("rows", "splits", "params", "gemms", "entries")
+
+    def __init__(self, splits: tuple[tuple[int, int], ...], params: Array, gemms: Array,
+                 entries: tuple[tuple[int, float, float], ...]) -> None:
+        self.splits = splits
+        """Row -> split (tp, pp)."""
+        self.rows = {s: i for i, s in enumerate(splits)}
+        self.params, self.gemms = params, gemms
+        self.entries = entries
+        """Row -> (TP degree, activation bytes per element, one token's KV cache bytes):
+        what the request's entries of the row depend on."""
+
+    @staticmethod
+    def empty() -> SplitStack:
+        return SplitStack((), _NO_PARAMS, _NO_GEMMS, ())
+
+    def with_rows(self, splits: list[tuple[int, int]], bases: list[Base]) -> SplitStack:
+        """This stack and rows for ``splits`` (not in it) after its own: a new stack."""
+        width, (rows, cols) = len(bases[0][0]), bases[0][1].shape
+        used, size = len(self.splits), len(self.splits) + len(splits)
+        params, gemms = np.empty((size, width)), np.empty((size, rows, cols))
+        if used:
+            params[:used], gemms[:used] = self.params, self.gemms
+        for k, (p, g, _, _) in enumerate(bases):
+            params[used + k], gemms[used + k] = p, g
+        return SplitStack(self.splits + tuple(splits), params, gemms, self.entries + tuple(
+            (tp, b[2], b[3]) for (tp, _), b in zip(splits, bases, strict=True)))
 
 
 class SplitTable:
-    """The packed serving models of a context's splits, stacked (one row per split, in the order
-    first asked; rows past the last split are spare), with the memo arrays :func:`split_plan`
-    fills. Grows as larger counts bring new splits (a few times per context); mutable, one
-    request's, like its context."""
+    """A context's splits as :func:`split_plan` reads them: the rows of its
+    :class:`SplitStack` (the GEMM tables read in place; the figures copied, with this
+    request's entries written over them for the splits asked here), and the memo arrays
+    :func:`split_plan` fills (the largest batch memory holds, the limit and capacity batches)
+    for those splits. Takes a larger stack when a count brings a split the stack lacks;
+    mutable, one request's, like its context."""
 
-    __slots__ = ("rows", "splits", "params", "gemms", "caps", "limits", "capacities", "orders")
+    __slots__ = ("rows", "stack", "params", "caps", "limits", "capacities", "orders")
 
     def __init__(self) -> None:
         self.rows: dict[tuple[int, int], int] = {}
-        self.splits: list[tuple[int, int]] = []
-        """Row -> split (tp, pp)."""
-        # no rows yet (never written: :meth:`_grow` replaces them before the first row)
-        self.params, self.gemms = _NO_PARAMS, _NO_GEMMS
+        """The splits asked in this request -> their rows."""
+        self.stack = SplitStack.empty()
+        # no rows yet (never written: :meth:`_take` replaces them before the first row)
+        self.params = _NO_PARAMS
         self.caps = self.limits = self.capacities = _NO_INTS
         self.orders: dict[int, Ints] = {}
+
+    @property
+    def splits(self) -> tuple[tuple[int, int], ...]:
+        """Row -> split (tp, pp), the stack's."""
+        return self.stack.splits
+
+    @property
+    def gemms(self) -> Array:
+        return self.stack.gemms
 
     def order(self, ctx: Context, n: int, batch: int) -> Ints:
         """Table rows of the splits of ``n`` GPUs that fit ``batch`` (in the context's order),
@@ -363,40 +413,47 @@ class SplitTable:
         return found
 
     def _extend(self, ctx: Context, splits: list[tuple[int, int]]) -> None:
-        """Rows for ``splits`` (:meth:`serving.Context.packed_rows`), written in place: the
-        arrays keep spare rows (doubling), so a new count's splits cost no copy of the rows
-        already there."""
-        start = len(self.splits)
-        end = start + len(splits)
-        if end > len(self.caps):
-            self._grow(ctx, splits[0], max(end, 2 * len(self.caps), _FIRST_ROWS))
-        ctx.packed_rows(splits, self.params, self.gemms, start)
-        for k, s in enumerate(splits):
-            self.rows[s] = start + k
-            self.caps[start + k] = ctx.batch_cap(*s)
-        self.splits += splits
-        self.limits[start:end] = -1
-        self.capacities[start:end] = _UNKNOWN
+        """Rows for ``splits``: the stack's (the context's shared one, or a larger one where
+        it lacks some: :meth:`serving.Context.grown_stack`), this request's entries written
+        over their figures (:meth:`serving.Context.write_entries`), their memos reset."""
+        stack = self.stack
+        if not stack.splits:
+            stack = ctx.split_stack()
+        missing = [s for s in splits if s not in stack.rows]
+        if missing:
+            stack = ctx.grown_stack(stack, missing)
+        if stack is not self.stack:
+            self._take(stack)
+        rows = [stack.rows[s] for s in splits]
+        ctx.write_entries(self.params, stack, rows)
+        # the limit and capacity memos of a row not asked here are still unset (:meth:`_take`)
+        caps = self.caps
+        for s, r in zip(splits, rows, strict=True):
+            self.rows[s] = r
+            caps[r] = ctx.batch_cap(*s)
 
-    def _grow(self, ctx: Context, split: tuple[int, int], size: int) -> None:
-        """Room for ``size`` rows, the rows written so far kept (the three memo columns
-        are rows of one array: one allocation)."""
-        width, (rows, cols) = ctx.packed_shapes(*split)
-        used = len(self.splits)
-        params, gemms = np.empty((size, width)), np.empty((size, rows, cols))
-        ints = np.empty((3, size), np.int64)
+    def _take(self, stack: SplitStack) -> None:
+        """Read ``stack`` from now on (this table's rows are a prefix of it): its figures
+        copied past the rows already here, the memo arrays lengthened (one allocation)."""
+        used, size = len(self.stack.splits), len(stack.splits)
+        params = stack.params.copy()
+        ints = np.repeat(_UNSET, size, axis=1)  # caps 0, limits -1, capacities unknown
         if used:
-            params[:used], gemms[:used] = self.params[:used], self.gemms[:used]
+            params[:used] = self.params[:used]
             ints[0, :used], ints[1, :used] = self.caps[:used], self.limits[:used]
             ints[2, :used] = self.capacities[:used]
-        self.params, self.gemms = params, gemms
+        self.stack, self.params = stack, params
         self.caps, self.limits, self.capacities = ints[0], ints[1], ints[2]
 
 
 _NO_PARAMS = np.empty((0, 0))
 _NO_GEMMS = np.empty((0, 0, 0))
+_UNSET = np.array([[0], [-1], [_UNKNOWN]], np.int64)
+"""A split table's memo column of a row not asked yet: (memory cap, limit batch, capacity
+batch)."""
 _NO_INTS = np.empty(0, np.int64)
-"""An empty :class:`SplitTable`'s arrays (zero rows: nothing is ever written to them)."""
+"""An empty :class:`SplitStack`'s and :class:`SplitTable`'s arrays (zero rows: nothing is
+ever written to them)."""
 
 
 def warm_up() -> None:

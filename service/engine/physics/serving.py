@@ -739,16 +739,6 @@ def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     return limit_batch or None
 
 
-class PackedBase(NamedTuple):
-    """:meth:`Context.packed_base`: a split's packed figures (read only), its activation bytes
-    per element and one token's KV cache bytes."""
-
-    params: np.ndarray
-    gemms: np.ndarray
-    act_b: float
-    kv_token_bytes: float
-
-
 class Context:
     """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, links,
     serving model and largest batch meeting the limits do not depend on the count (only the
@@ -787,9 +777,10 @@ class Context:
         self._splits: dict[int, list[tuple[int, int]]] = {}
         self._fitting: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._entries: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray]] = {}
-        """The request's packed entries per (TP, element sizes) (:meth:`packed_rows`): the
+        """The request's packed entries per (TP, element sizes) (:meth:`write_entries`): the
         same for every GPU type, so shared by every context of the request."""
-        self._bases: dict[tuple[int, int], PackedBase] = {}
+        self._stack: tuple[object, ...] | None = None
+        """:meth:`_stack_key`, once taken."""
         self._table: cs.SplitTable | None = None
         self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
         self._points: dict[tuple[int, bool, float], tuple[
@@ -989,58 +980,56 @@ class Context:
             known.update(zip(missing, rates, strict=True))
         return [known[b] for b in batches]
 
-    def packed_base(self, tp: int, pp: int) -> PackedBase:
-        """Split (tp, pp)'s packed serving model (:class:`compiled.Packed`) as the shared cache
-        keeps it across requests: keyed by what its figures depend on besides the request's
-        lengths and limits (model, GPU, rate, runtime, weight and KV precisions, whether it
-        decodes, the split), so only :func:`compiled.request_entries` are this request's;
-        with the element sizes those entries are computed from. Once per split here."""
-        found = self._bases.get((tp, pp))
-        if found is not None:
-            return found
-        workload, spec, rate = self.workload, self.workload.inference, self.rate
-        model = workload.model
-        assert spec is not None and isinstance(model, TransformerModel) and rate is not None
-        decoder = not model.encoder_only and spec.output_tokens > 0
-        key = (model, self.gpu, rate, spec.runtime, mem.stored_weight_precision(workload),
-               workload.kv_cache_precision, decoder, tp, pp)
+    def _stack_key(self) -> tuple[object, ...]:
+        """What a split's packed figures depend on besides the split and the request's
+        lengths and limits: model, GPU, rate, runtime, weight and KV precisions, whether it
+        decodes (the key of :meth:`split_stack`)."""
+        key = self._stack
+        if key is None:
+            workload, spec = self.workload, self.workload.inference
+            model = workload.model
+            assert spec is not None and isinstance(model, TransformerModel)
+            decoder = not model.encoder_only and spec.output_tokens > 0
+            key = self._stack = (model, self.gpu, self.rate, spec.runtime,
+                                 mem.stored_weight_precision(workload),
+                                 workload.kv_cache_precision, decoder)
+        return key
 
-        def build() -> PackedBase:
+    def split_stack(self) -> cs.SplitStack:
+        """The splits' packed serving models (:class:`compiled.Packed`) as the shared cache
+        keeps them across requests (:class:`compiled_serving.SplitStack`: the splits earlier
+        requests of the same model, GPU, rate, runtime, precisions and decoding asked for),
+        empty where none is kept."""
+        found: cs.SplitStack | None = memo_of(self.memo).find("serving_stack",
+                                                              self._stack_key())
+        return found if found is not None else cs.SplitStack.empty()
+
+    def grown_stack(self, stack: cs.SplitStack, splits: list[tuple[int, int]]
+                    ) -> cs.SplitStack:
+        """``stack`` and the packed serving models of ``splits`` (not in it) after it: a new
+        stack, which the shared cache keeps from now on in its place."""
+        bases = []
+        for tp, pp in splits:
             sm = self.model(tp, pp)
             pk = compiled.pack(sm)
-            return PackedBase(pk.params, pk.gemms, sm.act_b, sm.kv_token_bytes)
+            bases.append((pk.params, pk.gemms, sm.act_b, sm.kv_token_bytes))
+        grown = stack.with_rows(splits, bases)
+        memo_of(self.memo).put("serving_stack", self._stack_key(), grown)
+        return grown
 
-        found = self._bases[tp, pp] = memo_of(self.memo).get("serving_base", key, build)
-        return found
-
-    def packed_rows(self, splits: list[tuple[int, int]], params: np.ndarray,
-                    gemms: np.ndarray, start: int) -> None:
-        """Write the packed figures of ``splits`` into rows ``start``... of ``params`` and
-        their GEMM tables into ``gemms`` (a split table's arrays, for the compiled split
-        loop): each split's kept across requests (:meth:`packed_base`, copied: the kept stay
-        as they are), this request's entries written over them
-        (:func:`compiled.request_entries` of :func:`lengths`, once per TP degree and element
-        sizes in the request)."""
+    def write_entries(self, params: np.ndarray, stack: cs.SplitStack, rows: list[int]) -> None:
+        """This request's entries written over the figures of ``rows`` of ``params`` (a
+        split table's copy of ``stack``'s): :func:`compiled.request_entries` of
+        :func:`lengths`, once per TP degree and element sizes in the request."""
         model, spec = self.workload.model, self.workload.inference
         assert isinstance(model, TransformerModel) and spec is not None
-        known = self._entries
-        for k, (tp, pp) in enumerate(splits):
-            base = self.packed_base(tp, pp)
-            i = start + k
-            params[i] = base.params
-            gemms[i] = base.gemms
-            key = (tp, base.act_b, base.kv_token_bytes)
+        known, keys = self._entries, stack.entries
+        for r in rows:
+            key = keys[r]
             found = known.get(key)
             if found is None:
-                found = known[key] = compiled.request_entries(
-                    lengths(model, spec, tp, base.act_b, base.kv_token_bytes), spec)
-            params[i, found[0]] = found[1]
-
-    def packed_shapes(self, tp: int, pp: int) -> tuple[int, tuple[int, int]]:
-        """(params per row, one GEMM table's rows and columns) of a split table's rows."""
-        base = self.packed_base(tp, pp)
-        rows, cols = base.gemms.shape
-        return len(base.params), (rows, cols)
+                found = known[key] = compiled.request_entries(lengths(model, spec, *key), spec)
+            params[r, found[0]] = found[1]
 
     def split_plan(self, gpu_count: int, latency_mode: bool, tie: float) -> tuple[
             int, int, int, int, int] | None:
