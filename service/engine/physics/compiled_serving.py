@@ -345,6 +345,7 @@ class SplitStack:
 
     @staticmethod
     def empty() -> SplitStack:
+        """A stack of no splits (a context none was kept for)."""
         return SplitStack((), _NO_PARAMS, _NO_GEMMS, ())
 
     def with_rows(self, splits: list[tuple[int, int]], bases: list[Base]) -> SplitStack:
@@ -415,7 +416,8 @@ class SplitTable:
     def _extend(self, ctx: Context, splits: list[tuple[int, int]]) -> None:
         """Rows for ``splits``: the stack's (the context's shared one, or a larger one where
         it lacks some: :meth:`serving.Context.grown_stack`), this request's entries written
-        over their figures (:meth:`serving.Context.write_entries`), their memos reset."""
+        over their figures (:meth:`serving.Context.write_entries`), their memory caps taken
+        (their limit and capacity memos are unset until :func:`split_plan` fills them)."""
         stack = self.stack
         if not stack.splits:
             stack = ctx.split_stack()
@@ -426,7 +428,6 @@ class SplitTable:
             self._take(stack)
         rows = [stack.rows[s] for s in splits]
         ctx.write_entries(self.params, stack, rows)
-        # the limit and capacity memos of a row not asked here are still unset (:meth:`_take`)
         caps = self.caps
         for s, r in zip(splits, rows, strict=True):
             self.rows[s] = r
