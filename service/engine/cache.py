@@ -70,14 +70,13 @@ process grid of a compute job's step on a (GPU, count), :class:`physics.scaling.
 ``peak_share``: a float per (GPU, peak rate), the power model's sustained share of the peak;
 ``training_tables``: a model's training GEMM rows per TP degree on one device;
 ``serving_stack``: a serving context's splits' packed figures less the request's lengths and
-limits, :meth:`physics.serving.Context.split_stack`; ``cnn_network``: a CNN's tabulated layers on one
-device, its batch memo left out, :meth:`physics.cnn.Net.fresh`; ``cnn_columns``: a catalog's
-CNN layer tables as arrays, :meth:`choice.screen.ScreenTable.cnn_columns`;
-``compute_pack_gpu``: a GPU type's row of a compute job's compiled scaling figures, 22 floats,
-:func:`physics.compiled_scaling.pack_gpu`; ``serving_splits``: the serving splits of a model's
-heads and layers on a node shape and count, :func:`physics.serving.split_candidates`); every
-other table is
-one call's
+limits, :meth:`physics.serving.Context.split_stack`; ``cnn_network``: a CNN's tabulated
+layers on one device, its batch memo left out, :meth:`physics.cnn.Net.fresh`;
+``cnn_columns``: a catalog's CNN layer tables as arrays,
+:meth:`choice.screen.ScreenTable.cnn_columns`; ``compute_pack_gpu``: a GPU type's row of a
+compute job's compiled scaling figures, 22 floats, :func:`physics.compiled_scaling.pack_gpu`;
+``serving_splits``: the serving splits of a model's heads and layers on a node shape and
+count, :func:`physics.serving.split_candidates`); every other table is one call's
 (:meth:`Memo.get`)."""
 
 SAMPLED_ENTRIES = 8
