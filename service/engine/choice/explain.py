@@ -314,22 +314,19 @@ def latency_overage(spec: InferenceSpec, ttft_ms: float | None, tpot_ms: float |
     return max(got / lim for _, got, lim, _ in misses) - 1 if misses else 0.0
 
 
-def latency_miss(workload: Workload, est: Estimate) -> tuple[str, float, Fix]:
-    """Which latency limit fails, by how much (relative), and the limit that would hold."""
-    return _latency_miss(workload, est.ttft_ms, est.tpot_ms, est.latency_ms, est.batch_size)
-
-
 def latency_failure(workload: Workload, ttft_ms: float | None, tpot_ms: float | None,
                     latency_ms: float | None, batch: int | None) -> Failure:
     """:func:`limit_failure` of an option that fits and misses a latency limit, from its
     latencies and the batch they were timed at (the estimate's: a ranking's light serving
     figures give the same floats without building it)."""
-    reason, over, fix = _latency_miss(workload, ttft_ms, tpot_ms, latency_ms, batch)
+    reason, over, fix = latency_miss(workload, ttft_ms, tpot_ms, latency_ms, batch)
     return Failure(1, "latency", reason, fix, over)
 
 
-def _latency_miss(workload: Workload, ttft_ms: float | None, tpot_ms: float | None,
-                  latency_ms: float | None, batch: int | None) -> tuple[str, float, Fix]:
+def latency_miss(workload: Workload, ttft_ms: float | None, tpot_ms: float | None,
+                 latency_ms: float | None, batch: int | None) -> tuple[str, float, Fix]:
+    """Which latency limit the latencies timed at ``batch`` miss, by how much (relative), and
+    the limit that would hold."""
     spec = workload.inference
     assert spec is not None
     misses = _latency_misses(spec, ttft_ms, tpot_ms, latency_ms)

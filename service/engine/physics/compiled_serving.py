@@ -343,11 +343,6 @@ class SplitStack:
         """Row -> (TP degree, activation bytes per element, one token's KV cache bytes):
         what the request's entries of the row depend on."""
 
-    @staticmethod
-    def empty() -> SplitStack:
-        """A stack of no splits (a context none was kept for)."""
-        return SplitStack((), _NO_PARAMS, _NO_GEMMS, ())
-
     def with_rows(self, splits: list[tuple[int, int]], bases: list[Base]) -> SplitStack:
         """This stack and rows for ``splits`` (not in it) after its own: a new stack."""
         width, (rows, cols) = len(bases[0][0]), bases[0][1].shape
@@ -374,7 +369,7 @@ class SplitTable:
     def __init__(self) -> None:
         self.rows: dict[tuple[int, int], int] = {}
         """The splits asked in this request -> their rows."""
-        self.stack = SplitStack.empty()
+        self.stack = EMPTY_STACK
         # no rows yet (never written: :meth:`_take` replaces them before the first row)
         self.params = _NO_PARAMS
         self.caps = self.limits = self.capacities = _NO_INTS
@@ -455,6 +450,8 @@ batch)."""
 _NO_INTS = np.empty(0, np.int64)
 """An empty :class:`SplitStack`'s and :class:`SplitTable`'s arrays (zero rows: nothing is
 ever written to them)."""
+EMPTY_STACK = SplitStack((), _NO_PARAMS, _NO_GEMMS, ())
+"""The stack of no splits (a context none was kept for; read only, so one for all)."""
 
 
 def warm_up() -> None:

@@ -779,8 +779,6 @@ class Context:
         self._entries: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray]] = {}
         """The request's packed entries per (TP, element sizes) (:meth:`write_entries`): the
         same for every GPU type, so shared by every context of the request."""
-        self._stack: tuple[object, ...] | None = None
-        """:meth:`_stack_key`, once taken."""
         self._table: cs.SplitTable | None = None
         self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
         self._points: dict[tuple[int, bool, float], tuple[
@@ -892,15 +890,20 @@ class Context:
         found = self._timings.get(local)
         if found is None:
             if self.compiled_splits:  # the split table's packed model (the same figures)
-                table = self._table
-                if table is None:
-                    table = self._table = cs.SplitTable()
+                table = self._split_table()
                 row = table.row(self, tp, pp)
                 found = packed_timing(table.params[row], table.gemms[row], batch)
             else:
                 found = self.model(tp, pp).timing(batch)
             self._timings[local] = found
         return found
+
+    def _split_table(self) -> cs.SplitTable:
+        """The context's :class:`compiled_serving.SplitTable` (made on first use)."""
+        table = self._table
+        if table is None:
+            table = self._table = cs.SplitTable()
+        return table
 
     def least_latency_ms(self, gpu_count: int, batch: int) -> float:
         """The least end-to-end latency [ms] at ``batch`` over the splits of ``gpu_count``
@@ -912,9 +915,7 @@ class Context:
         if found is None:
             splits = self.splits(gpu_count)
             if self.compiled_splits and splits:
-                table = self._table
-                if table is None:
-                    table = self._table = cs.SplitTable()
+                table = self._split_table()
                 rows = table.rows_of(self, splits)  # first: it may grow the arrays
                 found = cs.least_latency_ms(table.params, table.gemms, rows, batch)
             else:
@@ -983,17 +984,13 @@ class Context:
     def _stack_key(self) -> tuple[object, ...]:
         """What a split's packed figures depend on besides the split and the request's
         lengths and limits: model, GPU, rate, runtime, weight and KV precisions, whether it
-        decodes (the key of :meth:`split_stack`)."""
-        key = self._stack
-        if key is None:
-            workload, spec = self.workload, self.workload.inference
-            model = workload.model
-            assert spec is not None and isinstance(model, TransformerModel)
-            decoder = not model.encoder_only and spec.output_tokens > 0
-            key = self._stack = (model, self.gpu, self.rate, spec.runtime,
-                                 mem.stored_weight_precision(workload),
-                                 workload.kv_cache_precision, decoder)
-        return key
+        decodes (the key of :meth:`split_stack`; taken once or twice per context)."""
+        workload, spec = self.workload, self.workload.inference
+        model = workload.model
+        assert spec is not None and isinstance(model, TransformerModel)
+        decoder = not model.encoder_only and spec.output_tokens > 0
+        return (model, self.gpu, self.rate, spec.runtime, mem.stored_weight_precision(workload),
+                workload.kv_cache_precision, decoder)
 
     def split_stack(self) -> cs.SplitStack:
         """The splits' packed serving models (:class:`compiled.Packed`) as the shared cache
@@ -1002,7 +999,7 @@ class Context:
         empty where none is kept."""
         found: cs.SplitStack | None = memo_of(self.memo).find("serving_stack",
                                                               self._stack_key())
-        return found if found is not None else cs.SplitStack.empty()
+        return found if found is not None else cs.EMPTY_STACK
 
     def grown_stack(self, stack: cs.SplitStack, splits: list[tuple[int, int]]
                     ) -> cs.SplitStack:
@@ -1062,9 +1059,7 @@ class Context:
         spec = self.workload.inference
         assert spec is not None
         min_batch = spec.batch_size or 1
-        table = self._table
-        if table is None:
-            table = self._table = cs.SplitTable()
+        table = self._split_table()
         order = table.order(self, gpu_count, min_batch)
         if not len(order):
             self._points[key] = None
