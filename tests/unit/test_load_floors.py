@@ -260,3 +260,25 @@ def test_the_compiled_floor_table_is_the_numpy_table(name: str) -> None:
             assert np.array_equal(got.latency_ms, want.latency_ms), (name, cap)
             assert np.array_equal(got.request_s, want.request_s), (name, cap)
             assert (got.rows is None) == (name == "mixtral")
+
+
+def test_every_gpus_tables_fill_only_the_gpus_asked() -> None:
+    """AllTables.ensure fills the rows of the GPUs asked (a balanced search asks for a part
+    of a large catalog), each with the floats of filling every row at once; the rest stay
+    unfilled until asked."""
+    workload = CHAT
+    table, _ = _rows(workload, Memo(EngineCache()))
+    part = lf.all_tables(workload, table, Memo(EngineCache()))
+    whole = lf.all_tables(workload, table, Memo(EngineCache()))
+    assert part is not None and whole is not None and part is not whole
+    n = len(whole.done)
+    whole.ensure(np.arange(n, dtype=np.intp))
+    asked = np.array([i for i in range(n) if i % 3 == 1] + [1], dtype=np.intp)  # a repeat
+    part.ensure(asked)
+    assert part.done.sum() == len(set(asked.tolist())) < n
+    assert np.array_equal(part.latency_ms[asked], whole.latency_ms[asked], equal_nan=True)
+    left = np.flatnonzero(~part.done)
+    assert np.isnan(part.latency_ms[left]).all()
+    part.ensure(left)
+    assert part.done.all()
+    assert np.array_equal(part.latency_ms, whole.latency_ms, equal_nan=True)

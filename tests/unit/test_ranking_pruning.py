@@ -4,6 +4,7 @@ never exceed the real best score, and a warning counting the GPUs skipped."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Iterator
 from functools import cache
@@ -15,7 +16,13 @@ import pytest
 from service.engine.cache import Memo
 from service.engine.choice import figures as fg
 from service.engine.choice import ranking as rk
-from service.engine.choice.bounds import NO_MINIMA, Pending, count_floors
+from service.engine.choice.bounds import (
+    NO_MINIMA,
+    Pending,
+    balanced_floor,
+    count_floors,
+    pareto,
+)
 from service.engine.choice.cost import OfferIndex, group_offers, usd_per_gpu_hour
 from service.engine.choice.search import BalancedSearch, Skipped
 from service.engine.constants import MAX_AUTO_BATCH
@@ -872,3 +879,65 @@ def test_a_latency_miss_is_stated_from_the_light_figures() -> None:
                 stated += 1
                 fixed += batch is not None
     assert stated >= 20 and fixed >= 5, (stated, fixed)
+
+
+def test_balanced_bounds_in_blocks_and_type_floors_in_part_are_those_of_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stop test takes its GPUs' bounds as arrays, a block at a time, and a GPU's type
+    # floors are asked for it and the next GPUs it may need them for, not for every GPU at
+    # once: the answer, rejections and their bounds included, is the one of taking each
+    # bound alone and every GPU's type floors at the first need, with fewer GPUs' type
+    # floors asked (a small batch here, so the synthetic catalog shows it)
+    from service.engine.choice import search as se
+
+    def one_at_a_time(self: BalancedSearch, left: list[int]) -> list[float] | None:
+        out = []
+        for j in left:
+            bound = self._bound(j)
+            if bound <= self.cut:
+                return None
+            out.append(bound)
+        return out
+
+    asked: list[int] = []
+    type_floors = rk.type_floors
+
+    def counted(req: rk.Request, pending: list[Pending], cap: int | None = None) -> Any:
+        asked.append(len(pending))
+        return type_floors(req, pending, cap)
+
+    monkeypatch.setattr(rk, "type_floors", counted)
+    gpus, offers = synthetic()
+    runs = []
+    for block, batch, bounds in ((4, 16, None), (se.BOUNDS_BLOCK, 10**9, one_at_a_time)):
+        monkeypatch.setattr(se, "BOUNDS_BLOCK", block)
+        monkeypatch.setattr(se, "TYPE_FLOORS_BATCH", batch)
+        if bounds is not None:
+            monkeypatch.setattr(BalancedSearch, "_bounds", bounds)
+        asked.clear()
+        rec = rk.recommend(WORKLOADS["llama-3.1-8b-serve"], gpus, offers,
+                           objective="balanced", limit=LIMIT)
+        runs.append((rec, sum(asked), len(asked)))
+    (lazy, n_lazy, calls), (whole, n_whole, _) = runs
+    assert lazy.recommendations == whole.recommendations
+    assert lazy.rejected == whole.rejected
+    assert sum("not evaluated in full" in r.reason for r in lazy.rejected) >= 50
+    assert calls >= 3 and n_lazy < n_whole, (calls, n_lazy, n_whole)
+
+
+def test_pareto_pairs_keep_every_least_balanced_floor() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        pairs = [(rng.choice((1.0, 2.0, rng.uniform(0.5, 4.0))),
+                  rng.choice((3.0, rng.uniform(1.0, 9.0), math.inf)))
+                 for _ in range(rng.randint(1, 12))]
+        kept = pareto(pairs)
+        assert set(kept) <= set(pairs)
+        for c, t in pairs:  # every pair dropped is at or above one kept, in both figures
+            assert any(kc <= c and kt <= t for kc, kt in kept)
+        for a in kept:  # none kept is at or above another kept one
+            assert not any(b != a and b[0] <= a[0] and b[1] <= a[1] for b in kept)
+        for c_min, t_min in ((1.0, 1.0), (0.3, 7.0), (rng.uniform(0.1, 5), 2.5)):
+            assert min(balanced_floor(c, t, c_min, t_min) for c, t in kept) == min(
+                balanced_floor(c, t, c_min, t_min) for c, t in pairs)
+    assert pareto([(1.0, math.nan), (2.0, 3.0)]) == [(1.0, math.nan), (2.0, 3.0)]

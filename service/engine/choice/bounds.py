@@ -83,6 +83,23 @@ def balanced_floor(cost: Any, time: Any, c_min: float, t_min: float) -> Any:
 INF = math.inf
 
 
+def pareto(pairs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The (cost, time) floor pairs of ``pairs`` that no other is at or below in both figures
+    (one of equal pairs), by cost: :func:`balanced_floor` rises with either figure (floats
+    round monotonically), so its least over them is its least over ``pairs``, and a GPU's
+    bound, taken again at each stop test, reads fewer pairs. ``pairs`` as given where a
+    figure is NaN (no order)."""
+    if len(pairs) < 2 or any(math.isnan(x) or math.isnan(y) for x, y in pairs):
+        return pairs
+    out: list[tuple[float, float]] = []
+    best = INF
+    for cost, time in sorted(pairs):
+        if time < best or not out:
+            out.append((cost, time))
+            best = time
+    return out
+
+
 def ratio_to_min(x: float, lo: float) -> float:
     """``x`` over its minimum ``lo`` in a balanced score: inf for a non-finite ``x``, 1 when
     the minimum is not finite or underflowed to 0 (the ranking's score and the explanation of

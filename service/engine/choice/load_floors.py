@@ -211,15 +211,17 @@ def _table(packed: Array, target: float, output_tokens: float, max_batch: float,
 
 
 @_jit
-def _tables(packed: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64], target: float,
-            output_tokens: float, max_batch: float, out: Array) -> None:
-    """``out[g, k]``: :func:`_row` of GPU ``g``'s ``k``-th TP degree its node holds (rows of
-    ``packed`` [TP degree, GPU, figure]); the rows past them are left as they are."""
-    for g in range(packed.shape[1]):
+def _tables(packed: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64],
+            at: NDArray[np.intp], target: float, output_tokens: float, max_batch: float,
+            out: Array) -> None:
+    """``out[a, k]``: :func:`_row` of GPU ``at[a]``'s ``k``-th TP degree its node holds (rows
+    of ``packed`` [TP degree, GPU, figure]); the rows past them are left as they are."""
+    for a in range(at.shape[0]):
+        g = at[a]
         k = 0
         for i in range(packed.shape[0]):
             if tps[i] <= per_node[g]:
-                _row(packed[i, g], target, output_tokens, max_batch, out[g, k])
+                _row(packed[i, g], target, output_tokens, max_batch, out[a, k])
                 k += 1
 
 
@@ -413,31 +415,55 @@ def load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
     return kept[1]
 
 
-@dataclass(frozen=True)
 class AllTables:
-    """Every GPU of a floor table's columns at once: :func:`_load_table`'s floors of each,
-    in one compiled call."""
+    """Every GPU of a floor table's columns: :func:`_load_table`'s floors of each, tabulated
+    where first asked (:meth:`ensure`: the GPUs asked together in one compiled call; a
+    balanced search at catalog scale asks for about two thirds of them). One request's,
+    mutable, like its memo."""
 
-    tps: NDArray[np.int64]
-    per_node: NDArray[np.int64]
-    index: dict[str, int]
-    latency_ms: Array
-    """[GPU, k, level]: the floors [ms] on the GPU's ``k``-th TP degree (those its node holds,
-    in order; NaN past them) with the target shared by ``2**level`` TP groups."""
+    __slots__ = ("tps", "per_node", "index", "latency_ms", "done", "_rows", "_load")
+
+    def __init__(self, rows: Packed, per_node: NDArray[np.int64],
+                 load: tuple[float, float, float]) -> None:
+        self.tps = rows.tps
+        self.per_node = per_node
+        self.index = rows.index
+        self.latency_ms: Array = np.full((rows.rows.shape[1], len(rows.tps), LEVELS), math.nan)
+        """[GPU, k, level]: the floors [ms] on the GPU's ``k``-th TP degree (those its node
+        holds, in order; NaN past them) with the target shared by ``2**level`` TP groups;
+        read only the rows :meth:`ensure` has filled."""
+        self.done = np.zeros(rows.rows.shape[1], dtype=np.bool_)
+        """Whether each GPU's rows of :attr:`latency_ms` are filled."""
+        self._rows = rows.rows
+        self._load = load
+        """(target requests/s, output tokens, the largest batch) :func:`_row` takes."""
+
+    def ensure(self, at: NDArray[np.intp]) -> None:
+        """Fill the rows of the GPUs ``at`` (column indices) not filled yet, in one compiled
+        call (:func:`_tables`: each GPU's own floats, whatever else is asked with it)."""
+        todo = np.unique(at[~self.done[at]])
+        if not len(todo):
+            return
+        out = np.full((len(todo), len(self.tps), LEVELS), math.nan)
+        _tables(self._rows, self.tps, self.per_node, todo, *self._load, out)
+        self.latency_ms[todo] = out * 1e3
+        self.done[todo] = True
 
     def of(self, slug: str) -> LoadTable | None:
         """The :class:`LoadTable` of the GPU ``slug`` (None where the columns lack it)."""
         g = self.index.get(slug)
         if g is None:
             return None
+        if not self.done[g]:
+            self.ensure(np.array([g], dtype=np.intp))
         tps = self.tps[self.tps <= self.per_node[g]]
         return LoadTable(tps, np.asarray(self.latency_ms[g, :len(tps)], dtype=np.float64))
 
 
 def all_tables(workload: Workload, table: ifl.Table, memo: Memo) -> AllTables | None:
     """The :class:`AllTables` of ``table``'s columns (kept in the request's memo by the
-    table's identity, as :func:`packed`); None where load floors do not apply
-    (:func:`supported`) or the table has no columns."""
+    table's identity, as :func:`packed`), none of its rows filled yet; None where load floors
+    do not apply (:func:`supported`) or the table has no columns."""
     if not supported(workload) or table.cols is None:
         return None
     kept = memo.scratch("load_floor_tables", (workload, id(table)),
@@ -450,11 +476,9 @@ def _all_tables(workload: Workload, table: ifl.Table, memo: Memo) -> AllTables:
     spec = workload.inference
     assert spec is not None
     rows = packed(workload, table, memo)
-    per_node = np.asarray(rows.per_node, dtype=np.int64)
-    out = np.full((rows.rows.shape[1], len(rows.tps), LEVELS), math.nan)
-    _tables(rows.rows, rows.tps, per_node, float(spec.target_requests_per_s or 0.0),
-            float(spec.output_tokens), float(c.MAX_AUTO_BATCH), out)
-    return AllTables(rows.tps, per_node, rows.index, out * 1e3)
+    return AllTables(rows, np.asarray(rows.per_node, dtype=np.int64),
+                     (float(spec.target_requests_per_s or 0.0), float(spec.output_tokens),
+                      float(c.MAX_AUTO_BATCH)))
 
 
 def _load_table(workload: Workload, gpu: GpuSpec, table: ifl.Table | None,
@@ -488,8 +512,8 @@ def warm_up() -> None:
     p = np.ones((1, _WIDTH))
     out = np.full((1, 2), math.nan)
     _table(p, 1.0, 1.0, 2.0, out)
-    _tables(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0, 1.0, 2.0,
-            out.reshape(1, 1, 2))
+    _tables(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64),
+            np.zeros(1, np.intp), 1.0, 1.0, 2.0, out.reshape(1, 1, 2))
     _latencies(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0,
                np.full((1, 1), math.inf))
     _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),

@@ -532,15 +532,18 @@ def _planned_floors(req: Request, p: bd.Pending) -> tuple[
                             (req.workload, p.gpu, req.constraints, p.counts, p.cap), build)
 
 
-def type_floors(req: Request, pending: list[bd.Pending]) -> dict[str, tuple[
-        NDArray[np.float64], NDArray[np.float64]]]:
-    """:func:`bounds.type_pairs` of each GPU of ``pending`` that has them, by slug, from every
-    GPU's load floors at once (:func:`load_floors.all_tables`, at the fastest network any
-    offer has, as its count floors take them); empty where they do not apply."""
+def type_floors(req: Request, pending: list[bd.Pending], cap: int | None = None) -> dict[
+        str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """:func:`bounds.type_pairs` of each GPU of ``pending`` that has them, by slug, from their
+    load floors (:func:`load_floors.all_tables`, at the fastest network any offer has, as its
+    count floors take them; the GPUs asked tabulated together); empty where they do not
+    apply. ``cap``: the floor table's (default: the largest of ``pending``'s; a search asking
+    for its GPUs a few at a time gives every GPU's largest, so all read one table)."""
     workload = req.workload
     if not load_floors.supported(workload) or not pending:
         return {}
-    table = bd.floor_table(workload, req.memo, max(p.cap for p in pending))
+    table = bd.floor_table(workload, req.memo, max(p.cap for p in pending) if cap is None
+                           else cap)
     tables = load_floors.all_tables(workload, table, req.memo) if table is not None else None
     if tables is None:
         return {}
@@ -550,6 +553,7 @@ def type_floors(req: Request, pending: list[bd.Pending]) -> dict[str, tuple[
     at = np.array([r for r in rows if r is not None], dtype=np.intp)
     if not have:
         return {}
+    tables.ensure(at)
     costs, times, valid = bd.type_pairs(have, tables.tps, tables.per_node[at],
                                         tables.latency_ms[at])
     return {p.gpu.slug: (costs[i], times[i]) for i, p in enumerate(have) if valid[i]}
@@ -693,9 +697,9 @@ class Search:
     def floors(self, p: bd.Pending) -> list[tuple[float, float]]:
         return balanced_floors(self.req, p)
 
-    def type_floors(self, pending: list[bd.Pending]) -> dict[str, tuple[
+    def type_floors(self, pending: list[bd.Pending], cap: int) -> dict[str, tuple[
             NDArray[np.float64], NDArray[np.float64]]]:
-        return type_floors(self.req, pending)
+        return type_floors(self.req, pending, cap)
 
     def minima(self) -> bd.Minima:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)

@@ -19,11 +19,20 @@ from service.engine.choice.bounds import (
     Minima,
     Pending,
     balanced_floor,
+    pareto,
     ratio_to_min,
 )
 from service.engine.choice.explain import Ranked
 from service.engine.recommend_types import Rejection
 from service.engine.types import Fix, GpuSpec
+
+TYPE_FLOORS_BATCH = 256
+"""GPUs whose :data:`TypeFloors` are asked together at most (:meth:`BalancedSearch._type_pairs`):
+a few calls for thousands of GPUs, a few hundred GPUs at most asked for nothing."""
+
+BOUNDS_BLOCK = 32
+"""GPUs of a stop test's first block of bounds taken as arrays (:meth:`BalancedSearch._bounds`);
+each next block twice the last."""
 
 Evaluate = Callable[[Pending], list[Ranked] | None]
 """Evaluates one GPU in full: its feasible options (None: rejected)."""
@@ -35,10 +44,11 @@ minima (C, T) or whose balanced floor at them is at most the given cut (INF: non
 their feasible priced options and the floors of the counts left out."""
 CountFloors = Callable[[Pending], list[tuple[float, float]]]
 """Balanced: the (cost, time) floors of each count of a GPU (:func:`bounds.count_floors`)."""
-TypeFloors = Callable[[list[Pending]], dict[str, tuple[NDArray[np.float64],
-                                                     NDArray[np.float64]]]]
-"""Balanced: (cost, time) floor pairs of each GPU that need no count's offer, as arrays, by
-slug (:func:`bounds.type_pairs`); a GPU without them is left out."""
+TypeFloors = Callable[[list[Pending], int], dict[str, tuple[NDArray[np.float64],
+                                                          NDArray[np.float64]]]]
+"""Balanced: (cost, time) floor pairs of each of the GPUs given that need no count's offer, as
+arrays, by slug (:func:`bounds.type_pairs`; the int: the largest :attr:`Pending.cap` of the
+search's GPUs, whose floor table they are read from); a GPU without them is left out."""
 
 
 @dataclass(frozen=True)
@@ -180,9 +190,9 @@ class BalancedSearch:
 
     A GPU's own floors bound its cost and time apart (the cheapest count and the fastest
     one); where that bound is not above the cut, pairs from its load floors alone
-    (``type_floors``: TP degree and load level together, taken for every GPU at once) are
-    tried, then its counts' floors (``floors``: each count's cost and time together, once per
-    GPU), and its bound is the least of the pairs.
+    (``type_floors``: TP degree and load level together, asked for a GPU and the next ones
+    in order at once) are tried, then its counts' floors (``floors``: each count's cost and
+    time together, once per GPU), and its bound is the least of the pairs.
 
     Once a test has set a cut, a GPU whose bound is under it is first probed at the counts
     that could reach the cut or lower a minimum (:attr:`trim`), and passed over as above where
@@ -205,10 +215,17 @@ class BalancedSearch:
         self.count_floors: dict[int, list[tuple[float, float]]] = {}
         """GPU -> its counts' (cost, time) floors, where taken (:meth:`_bound`)."""
         self.type_floors = type_floors
-        self.type_pairs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
-        """Slug -> the GPU's :data:`TypeFloors`, taken for every GPU at once when first
-        needed (:meth:`_bound`)."""
+        self.type_pairs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        """Slug -> the GPU's :data:`TypeFloors`, where taken (:meth:`_type_pairs`)."""
         self.order = _balanced_order(pending)
+        self.lb_costs = np.array([q.lb_cost for q in self.order], dtype=np.float64)
+        self.lb_times = np.array([q.lb_time for q in self.order], dtype=np.float64)
+        """Each GPU's own (cost, time) floors in :attr:`order`, as arrays: the stop test's
+        first pass over thousands of GPUs at catalog scale (:meth:`_bounds`)."""
+        self.priced = np.array([q.tier == 0 for q in self.order], dtype=np.bool_)
+        self.typed = np.zeros(len(self.order), dtype=np.bool_)
+        """Whether each GPU's :data:`TypeFloors` were asked (:meth:`_type_pairs`)."""
+        self.cap = max((q.cap for q in self.order if q.tier == 0), default=1)
         self.mins = Minima()
         """C and T: the least cost and time of the priced options found so far (unpriced
         GPUs are never scored here: they rank after every priced one)."""
@@ -217,13 +234,15 @@ class BalancedSearch:
         self.seen: set[int] = set()
         """GPUs evaluated in full (in turn, or ahead of it as blockers)."""
         self.probed: dict[int, _Probed] = {}
+        self.probed_at = np.zeros(len(self.order), dtype=np.bool_)
+        """Whether each GPU is in :attr:`probed`, as an array (:meth:`_bounds`)."""
         self.trimmed: set[int] = set()
         """GPUs probed against the cut in turn (:meth:`_sweep`), not as blockers."""
         self.deferred: list[int] = []
         """Probed GPUs passed over: their bound was above the cut."""
-        self.maybe = [j for j, q in enumerate(self.order) if q.tier == 0]
-        """GPUs not yet evaluated or probed that might still lower a minimum; only shrinks
-        (the minima only fall), each test filtering what is left of it."""
+        self.maybe: NDArray[np.intp] = np.flatnonzero(self.priced)
+        """GPUs not yet evaluated or probed that might still lower a minimum, in order; only
+        shrinks (the minima only fall), each test filtering what is left of it."""
         self.cut = INF
         """The last stop test's limit-th best score, raised by PRUNE_MARGIN."""
 
@@ -263,7 +282,8 @@ class BalancedSearch:
             # read as unpriced); evaluated in full now, its failures are reported
             self._evaluate(j)
             return
-        self.probed[j] = _Probed(_Scored(opts), floors)
+        self.probed[j] = _Probed(_Scored(opts), pareto(floors))
+        self.probed_at[j] = True
         if opts:
             self._lower(opts)
 
@@ -286,10 +306,7 @@ class BalancedSearch:
             if coarse > self.cut or self.cut == INF:
                 return coarse  # no test yet (cut inf): nothing to compare a tighter bound with
             if self.type_floors is not None:
-                if self.type_pairs is None:
-                    self.type_pairs = self.type_floors(
-                        [p for p in self.order if p.tier == 0])
-                pairs = self.type_pairs.get(q.gpu.slug)
+                pairs = self._type_pairs(j)
                 if pairs is not None:
                     costs, times = pairs
                     tight = float(np.min(balanced_floor(costs, times, c_min, t_min)))
@@ -297,11 +314,31 @@ class BalancedSearch:
                         return tight  # no count's offer needed: its counts' floors not taken
             found = self.count_floors.get(j)
             if found is None:
-                found = self.count_floors[j] = self.floors(q)
+                found = self.count_floors[j] = pareto(self.floors(q))
             floors = found or floors
         for lbc, lbt in floors:
             best = min(best, float(balanced_floor(lbc, lbt, c_min, t_min)))
         return best
+
+    def _type_pairs(self, j: int) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """GPU ``j``'s :data:`TypeFloors` (None: it has none). Asked, where not yet, for it
+        and the next :data:`TYPE_FLOORS_BATCH` priced GPUs after it in :attr:`order` not yet
+        asked, evaluated or probed whose own floors' balanced floor is at most the cut now
+        (the GPUs :meth:`_bound` is likeliest to look up next: tests and sweeps walk the
+        order), at once: at catalog scale about a third of the GPUs never need them."""
+        assert self.type_floors is not None
+        if not self.typed[j]:
+            coarse = balanced_floor(self.lb_costs[j:], self.lb_times[j:], self.mins.money,
+                                    self.mins.time)
+            want = self.priced[j:] & ~self.typed[j:] & ~self.probed_at[j:] & (
+                coarse <= self.cut)
+            want[0] = True
+            at = np.flatnonzero(want)
+            at = at[~np.isin(at + j, list(self.seen))][:TYPE_FLOORS_BATCH] + j
+            self.type_pairs.update(self.type_floors([self.order[i] for i in at.tolist()],
+                                                    self.cap))
+            self.typed[at] = True
+        return self.type_pairs.get(self.order[j].gpu.slug)
 
     def _stop(self, rest: list[int]) -> list[Skipped] | None:
         """The stop test before the GPUs ``rest`` (see the class docstring); None: keep
@@ -312,14 +349,16 @@ class BalancedSearch:
         # so the blocking set shrinks and this ends
         while True:
             c_min, t_min = self.mins.money, self.mins.time
-            self.maybe = [j for j in self.maybe if j not in seen and j not in probed
-                          and (order[j].lb_cost < c_min or order[j].lb_time < t_min)]
-            if not self.maybe:
+            at = self.maybe
+            at = at[(self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min)]
+            self.maybe = at[[j not in seen and j not in probed for j in at.tolist()]
+                            ] if len(at) else at
+            if not len(self.maybe):
                 break
             # the GPU whose floor is furthest below a minimum first: the one likeliest to
             # lower it, so the GPUs after it are more often no longer below (at catalog scale
             # the final minima leave ~a third of the GPUs first found below them)
-            for j in sorted(self.maybe, key=lambda i: (min(
+            for j in sorted(self.maybe.tolist(), key=lambda i: (min(
                     ratio_to_min(order[i].lb_cost, c_min), ratio_to_min(order[i].lb_time, t_min)),
                     i)):
                 # the minima fell since the list was taken: a GPU whose floors are no longer
@@ -327,22 +366,50 @@ class BalancedSearch:
                 q = order[j]
                 if q.lb_cost < self.mins.money or q.lb_time < self.mins.time:
                     self._settle(j)
-        if self.maybe or not 0 < self.mins.time < INF:
+        if len(self.maybe) or not 0 < self.mins.time < INF:
             return None
         mins, limit = self.mins, self.limit
         scores = sorted(d.best(mins, self.value) for d in self.done)
         self.cut = scores[limit - 1] * (1.0 + PRUNE_MARGIN)
         left = [j for j in rest if j not in seen] + self.deferred
-        # best bound first: a failing test usually stops at the first GPUs; a passing one
-        # keeps each bound for its Skipped (taken once: thousands of GPUs at catalog scale)
-        bounds = []
-        for j in left:
-            bound = self._bound(j)
-            if bound <= self.cut:
-                return None
-            bounds.append(bound)
+        bounds = self._bounds(left)
+        if bounds is None:
+            return None
         return [Skipped(order[j].gpu, b, scores[limit - 1])
                 for j, b in zip(left, bounds, strict=True)]
+
+    def _bounds(self, left: list[int]) -> list[float] | None:
+        """:meth:`_bound` of each of ``left`` (None: one is at most the cut). Where a GPU is
+        neither probed nor unpriced and its own floors' balanced floor is above the cut, that
+        is its bound (:meth:`_bound` looks no further), taken as arrays over a block of
+        ``left`` at a time (blocks doubling from :data:`BOUNDS_BLOCK`); the others one by
+        one, in order. Best bound first: a failing test usually stops in the first block; a
+        passing one keeps each bound for its Skipped, thousands at catalog scale."""
+        c_min, t_min = self.mins.money, self.mins.time
+        out: list[float] = []
+        if not (c_min > 0 and t_min > 0):
+            for j in left:
+                bound = self._bound(j)
+                if bound <= self.cut:
+                    return None
+                out.append(bound)
+            return out
+        start, size = 0, BOUNDS_BLOCK
+        while start < len(left):
+            block = left[start:start + size]
+            at = np.array(block, dtype=np.intp)
+            priced = self.priced[at]
+            bounds = np.where(priced, balanced_floor(self.lb_costs[at], self.lb_times[at],
+                                                     c_min, t_min), INF)
+            simple = ~(priced & self.probed_at[at]) & (bounds > self.cut)
+            for k in np.flatnonzero(~simple).tolist():
+                bound = self._bound(block[k])
+                if bound <= self.cut:
+                    return None
+                bounds[k] = bound
+            out.extend(bounds.tolist())
+            start, size = start + size, size * 2
+        return out
 
     def _sweep(self, queue: list[int], defer: bool) -> list[Skipped] | None:
         """Evaluate ``queue`` in turn, testing every so often; ``defer``: pass over GPUs whose
