@@ -350,9 +350,11 @@ class BalancedSearch:
         while True:
             c_min, t_min = self.mins.money, self.mins.time
             at = self.maybe
-            at = at[(self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min)]
-            self.maybe = at[[j not in seen and j not in probed for j in at.tolist()]
-                            ] if len(at) else at
+            if len(at) > BOUNDS_BLOCK:  # thousands at catalog scale: first as arrays
+                at = at[(self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min)]
+            self.maybe = np.array([j for j in at.tolist() if j not in seen and j not in probed
+                                   and (order[j].lb_cost < c_min or order[j].lb_time < t_min)],
+                                  dtype=np.intp)
             if not len(self.maybe):
                 break
             # the GPU whose floor is furthest below a minimum first: the one likeliest to
@@ -382,12 +384,13 @@ class BalancedSearch:
         """:meth:`_bound` of each of ``left`` (None: one is at most the cut). Where a GPU is
         neither probed nor unpriced and its own floors' balanced floor is above the cut, that
         is its bound (:meth:`_bound` looks no further), taken as arrays over a block of
-        ``left`` at a time (blocks doubling from :data:`BOUNDS_BLOCK`); the others one by
-        one, in order. Best bound first: a failing test usually stops in the first block; a
-        passing one keeps each bound for its Skipped, thousands at catalog scale."""
+        ``left`` at a time (blocks doubling from :data:`BOUNDS_BLOCK`; no more GPUs than one
+        block: all one by one); the others one by one, in order. Best bound first: a failing
+        test usually stops in the first block; a passing one keeps each bound for its
+        Skipped, thousands at catalog scale."""
         c_min, t_min = self.mins.money, self.mins.time
         out: list[float] = []
-        if not (c_min > 0 and t_min > 0):
+        if not (c_min > 0 and t_min > 0) or len(left) <= BOUNDS_BLOCK:  # few: one by one
             for j in left:
                 bound = self._bound(j)
                 if bound <= self.cut:
