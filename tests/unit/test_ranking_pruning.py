@@ -890,15 +890,6 @@ def test_balanced_bounds_in_blocks_and_type_floors_in_part_are_those_of_one_at_a
     # floors asked (a small batch here, so the synthetic catalog shows it)
     from service.engine.choice import search as se
 
-    def one_at_a_time(self: BalancedSearch, left: list[int]) -> list[float] | None:
-        out = []
-        for j in left:
-            bound = self._bound(j)
-            if bound <= self.cut:
-                return None
-            out.append(bound)
-        return out
-
     asked: list[int] = []
     type_floors = rk.type_floors
 
@@ -909,7 +900,8 @@ def test_balanced_bounds_in_blocks_and_type_floors_in_part_are_those_of_one_at_a
     monkeypatch.setattr(rk, "type_floors", counted)
     gpus, offers = synthetic()
     runs = []
-    for block, batch, bounds in ((4, 16, None), (se.BOUNDS_BLOCK, 10**9, one_at_a_time)):
+    for block, batch, bounds in ((4, 16, None),
+                                 (se.BOUNDS_BLOCK, 10**9, BalancedSearch._bounds_one_by_one)):
         monkeypatch.setattr(se, "BOUNDS_BLOCK", block)
         monkeypatch.setattr(se, "TYPE_FLOORS_BATCH", batch)
         if bounds is not None:

@@ -389,14 +389,9 @@ class BalancedSearch:
         test usually stops in the first block; a passing one keeps each bound for its
         Skipped, thousands at catalog scale."""
         c_min, t_min = self.mins.money, self.mins.time
-        out: list[float] = []
         if not (c_min > 0 and t_min > 0) or len(left) <= BOUNDS_BLOCK:  # few: one by one
-            for j in left:
-                bound = self._bound(j)
-                if bound <= self.cut:
-                    return None
-                out.append(bound)
-            return out
+            return self._bounds_one_by_one(left)
+        out: list[float] = []
         start, size = 0, BOUNDS_BLOCK
         while start < len(left):
             block = left[start:start + size]
@@ -412,6 +407,16 @@ class BalancedSearch:
                 bounds[k] = bound
             out.extend(bounds.tolist())
             start, size = start + size, size * 2
+        return out
+
+    def _bounds_one_by_one(self, left: list[int]) -> list[float] | None:
+        """:meth:`_bounds` taking each bound alone, in order (None: one is at most the cut)."""
+        out = []
+        for j in left:
+            bound = self._bound(j)
+            if bound <= self.cut:
+                return None
+            out.append(bound)
         return out
 
     def _sweep(self, queue: list[int], defer: bool) -> list[Skipped] | None:
