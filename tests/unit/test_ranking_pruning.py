@@ -26,6 +26,11 @@ from service.engine.choice.bounds import (
 from service.engine.choice.cost import OfferIndex, group_offers, usd_per_gpu_hour
 from service.engine.choice.search import BalancedSearch, Skipped
 from service.engine.constants import MAX_AUTO_BATCH
+from service.engine.physics.estimate import (
+    known_padded_point,
+    more_replicas_than_needed,
+    serving_point,
+)
 from service.engine.physics.performance import peak_rate
 from service.engine.physics.serving import ServingModel, largest_meeting
 from service.engine.recommend_types import (
@@ -933,3 +938,66 @@ def test_pareto_pairs_keep_every_least_balanced_floor() -> None:
             assert min(balanced_floor(c, t, c_min, t_min) for c, t in kept) == min(
                 balanced_floor(c, t, c_min, t_min) for c, t in pairs)
     assert pareto([(1.0, math.nan), (2.0, 3.0)]) == [(1.0, math.nan), (2.0, 3.0)]
+
+
+def test_counts_known_padded_before_their_figures_are_padded_and_skipping_them_keeps_answers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a balanced probe skips a count past the smallest that the split table's capacity
+    # batches (found at the GPU's other counts) already prove padded: whatever its figures,
+    # the probe would drop it. Each skip is checked against the figures it skipped, and the
+    # answers, rejections and their bounds included, are those of estimating every count
+    known = rk.known_padded_point
+    proven: list[bool] = []
+
+    def checked(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> bool:
+        found = known(workload, gpu, n, memo)
+        if found:
+            point = serving_point(workload, gpu, n, memo)
+            spec = workload.inference
+            assert point is not None and spec is not None
+            assert more_replicas_than_needed(spec.target_requests_per_s, point.requests_s,
+                                             point.replicas), (gpu.slug, n)
+        proven.append(found)
+        return found
+
+    gpus, offers = synthetic()
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    spec = base.inference
+    assert spec is not None
+    for target in (3.0, 10.0, 40.0):
+        workload = dataclasses.replace(
+            base, inference=dataclasses.replace(spec, target_requests_per_s=target))
+        runs = []
+        for prove in (checked, lambda *a: False):
+            monkeypatch.setattr(rk, "known_padded_point", prove)
+            runs.append(rk.recommend(workload, gpus, offers, objective="balanced",
+                                     limit=LIMIT))
+        skipping, every = runs
+        assert skipping.recommendations == every.recommendations
+        assert skipping.rejected == every.rejected
+    assert sum(proven) >= 50 and len(proven) > sum(proven), (sum(proven), len(proven))
+
+
+def test_a_count_is_known_padded_only_where_its_figures_are_padded() -> None:
+    # every GPU type of the synthetic catalog at loads from a fraction of a replica's
+    # capacity to hundreds of replicas: each count asked before its figures (the capacity
+    # batches found at the smaller counts), then figured
+    rng = random.Random(11)
+    gpus, _ = synthetic()
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    spec = base.inference
+    assert spec is not None
+    tally = {(k, r): 0 for k in (False, True) for r in (False, True)}
+    for gpu in gpus[::7]:
+        target = 10 ** rng.uniform(-0.5, 3.0)
+        workload = dataclasses.replace(
+            base, inference=dataclasses.replace(spec, target_requests_per_s=target))
+        memo = Memo()
+        for n in (1, 2, 4, 8, 16, 24, 32, 64):
+            known = known_padded_point(workload, gpu, n, memo)
+            point = serving_point(workload, gpu, n, memo)
+            real = point is not None and more_replicas_than_needed(
+                target, point.requests_s, point.replicas)
+            tally[known, real] += 1
+    assert tally[True, False] == 0, tally
+    assert tally[True, True] >= 30, tally

@@ -84,6 +84,7 @@ from service.engine.choice.explain import Option as _Option
 from service.engine.physics.estimate import (
     estimate,
     gpu_count_candidates,
+    known_padded_point,
     min_gpus_to_fit,
     more_replicas_than_needed,
     with_efficiency,
@@ -455,19 +456,24 @@ def _probe(
     light = dict(zip(asked, fg.figures_of(req.workload, p.gpu, [(n, *plan[n]) for n in asked],
                                           req.settings, req.constraints, req.memo),
                      strict=True))
+    serving = req.workload.inference is not None
+    smallest = counts[0] if counts else 0
     for n, pairs, r in zip(counts, floors, reach, strict=True):
         offer, instances = plan[n]
         if not r and _above(pairs, c_min, t_min):
             rest.extend(pairs)
             continue
+        if serving and n > smallest and known_padded_point(
+                req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, req.memo):
+            # padded past the smallest count: dropped below whatever its figures, so not
+            # estimated (its figures and failure, if asked later, are the same)
+            continue
         fig = light[n]
         assert not isinstance(fig, fg.Slower)  # no time_cut asked
         opt, miss = _option(req, p, n, offer, instances, latency_mode=False,
                             fig=fig if isinstance(fig, fg.Figures) else None)
-        serving = req.workload.inference is not None
         if miss is None and opt.money is not None and not (serving and (
-                _idle(req.workload, opt)
-                or (n > min(plan) and _padded(req.workload, opt)))):
+                _idle(req.workload, opt) or (n > smallest and _padded(req.workload, opt)))):
             opts.append(opt)
             c_min, t_min = min(c_min, opt.money), min(t_min, opt.time)
     return opts, rest

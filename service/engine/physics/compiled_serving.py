@@ -317,6 +317,36 @@ def split_point(
     return found, row, cap_b, load_b, group, requests_s, ttft, tpot, latency, ok
 
 
+@_jit
+def padded_plan(params: Array, gemms: Array, capacities: Ints, rows: Ints, n: int,
+                target: float) -> bool:
+    """Whether :func:`split_plan` of ``n`` GPUs over the splits ``rows`` (throughput mode,
+    ``target`` > 0 requests/s, no fixed batch) keeps a padded split, read off the capacity
+    batches memoized at other counts alone: True only where every row's capacity batch is
+    known (a split's capacity batch does not depend on the count), at least one row has a
+    batch, and each row with a batch holds more replicas than ``target`` needs (split_plan's
+    ``padded``, the same floats). The plan keeps a padded split only where no split with a
+    batch is unpadded. False: not padded, or not known without the search."""
+    found = False
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        batch = capacities[i]
+        if batch == _UNKNOWN:
+            return False
+        if batch <= 0:
+            continue
+        p = params[i]
+        in_group = max(1, n // (int(p[_TP]) * int(p[_PP])))
+        capacity = rate(p, gemms[i], float(batch), 1.0, 1.0) * in_group
+        # a replica completing nothing reads as padded here but not in the figures
+        # (estimate.more_replicas_than_needed): not told apart, so not known
+        if not (in_group > 1 and capacity > 0.0
+                and _copies(target, capacity / in_group) < in_group):
+            return False
+        found = True
+    return found
+
+
 Base = tuple[Array, Array, float, float]
 """A split's packed serving model as a stack keeps it: (figures, GEMM table, activation bytes
 per element, one token's KV cache bytes)."""
@@ -400,6 +430,14 @@ class SplitTable:
             self._extend(ctx, new)
         return np.array([self.rows[s] for s in splits], np.int64)
 
+    def known_rows(self, splits: list[tuple[int, int]]) -> Ints | None:
+        """The table rows of ``splits`` where every one is in the table already (None
+        otherwise: nothing is added)."""
+        rows = self.rows
+        if any(s not in rows for s in splits):
+            return None
+        return np.array([rows[s] for s in splits], np.int64)
+
     def row(self, ctx: Context, tp: int, pp: int) -> int:
         """The table row of split (tp, pp), added first when it is not there yet."""
         found = self.rows.get((tp, pp))
@@ -461,5 +499,6 @@ def warm_up() -> None:
     g = np.ones((1, 5, _TILE_TABLES + 4))
     one = np.ones(1, np.int64)
     least_latency_ms(p, g, np.zeros(1, np.int64), 1)
+    padded_plan(p, g, np.full(1, 2, np.int64), np.zeros(1, np.int64), 4, 1.0)
     split_point(p, g, one, np.full(1, -1, np.int64), np.full(1, _UNKNOWN, np.int64),
                 np.zeros(1, np.int64), 1, 1.0, 0, False, 1024, 1.25, 0.02, 1.001, 1)

@@ -788,6 +788,20 @@ def serving_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo,
                       meets if _has_limits(spec) else None, requests_s)
 
 
+def known_padded_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> bool:
+    """Whether :func:`serving_point` of ``n`` x ``gpu`` in throughput mode is known, without
+    computing it, to hold more replicas than the target needs (its figures'
+    :func:`more_replicas_than_needed`): from the context this call made for ``gpu`` at its
+    other counts (:meth:`serving.Context.known_padded`). False where it cannot tell."""
+    if n > 1 and par.single_module(gpu):
+        return False  # serving_point gives None: the estimate decides
+    rate = workload_rate(workload, gpu)
+    if rate is None or workload.inference is None:
+        return False
+    ctx = inf.made_context(workload, gpu, rate.precision_used, rate, memo)
+    return ctx is not None and ctx.compiled_splits and ctx.known_padded(n)
+
+
 def _inference_fixes(
     workload: Workload,
     gpu: GpuSpec,

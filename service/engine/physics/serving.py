@@ -1076,6 +1076,24 @@ class Context:
                                      (ttft, tpot if decodes else None, latency), bool(ok))
         return point
 
+    def known_padded(self, gpu_count: int) -> bool:
+        """Whether :meth:`split_point` of ``gpu_count`` in throughput mode is known, before it
+        runs, to keep a split holding more replicas than the target needs
+        (:func:`compiled_serving.padded_plan` over the split table's memos: the capacity
+        batches found at this context's other counts, which do not depend on the count).
+        False where it cannot tell: no split table yet, a split of the count not in it or
+        its capacity batch not found yet, no target, a fixed batch size, not
+        :attr:`compiled_splits`."""
+        spec, table = self.workload.inference, self._table
+        if table is None or spec is None or spec.batch_size or not spec.target_requests_per_s:
+            return False
+        splits = self.fitting(gpu_count, 1)  # split_point's order at the smallest batch, 1
+        rows = table.known_rows(splits) if splits else None
+        if rows is None:
+            return False
+        return bool(cs.padded_plan(table.params, table.gemms, table.capacities, rows,
+                                   gpu_count, float(spec.target_requests_per_s)))
+
     def limit_batch(self, tp: int, pp: int = 1) -> int:
         """The largest batch meeting the latency limits on split (tp, pp), searched up to the
         batch that fits memory (a larger one could never run: ``clamp_batch`` of it and of
@@ -1140,6 +1158,14 @@ def context(
     key = (workload, gpu, precision_used, rate)
     return memo.scratch("inference_context", key,
                         lambda: _new_context(workload, gpu, precision_used, rate, memo))
+
+
+def made_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
+                 rate: PeakRate | None, memo: Memo) -> Context | None:
+    """The :class:`Context` :func:`context` made in this call for these arguments, or None
+    (none is made here)."""
+    found = memo.peek("inference_context", (workload, gpu, precision_used, rate))
+    return found if isinstance(found, Context) else None
 
 
 def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
