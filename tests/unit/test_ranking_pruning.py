@@ -942,10 +942,11 @@ def test_pareto_pairs_keep_every_least_balanced_floor() -> None:
 
 def test_counts_known_padded_before_their_figures_are_padded_and_skipping_them_keeps_answers(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # a balanced probe skips a count past the smallest that the split table's capacity
-    # batches (found at the GPU's other counts) already prove padded: whatever its figures,
-    # the probe would drop it. Each skip is checked against the figures it skipped, and the
-    # answers, rejections and their bounds included, are those of estimating every count
+    # a balanced probe and a count walk skip a count past the smallest that the split
+    # table's capacity batches (found at the GPU's other counts) already prove padded:
+    # whatever its figures, they would drop it. Each skip is checked against the figures it
+    # skipped, and the answers, rejections and their bounds included, are those of
+    # estimating every count
     known = rk.known_padded_point
     proven: list[bool] = []
 
@@ -964,14 +965,19 @@ def test_counts_known_padded_before_their_figures_are_padded_and_skipping_them_k
     base = WORKLOADS["llama-3.1-8b-serve"]
     spec = base.inference
     assert spec is not None
-    for target in (3.0, 10.0, 40.0):
+    # balanced probes and walks; cost walks; a budget few counts meet (GPU types left with
+    # no feasible count are walked again, every count estimated)
+    for target, objective, constraints in ((3.0, "balanced", None), (10.0, "balanced", None),
+                                           (40.0, "balanced", None), (10.0, "cost", None),
+                                           (40.0, "time", None),
+                                           (40.0, "balanced", Constraints(max_usd_per_hour=8.0))):
         workload = dataclasses.replace(
             base, inference=dataclasses.replace(spec, target_requests_per_s=target))
         runs = []
         for prove in (checked, lambda *a: False):
             monkeypatch.setattr(rk, "known_padded_point", prove)
-            runs.append(rk.recommend(workload, gpus, offers, objective="balanced",
-                                     limit=LIMIT))
+            runs.append(rk.recommend(workload, gpus, offers, objective=objective,
+                                     constraints=constraints, limit=LIMIT))
         skipping, every = runs
         assert skipping.recommendations == every.recommendations
         assert skipping.rejected == every.rejected

@@ -306,6 +306,14 @@ def _walk_counts(
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
+        if defer and serving and not latency_mode and n > smallest and known_padded_point(
+                workload, co.network_gpu(p.gpu, offer, n, req.memo), n, req.memo):
+            # padded past the smallest count: passed over below whatever its figures (or
+            # deferred, missing a limit); its idle GPUs would only matter, as a deferred
+            # count does, where no count is feasible: so it counts as deferred, and a GPU
+            # left with no feasible count is walked again with every count estimated
+            deferred = True
+            continue
         known = fig if isinstance(fig, fg.Figures) else None
         if defer and ((job and known is None) or (serving and _misses(req, p, n, offer,
                                                                       instances, latency_mode))):
