@@ -264,8 +264,9 @@ def _walk_counts(
     latency_mode: bool, defer: bool,
 ) -> tuple[list[Ranked], Failure | None, bool, bool]:
     """:func:`_evaluate_gpu`'s walk over ``counts``: (feasible options, the nearest failure,
-    whether a count was skipped for idle GPUs, whether a count known to miss a limit was
-    skipped). ``defer``: skip such counts (their full estimate serves only the failure)."""
+    whether a count was skipped for idle GPUs, whether a count was deferred: known to miss a
+    limit, or past the smallest and known padded). ``defer``: defer such counts (a missing
+    one's full estimate serves only the failure; a padded one is passed over)."""
     workload, objective = req.workload, req.objective
     job = workload.kind in fg.LIGHT_KINDS
     serving = workload.inference is not None
