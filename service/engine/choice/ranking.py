@@ -307,8 +307,8 @@ def _walk_counts(
             slack = 1.0 + COST_TIE if objective == "cost" else 1.0  # see choose()
             if bound is not None and bound > best * slack * (1.0 + PRUNE_MARGIN):
                 continue
-        if defer and serving and not latency_mode and n > smallest and known_padded_point(
-                workload, co.network_gpu(p.gpu, offer, n, req.memo), n, req.memo):
+        if defer and serving and not latency_mode and n > smallest and _known_padded(
+                req, p, n, offer):
             # padded past the smallest count: passed over below whatever its figures (or
             # deferred, missing a limit); its idle GPUs would only matter, as a deferred
             # count does, where no count is feasible: so it counts as deferred, and a GPU
@@ -472,8 +472,7 @@ def _probe(
         if not r and _above(pairs, c_min, t_min):
             rest.extend(pairs)
             continue
-        if serving and n > smallest and known_padded_point(
-                req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, req.memo):
+        if serving and n > smallest and _known_padded(req, p, n, offer):
             # padded past the smallest count: dropped below whatever its figures, so not
             # estimated (its figures and failure, if asked later, are the same)
             continue
@@ -617,6 +616,14 @@ def _serving_figures(req: Request, p: bd.Pending, n: int, offer: Offer | None, i
     return req.memo.get("serving_figures", key, lambda: fg.serving_figures(
         req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n, offer, instances,
         req.settings, req.constraints, req.memo, latency_mode))
+
+
+def _known_padded(req: Request, p: bd.Pending, n: int, offer: Offer | None) -> bool:
+    """Whether a serving count's throughput-mode figures (:func:`_serving_figures`, on the GPU
+    as the count runs it) are known padded before they are taken
+    (:func:`estimate.known_padded_point`)."""
+    return known_padded_point(req.workload, co.network_gpu(p.gpu, offer, n, req.memo), n,
+                              req.memo)
 
 
 def _full_option(req: Request, p: bd.Pending, n: int, offer: Offer | None, instances: int,
