@@ -503,9 +503,11 @@ class CandidateSummary(_Response):
 
 
 class RejectionSummary(_Response):
+    """A rejected GPU in the summary: its slug and code (why in words and the nearest fix:
+    :meth:`recommend`'s ``compact`` answer)."""
+
     gpu: GpuSlug
     code: str
-    reason: str
 
 
 class RecommendationSummary(_Response):

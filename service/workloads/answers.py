@@ -44,16 +44,18 @@ from service.workloads.results import (
 
 View = Literal["summary", "compact", "full"]
 """``summary`` (the default): per candidate the figures a portal shows (GPU, count, offer,
-cost, time or latency, batch, bound, warning codes) and per rejected GPU its slug, code and
-reason, ~5-10 KB for 10 candidates; ``compact``: the whole explained answer, with the engine
-constants listed once in the answer's ``assumptions`` and each estimate's ``assumptions``
-null (~40-75 KB); ``full``: the same with every estimate listing its constants as well
-(~100-270 KB), exactly what a stored run keeps."""
+cost, time or latency, batch, bound, warning codes) and per rejected GPU its slug and code
+(why in words and the nearest fix: ``compact``), ~4-9 KB for 10 candidates (at most 12 KB);
+``compact``: the whole explained answer, with the engine constants listed once in the
+answer's ``assumptions`` and each estimate's ``assumptions`` null (~40-75 KB); ``full``: the
+same with every estimate listing its constants as well (~100-270 KB), exactly what a stored
+run keeps."""
 
 VIEW_DESCRIPTION = (
     "`summary` (default): the ranked list a portal shows, `RecommendationSummary` (per "
     "candidate: GPU, count, offer, cost, time or latency, batch, bound, warning codes; per "
-    "rejected GPU: slug, code, reason), ~5-10 KB for 10 candidates. `compact`: the whole "
+    "rejected GPU: slug and code; why in words and the nearest fix: `compact`), ~4-9 KB "
+    "for 10 candidates. `compact`: the whole "
     "explained answer, `RecommendationResult` (estimates, reasons, fixes, provisioning), with "
     "the engine constants listed once in `assumptions` and each estimate's `assumptions` null "
     "(~40-75 KB). `full`: `RecommendationResult` with every estimate listing its constants "
@@ -124,8 +126,8 @@ class CandidateSummary(BaseModel):
 
 class RejectionSummary(BaseModel):
     gpu: GpuSlug = Field(description="The GPU type ruled out")
-    code: RejectionCode = Field(description="Machine-readable reason")
-    reason: str = Field(description="Why, with the figures (the nearest fix: view=compact)")
+    code: RejectionCode = Field(description="Machine-readable reason (why in words, with the "
+                                            "figures, and the nearest fix: view=compact)")
 
 
 class FleetOfferSummary(BaseModel):
@@ -178,7 +180,7 @@ class RecommendationSummary(BaseModel):
     generated_at: datetime = Field(description="When the answer was computed (UTC)")
     recommendations: list[CandidateSummary] = Field(
         description="Feasible candidates, best first (one per GPU type)")
-    rejected: list[RejectionSummary] = Field(description="GPUs ruled out, each with the reason")
+    rejected: list[RejectionSummary] = Field(description="GPUs ruled out, each with its code")
     warnings: list[str] = Field(description="Caveats about the whole answer")
     fleet: FleetSummary | None = Field(
         default=None, description="Traffic histograms: the cheapest mixed fleet, in short; "
@@ -264,7 +266,7 @@ class Answer:
             "catalog_revision": self.catalog_revision,
             "generated_at": self.generated_at,
             "recommendations": [_candidate_summary(c) for c in self.rec.recommendations],
-            "rejected": [{"gpu": {"slug": r.gpu_slug}, "code": r.code, "reason": r.reason}
+            "rejected": [{"gpu": {"slug": r.gpu_slug}, "code": r.code}
                          for r in self.rec.rejected],
             "warnings": self.warnings + list(self.rec.warnings),
             "fleet": None if fleet is None else _fleet_summary(fleet),

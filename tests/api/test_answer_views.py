@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
+from bench.cpu_per_request import KINDS, bodies
 from service.workloads import examples
 from service.workloads.answers import RecommendationSummary
 from service.workloads.results import RecommendationResult
@@ -94,11 +95,29 @@ def test_the_default_summary_is_small_and_the_full_answer_with_fields_left_out(
         assert {"rank", "gpu", "gpu_count", "quote", "cost", "estimate", "warnings"} <= set(c)
         assert {"bound", "batch_size", "time_to_complete_hours", "latency_ms"} <= set(
             c["estimate"])
-    assert all(set(r) == {"gpu", "code", "reason"} for r in summary["rejected"])
+    # a rejected GPU's slug and code; why in words, its rank and its fix are compact's
+    assert all(set(r) == {"gpu", "code"} for r in summary["rejected"])
     summary["generated_at"] = whole["generated_at"]  # two requests, two clocks
     assert _projection_errors(summary, whole) == []
     assert len(default.content) <= SUMMARY_MAX_BYTES, (name, len(default.content))
     assert len(default.content) < 0.1 * len(full.content)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_varied_summaries_stay_small(client: TestClient, kind: str) -> None:
+    """Not only the named examples: varied bodies of each kind the benchmarks send (LLM
+    serving, training, FP64; up to 10 candidates) answer in <= 12 KB, rejected GPUs included (a
+    training answer rules out ~20 GPU types; with each one's reason in words, as before,
+    most varied training summaries were 12-13 KB)."""
+    sizes = []
+    for text in bodies(kind, seed=1, n=12):
+        resp = client.post("/v1/recommendations", content=text,
+                           headers={"Content-Type": "application/json"})
+        assert resp.status_code == 200, resp.text
+        answer = resp.json()
+        assert 1 <= len(answer["recommendations"]) <= 10 and answer["rejected"], text
+        sizes.append(len(resp.content))
+    assert max(sizes) <= SUMMARY_MAX_BYTES, (kind, sorted(sizes))
 
 
 def test_a_traffic_mix_summary_carries_the_fleet_in_short(client: TestClient) -> None:
@@ -164,7 +183,7 @@ def test_every_catalog_gpu_is_listed_or_rejected(client: TestClient, name: str,
     # a client asking "why not X?" finds every GPU type in one list or the other: those
     # evaluated in full and ranked below the top `limit` are outranked with their rank
     body = examples.submission_body(name, limit=limit)
-    answer = client.post("/v1/recommendations", json=body).json()
+    answer = client.post("/v1/recommendations?view=compact", json=body).json()
     listed = [c["gpu"]["slug"] for c in answer["recommendations"]]
     rejected = [r["gpu"]["slug"] for r in answer["rejected"]]
     gpus = {g["slug"] for g in client.get("/v1/gpus", params={"limit": 500}).json()["data"]}
@@ -183,7 +202,7 @@ def test_every_catalog_gpu_is_listed_or_rejected(client: TestClient, name: str,
 def test_gpus_evaluated_below_the_top_say_their_rank(client: TestClient) -> None:
     # the LLM training example at limit 10 evaluates GPUs it does not list (the search's
     # bounds cannot skip them): each is outranked with its rank after the 10th
-    answer = client.post("/v1/recommendations",
+    answer = client.post("/v1/recommendations?view=compact",
                          json=examples.submission_body("llm-training", limit=10)).json()
     assert len(answer["recommendations"]) == 10
     below = [r["reason"] for r in answer["rejected"] if r["reason"].startswith("ranked #11 ")]
