@@ -5,8 +5,9 @@ can reach the top ``limit`` (bounds: :mod:`service.engine.choice.bounds`; the ex
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, islice
 
 import numpy as np
 from numpy.typing import NDArray
@@ -340,9 +341,9 @@ class BalancedSearch:
             self.typed[at] = True
         return self.type_pairs.get(self.order[j].gpu.slug)
 
-    def _stop(self, rest: list[int]) -> list[Skipped] | None:
-        """The stop test before the GPUs ``rest`` (see the class docstring); None: keep
-        evaluating."""
+    def _stop(self, queue: list[int], start: int) -> list[Skipped] | None:
+        """The stop test before the GPUs ``queue[start:]`` (see the class docstring); None:
+        keep evaluating."""
         order, seen, probed = self.order, self.seen, self.probed
         # GPUs that might still lower a minimum are probed now, out of turn (the set
         # evaluated, not the order, decides the answer); each one only lowers the minima,
@@ -373,28 +374,32 @@ class BalancedSearch:
         mins, limit = self.mins, self.limit
         scores = sorted(d.best(mins, self.value) for d in self.done)
         self.cut = scores[limit - 1] * (1.0 + PRUNE_MARGIN)
-        left = [j for j in rest if j not in seen] + self.deferred
-        bounds = self._bounds(left)
-        if bounds is None:
+        # the GPUs left, taken as the bounds ask for them: a failing test (most of them)
+        # reads the first block, not the thousands of a catalog's queue
+        left = chain((j for j in islice(queue, start, None) if j not in seen), self.deferred)
+        found = self._bounds(left)
+        if found is None:
             return None
-        return [Skipped(order[j].gpu, b, scores[limit - 1])
-                for j, b in zip(left, bounds, strict=True)]
+        return [Skipped(order[j].gpu, b, scores[limit - 1]) for j, b in zip(*found, strict=True)]
 
-    def _bounds(self, left: list[int]) -> list[float] | None:
-        """:meth:`_bound` of each of ``left`` (None: one is at most the cut). Where a GPU is
-        neither probed nor unpriced and its own floors' balanced floor is above the cut, that
-        is its bound (:meth:`_bound` looks no further), taken as arrays over a block of
-        ``left`` at a time (blocks doubling from :data:`BOUNDS_BLOCK`; no more GPUs than one
-        block: all one by one); the others one by one, in order. Best bound first: a failing
-        test usually stops in the first block; a passing one keeps each bound for its
-        Skipped, thousands at catalog scale."""
+    def _bounds(self, left: Iterable[int]) -> tuple[list[int], list[float]] | None:
+        """:meth:`_bound` of each of ``left`` (None: one is at most the cut), with the GPUs
+        (``left`` is read as far as needed). Where a GPU is neither probed nor unpriced and
+        its own floors' balanced floor is above the cut, that is its bound (:meth:`_bound`
+        looks no further), taken as arrays over a block of ``left`` at a time (blocks doubling
+        from :data:`BOUNDS_BLOCK`; no more GPUs than one block: all one by one); the others
+        one by one, in order. Best bound first: a failing test usually stops in the first
+        block; a passing one keeps each bound for its Skipped, thousands at catalog scale."""
         c_min, t_min = self.mins.money, self.mins.time
-        if not (c_min > 0 and t_min > 0) or len(left) <= BOUNDS_BLOCK:  # few: one by one
-            return self._bounds_one_by_one(left)
+        rest: Iterator[int] = iter(left)
+        head = list(islice(rest, BOUNDS_BLOCK + 1))
+        if not (c_min > 0 and t_min > 0) or len(head) <= BOUNDS_BLOCK:  # few: one by one
+            return self._bounds_one_by_one(head + list(rest))
+        rest = chain(head, rest)
+        taken: list[int] = []
         out: list[float] = []
-        start, size = 0, BOUNDS_BLOCK
-        while start < len(left):
-            block = left[start:start + size]
+        size = BOUNDS_BLOCK
+        while block := list(islice(rest, size)):
             at = np.array(block, dtype=np.intp)
             priced = self.priced[at]
             bounds = np.where(priced, balanced_floor(self.lb_costs[at], self.lb_times[at],
@@ -405,19 +410,21 @@ class BalancedSearch:
                 if bound <= self.cut:
                     return None
                 bounds[k] = bound
+            taken.extend(block)
             out.extend(bounds.tolist())
-            start, size = start + size, size * 2
-        return out
+            size *= 2
+        return taken, out
 
-    def _bounds_one_by_one(self, left: list[int]) -> list[float] | None:
+    def _bounds_one_by_one(self, left: Iterable[int]) -> tuple[list[int], list[float]] | None:
         """:meth:`_bounds` taking each bound alone, in order (None: one is at most the cut)."""
+        every = list(left)
         out = []
-        for j in left:
+        for j in every:
             bound = self._bound(j)
             if bound <= self.cut:
                 return None
             out.append(bound)
-        return out
+        return every, out
 
     def _sweep(self, queue: list[int], defer: bool) -> list[Skipped] | None:
         """Evaluate ``queue`` in turn, testing every so often; ``defer``: pass over GPUs whose
@@ -428,7 +435,7 @@ class BalancedSearch:
                 continue
             if self.limit >= 1 and len(self.done) >= self.limit and k >= next_test \
                     and 0 < self.mins.money < INF:
-                skipped = self._stop(queue[k:])
+                skipped = self._stop(queue, k)
                 if skipped is not None:
                     return skipped
                 next_test = k + max(1, (len(self.done) + len(self.deferred)) // BALANCED_RECHECK)
