@@ -53,14 +53,14 @@ run keeps."""
 
 VIEW_DESCRIPTION = (
     "`summary` (default): the ranked list a portal shows, `RecommendationSummary` (per "
-    "candidate: GPU, count, offer, cost, time or latency, batch, bound, warning codes; per "
-    "rejected GPU: slug and code; why in words and the nearest fix: `compact`), ~4-9 KB "
-    "for 10 candidates. `compact`: the whole "
-    "explained answer, `RecommendationResult` (estimates, reasons, fixes, provisioning), with "
-    "the engine constants listed once in `assumptions` and each estimate's `assumptions` null "
-    "(~40-75 KB). `full`: `RecommendationResult` with every estimate listing its constants "
-    "too (~100-270 KB), as a stored run keeps it. Every field of a summary has the same path "
-    "and value in the other views.")
+    "candidate: GPU, count, offer, cost, time or latency, batch, bound, warning codes; "
+    "per rejected GPU: slug and code; why in words and the nearest fix: `compact`), ~4-9 "
+    "KB for 10 candidates. `compact`: the whole explained answer, `RecommendationResult` "
+    "(estimates, reasons, fixes, provisioning), with the engine constants listed once in "
+    "`assumptions` and each estimate's `assumptions` null (~40-75 KB). `full`: "
+    "`RecommendationResult` with every estimate listing its constants too (~100-270 KB), "
+    "as a stored run keeps it. Every field of a summary has the same path and value in "
+    "the other views.")
 
 
 class GpuSlug(BaseModel):
