@@ -252,5 +252,6 @@ class Recommendation:
     warnings: tuple[str, ...] = ()
     explained: bool = True
     """False: built for a ranked summary (``recommend(explained=False)``): each candidate's
-    ``reasons`` are empty, its ``provision`` is :data:`NOT_PROVISIONED` and a training
-    estimate's ``parallel_efficiency`` is None; every other figure is the explained answer's."""
+    ``reasons`` are empty, its ``provision`` is :data:`NOT_PROVISIONED`, a training
+    estimate's ``parallel_efficiency`` is None and an ``outranked`` rejection's ``reason`` is
+    empty; every other figure is the explained answer's."""

@@ -1,9 +1,9 @@
 """The ranked summary (the recommendation routes' default view) is computed without what it does
-not show: ``rank_for(explained=False)`` builds no reasons, no provisioning specs and no
-training parallel efficiency (``recommend(explained=False)``). Its answer must be the summary of
-the explained ranking byte for byte, over the differential test's golden bodies (every kind,
-objective and constraint family it draws), and the unexplained ranking must refuse the views
-that show what it left out."""
+not show: ``rank_for(explained=False)`` builds no reasons, no provisioning specs, no
+training parallel efficiency and no outranked GPU's reason (``recommend(explained=False)``).
+Its answer must be the summary of the explained ranking byte for byte, over the differential
+test's golden bodies (every kind, objective and constraint family it draws), and the
+unexplained ranking must refuse the views that show what it left out."""
 
 from __future__ import annotations
 
@@ -82,3 +82,7 @@ def test_an_unexplained_ranking_is_cached_apart(catalog: tuple[Engine, Settings]
     assert top.reasons and top.estimate.parallel_efficiency is not None
     assert not first.rec.recommendations[0].reasons
     assert first.rec.recommendations[0].estimate.parallel_efficiency is None
+    outranked = [r.gpu_slug for r in second.rec.rejected if r.code == "outranked"]
+    assert outranked and all(r.reason for r in second.rec.rejected)
+    assert [r.gpu_slug for r in first.rec.rejected if r.code == "outranked"] == outranked
+    assert all(not r.reason for r in first.rec.rejected if r.code == "outranked")

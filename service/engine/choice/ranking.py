@@ -915,7 +915,8 @@ def recommend(
     again (the service converts and checks each request's workload once, to name the bad
     fields in its 422). ``explained`` False: for a ranked summary, the listed candidates
     without what it does not show (reasons, provisioning specs, a training estimate's
-    parallel efficiency; :attr:`Recommendation.explained`): the same ranking and figures.
+    parallel efficiency, an outranked GPU's reason; :attr:`Recommendation.explained`): the
+    same ranking and figures.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -984,13 +985,17 @@ def recommend(
     rejected = state.rejected
     fix = se.outranked_fix(limit)
     for s in skipped:
-        rejected[s.gpu.slug] = se.outranked(s, limit, objective, fix)
+        # a summary shows an outranked GPU's slug and code only: its reason in words (one
+        # formatted string each, thousands at catalog scale) is left empty
+        rejected[s.gpu.slug] = (se.outranked(s, limit, objective, fix) if explained
+                                else Rejection(s.gpu.slug, s.gpu.name, "", fix, "outranked"))
     if limit >= 1 and len(chosen) > limit:
         # evaluated in full, ranked below the listed ones: said so with their figures, so a
         # client asking "why not X?" finds every GPU type of the catalog in one list or the other
         for rank, (o, score, _) in enumerate(chosen[limit:], start=limit + 1):
-            rejected[o.gpu.slug] = se.ranked_below(o.gpu, rank, o.gpu_count, score, limit,
-                                                   objective, fix)
+            rejected[o.gpu.slug] = (
+                se.ranked_below(o.gpu, rank, o.gpu_count, score, limit, objective, fix)
+                if explained else Rejection(o.gpu.slug, o.gpu.name, "", fix, "outranked"))
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),
                           explained)
