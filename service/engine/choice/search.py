@@ -234,9 +234,12 @@ class BalancedSearch:
         """GPUs evaluated in full that have priced options."""
         self.seen: set[int] = set()
         """GPUs evaluated in full (in turn, or ahead of it as blockers)."""
+        self.seen_at = np.zeros(len(self.order), dtype=np.bool_)
+        """Whether each GPU is in :attr:`seen`, as an array (:meth:`_type_pairs`,
+        :meth:`_stop`)."""
         self.probed: dict[int, _Probed] = {}
         self.probed_at = np.zeros(len(self.order), dtype=np.bool_)
-        """Whether each GPU is in :attr:`probed`, as an array (:meth:`_bounds`)."""
+        """Whether each GPU is in :attr:`probed`, as an array (:meth:`_bounds`, :meth:`_stop`)."""
         self.trimmed: set[int] = set()
         """GPUs probed against the cut in turn (:meth:`_sweep`), not as blockers."""
         self.deferred: list[int] = []
@@ -266,6 +269,7 @@ class BalancedSearch:
 
     def _evaluate(self, j: int) -> None:
         self.seen.add(j)
+        self.seen_at[j] = True
         money = [o for o in self.evaluate(self.order[j]) or () if o.money is not None]
         if money:
             self.done.append(_Scored(money))
@@ -334,8 +338,7 @@ class BalancedSearch:
             want = self.priced[j:] & ~self.typed[j:] & ~self.probed_at[j:] & (
                 coarse <= self.cut)
             want[0] = True
-            at = np.flatnonzero(want)
-            at = at[~np.isin(at + j, list(self.seen))][:TYPE_FLOORS_BATCH] + j
+            at = np.flatnonzero(want & ~self.seen_at[j:])[:TYPE_FLOORS_BATCH] + j
             self.type_pairs.update(self.type_floors([self.order[i] for i in at.tolist()],
                                                     self.cap))
             self.typed[at] = True
@@ -344,18 +347,15 @@ class BalancedSearch:
     def _stop(self, queue: list[int], start: int) -> list[Skipped] | None:
         """The stop test before the GPUs ``queue[start:]`` (see the class docstring); None:
         keep evaluating."""
-        order, seen, probed = self.order, self.seen, self.probed
+        order, seen = self.order, self.seen
         # GPUs that might still lower a minimum are probed now, out of turn (the set
         # evaluated, not the order, decides the answer); each one only lowers the minima,
         # so the blocking set shrinks and this ends
         while True:
             c_min, t_min = self.mins.money, self.mins.time
             at = self.maybe
-            if len(at) > BOUNDS_BLOCK:  # thousands at catalog scale: first as arrays
-                at = at[(self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min)]
-            self.maybe = np.array([j for j in at.tolist() if j not in seen and j not in probed
-                                   and (order[j].lb_cost < c_min or order[j].lb_time < t_min)],
-                                  dtype=np.intp)
+            self.maybe = at[~self.seen_at[at] & ~self.probed_at[at] & (
+                (self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min))]
             if not len(self.maybe):
                 break
             # the GPU whose floor is furthest below a minimum first: the one likeliest to
