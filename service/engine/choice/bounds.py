@@ -378,7 +378,10 @@ def floor_table(workload: Workload, memo: Memo, n: int,
     memo: one built for a cap of ``n`` or more, else ``build``'s (kept; None without one: the
     per-GPU floors then apply)."""
     tables: dict[int, ifl.Table] = memo.scratch("inference_floor_tables", workload, dict)
-    found = next((tables[cap] for cap in sorted(tables) if cap >= n), None)
+    # most asks are for the cap a table was built for (the smallest cap >= n is then n's)
+    found = tables.get(n)
+    if found is None:
+        found = next((tables[cap] for cap in sorted(tables) if cap >= n), None)
     if found is None and build is not None:
         found = tables[n] = build()
     return found
