@@ -985,17 +985,15 @@ def recommend(
     rejected = state.rejected
     fix = se.outranked_fix(limit)
     for s in skipped:
-        # a summary shows an outranked GPU's slug and code only: its reason in words (one
-        # formatted string each, thousands at catalog scale) is left empty
         rejected[s.gpu.slug] = (se.outranked(s, limit, objective, fix) if explained
-                                else Rejection(s.gpu.slug, s.gpu.name, "", fix, "outranked"))
+                                else se.outranked_unexplained(s.gpu, fix))
     if limit >= 1 and len(chosen) > limit:
         # evaluated in full, ranked below the listed ones: said so with their figures, so a
         # client asking "why not X?" finds every GPU type of the catalog in one list or the other
         for rank, (o, score, _) in enumerate(chosen[limit:], start=limit + 1):
             rejected[o.gpu.slug] = (
                 se.ranked_below(o.gpu, rank, o.gpu_count, score, limit, objective, fix)
-                if explained else Rejection(o.gpu.slug, o.gpu.name, "", fix, "outranked"))
+                if explained else se.outranked_unexplained(o.gpu, fix))
     rejections = tuple(rejected[slug] for slug in sorted(rejected))
     return Recommendation(objective, tuple(candidates), rejections, tuple(warnings),
                           explained)

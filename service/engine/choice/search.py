@@ -81,6 +81,13 @@ def outranked(s: Skipped, limit: int, objective: str, fix: Fix) -> Rejection:
     return Rejection(s.gpu.slug, s.gpu.name, reason, fix, "outranked")
 
 
+def outranked_unexplained(gpu: GpuSpec, fix: Fix) -> Rejection:
+    """An outranked GPU's rejection in a ranked summary, which shows its slug and code only:
+    no reason in words (:func:`outranked` and :func:`ranked_below` format one each, thousands
+    at catalog scale). ``fix``: :func:`outranked_fix`'s."""
+    return Rejection(gpu.slug, gpu.name, "", fix, "outranked")
+
+
 def ranked_below(gpu: GpuSpec, rank: int, gpu_count: int, score: float, limit: int,
                  objective: str, fix: Fix) -> Rejection:
     """A GPU evaluated in full whose best option ranks below the top ``limit``: its rank
