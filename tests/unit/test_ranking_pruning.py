@@ -896,13 +896,13 @@ def test_balanced_bounds_in_blocks_and_type_floors_in_part_are_those_of_one_at_a
     from service.engine.choice import search as se
 
     asked: list[int] = []
-    type_floors = rk.type_floors
+    type_floors = rk.type_floor_arrays
 
     def counted(req: rk.Request, pending: list[Pending], cap: int | None = None) -> Any:
         asked.append(len(pending))
         return type_floors(req, pending, cap)
 
-    monkeypatch.setattr(rk, "type_floors", counted)
+    monkeypatch.setattr(rk, "type_floor_arrays", counted)
     gpus, offers = synthetic()
     runs = []
     for block, batch, bounds in ((4, 16, None),
@@ -1007,3 +1007,76 @@ def test_a_count_is_known_padded_only_where_its_figures_are_padded() -> None:
             tally[known, real] += 1
     assert tally[True, False] == 0, tally
     assert tally[True, True] >= 30, tally
+
+
+@pytest.mark.parametrize("catalog", ["seeded", "synthetic"])
+def test_count_floors_taken_together_are_those_of_one_gpu_at_a_time(catalog: str) -> None:
+    """ranking.planned_floors_many (every count of many GPUs in one compiled call,
+    load_floors.count_pairs_many) keeps for each GPU exactly the plan and (cost, time) pairs
+    ranking._planned_floors takes for it alone, float for float: random transformer serving
+    workloads with a target, the GPUs asked in random subsets."""
+    from service.engine.choice import screen as sc
+
+    r = random.Random(41)
+    gpus, offers = synthetic() if catalog == "synthetic" else (load_gpus(), load_offers())
+    index = OfferIndex(offers)
+    together = pairs = ranged = 0
+    for _ in range(6):
+        workload = _serving_workload(r)
+        assert workload.inference is not None
+        if workload.inference.output_tokens == 0 and r.random() < 0.5:
+            workload = _serving_workload(r)
+        assert workload.inference is not None
+        workload = dataclasses.replace(workload, inference=dataclasses.replace(
+            workload.inference, target_requests_per_s=round(10 ** r.uniform(-0.5, 3), 2)))
+        req = rk.Request(workload, Constraints(), CostSettings(), "balanced", Memo(), False,
+                         index)
+        pending, _ = sc.screen(workload, list(gpus), index, req.constraints, req.settings,
+                               "balanced", False, rk.CAP_INFERENCE_GPUS, req.memo)
+        rk.type_floors(req, pending)  # the search asks for them first, as here
+        asked = [p for p in pending if r.random() < 0.7]
+        rk.planned_floors_many(req, asked)
+        # one GPU at a time, in a request of its own that never took them together
+        alone = rk.Request(workload, Constraints(), CostSettings(), "balanced", Memo(), False,
+                           index)
+        sc.screen(workload, list(gpus), index, alone.constraints, alone.settings, "balanced",
+                  False, rk.CAP_INFERENCE_GPUS, alone.memo)
+        for p in pending:
+            key = (workload, p.gpu, req.constraints, p.counts, p.cap)
+            kept = req.memo.peek("planned_count_floors", key) is not None
+            expected = rk._planned_floors(alone, p)
+            assert rk._planned_floors(req, p) == expected, p.gpu.slug
+            together += kept
+            pairs += sum(len(x) for x in expected[1]) if kept else 0
+            ranged += sum(len(x) > 1 for x in expected[1]) if kept else 0
+    assert together >= 20 and ranged >= 20, (together, pairs, ranged)
+
+
+@pytest.mark.parametrize("target", (2.0, 20.0, 120.0))
+def test_counts_floors_taken_ahead_keep_the_answer(target: float,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the balanced search takes the counts' floors of the GPUs it will bound next, and of the
+    # GPUs it probes next, together (ranking.planned_floors_many): the answer, rejections and
+    # their bounds included, is the one of taking each GPU's alone where first needed, with
+    # (nearly) none taken alone
+    base = WORKLOADS["llama-3.1-8b-serve"]
+    assert base.inference is not None
+    workload = dataclasses.replace(base, inference=dataclasses.replace(
+        base.inference, target_requests_per_s=target))
+    gpus, offers = synthetic()
+    alone: list[int] = []
+    count_floors = rk._count_floors
+
+    def counted(*args: Any) -> Any:
+        alone.append(1)
+        return count_floors(*args)
+
+    monkeypatch.setattr(rk, "_count_floors", counted)
+    rec = rk.recommend(workload, gpus, offers, objective="balanced", limit=LIMIT)
+    n_ahead = len(alone)
+    monkeypatch.setattr(rk, "planned_floors_many", lambda req, pending: None)
+    alone.clear()
+    each = rk.recommend(workload, gpus, offers, objective="balanced", limit=LIMIT)
+    assert rec.recommendations == each.recommendations
+    assert rec.rejected == each.rejected
+    assert len(alone) >= 30 and n_ahead <= len(alone) // 10, (n_ahead, len(alone))

@@ -266,6 +266,81 @@ def _ranges_of(latency: Array, tps: NDArray[np.int64], counts: NDArray[np.int64]
         filled[i] = _ranges(latency, tps, counts[i], k0s[i], out[i])
 
 
+@_jit
+def _count_pairs(latency: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64],
+                 items: NDArray[np.int64], figures: Array, low: float, out: Array,
+                 filled: NDArray[np.int64]) -> None:
+    """:func:`bounds.count_pairs` of many GPUs' counts in one call, the same floats: item
+    ``i`` is ``items[i]`` = (the GPU's row of ``latency`` [GPU, k, level], an
+    :class:`AllTables`' array; ``n``; its least copies ``k0``) and ``figures[i]`` = (USD per
+    GPU-hour, NaN: none; the GPU's :attr:`bounds.Floors.gpu_hours`, :attr:`paid_per_gpu`;
+    the count's latency floor [ms], :func:`bounds.count_latency_floors`' figure; the GPU's
+    :attr:`bounds.Pending.lb_time`). Its pairs go to ``out`` [pair, 2] after the items
+    before it, ``filled[i]`` of them: the ranges'
+    (:func:`_ranges` over the TP degrees of ``tps`` its node holds, ``per_node``), then the
+    count's :func:`bounds.count_floors` pair at its batch-1 latency floor (alone where the
+    count has no price or its GPU no paid work)."""
+    held = np.empty(tps.shape[0], np.int64)
+    ranges = np.empty(latency.shape[2])
+    at = 0
+    for i in range(items.shape[0]):
+        g, n, k0 = items[i, 0], items[i, 1], items[i, 2]
+        usd, hours0, paid = figures[i, 0], figures[i, 1], figures[i, 2]
+        latency_ms, lb_time = figures[i, 3], figures[i, 4]
+        # bounds.count_floors (inference, no job hours): Python's max, first of equals
+        hours = hours0
+        x = n * k0 * paid
+        if x > hours:
+            hours = x
+        if 0.0 > hours:
+            hours = 0.0
+        base_time = lb_time if lb_time > latency_ms else latency_ms
+        if math.isnan(usd) or not paid > 0.0:
+            out[at, 0] = 0.0 if math.isnan(usd) else hours * usd
+            out[at, 1] = base_time
+            filled[i] = 1
+            at += 1
+            continue
+        k = 0
+        for j in range(tps.shape[0]):
+            if tps[j] <= per_node[g]:
+                held[k] = tps[j]
+                k += 1
+        got = _ranges(latency[g, :k], held[:k], n, k0, ranges)
+        m = 0
+        lo = hi = k0
+        for r in range(got):
+            found = ranges[r]
+            if not found * low > base_time:
+                break
+            h = n * lo * paid
+            h = h if h > hours0 else hours0
+            out[at + m, 0] = h * usd
+            out[at + m, 1] = found * low
+            m += 1
+            lo, hi = hi + 1, 2 * hi
+        h = n * lo * paid
+        h = h if h > hours0 else hours0
+        out[at + m, 0] = h * usd
+        out[at + m, 1] = base_time
+        filled[i] = m + 1
+        at += m + 1
+
+
+def count_pairs_many(tables: AllTables, items: NDArray[np.int64], figures: Array,
+                     low: float) -> list[list[tuple[float, float]]]:
+    """:func:`_count_pairs` of ``items`` (their GPUs' rows of ``tables`` filled first): each
+    item's pairs, as :func:`bounds.count_pairs` lists them."""
+    tables.ensure(np.unique(items[:, 0]).astype(np.intp))
+    out = np.empty((len(items) * (LEVELS + 1), 2))
+    filled = np.empty(len(items), np.int64)
+    _count_pairs(tables.latency_ms, tables.tps, tables.per_node, items, figures, low, out,
+                 filled)
+    ends = np.cumsum(filled).tolist()
+    flat: list[tuple[float, float]] = list(map(tuple, out[:ends[-1] if ends else 0].tolist()))
+    return [flat[end - got:end] for end, got in zip(ends, filled.tolist(), strict=True)]
+
+
 def _shape_row(sh: ifl._Shapes, model: TransformerModel, tp: int) -> Array:
     """TP degree ``tp``'s figures that do not depend on the device, packed (device slots 0)."""
     ops, ln = sh.ops, sh.ln
@@ -518,7 +593,11 @@ def warm_up() -> None:
                np.full((1, 1), math.inf))
     _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),
                np.empty((1, 2)), np.empty(1, np.int64))
+    _count_pairs(out.reshape(1, 1, 2), np.ones(1, np.int64), np.ones(1, np.int64),
+                 np.zeros((1, 3), np.int64), np.ones((1, 5)), 1.0, np.empty((3, 2)),
+                 np.empty(1, np.int64))
 
 
-__all__ = ["LEVELS", "AllTables", "LoadTable", "Packed", "all_tables", "cycle_s", "floor_table",
+__all__ = ["LEVELS", "AllTables", "LoadTable", "Packed", "all_tables", "count_pairs_many",
+           "cycle_s", "floor_table",
            "latency_s", "load_table", "packed", "supported", "warm_up"]

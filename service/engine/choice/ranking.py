@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import get_args
 
@@ -76,6 +76,7 @@ from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import figures as fg
+from service.engine.choice import inference_floors as ifl
 from service.engine.choice import load_floors
 from service.engine.choice import screen as sc
 from service.engine.choice import search as se
@@ -88,6 +89,7 @@ from service.engine.physics.estimate import (
     min_gpus_to_fit,
     more_replicas_than_needed,
     with_efficiency,
+    workload_rate,
 )
 from service.engine.physics.memory_only import memory_estimate
 from service.engine.physics.performance import peak_rate
@@ -546,31 +548,140 @@ def _planned_floors(req: Request, p: bd.Pending) -> tuple[
                             (req.workload, p.gpu, req.constraints, p.counts, p.cap), build)
 
 
+def planned_floors_many(req: Request, pending: list[bd.Pending]) -> None:
+    """:func:`_planned_floors` of each of ``pending`` not taken yet, kept where it reads them,
+    taken together where they come from an :class:`load_floors.AllTables` (serving with a
+    target, no pinned split: :func:`load_floors.count_pairs_many`, one compiled call for
+    every count of every GPU here, the same floats as :func:`_count_floors`); a GPU that
+    needs another table, or has no rate, is left to :func:`_planned_floors` alone."""
+    workload, memo, offers = req.workload, req.memo, req.offers
+    spec = workload.inference
+    if spec is None or spec.tensor_parallel or spec.pipeline_parallel \
+            or not load_floors.supported(workload):
+        return
+    batches: dict[tuple[int, int], _CountBatch] = {}
+    for p in pending:
+        key = (workload, p.gpu, req.constraints, p.counts, p.cap)
+        if memo.peek("planned_count_floors", key) is not None:
+            continue
+        plan = offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
+        counts = sorted(plan)
+        fast = offers.fastest_network_gpu(p.gpu, req.constraints)
+        table = bd.floor_table(workload, memo, p.cap)
+        tables = load_floors.all_tables(workload, table, memo) if table is not None else None
+        lat_table = bd.floor_table(workload, memo, counts[-1]) if counts else None
+        if tables is None or lat_table is None or workload_rate(workload, fast) is None:
+            continue
+        g, col = tables.index.get(fast.slug), lat_table.index.get(fast.slug)
+        if g is None or col is None:
+            continue
+        usd = [co.usd_per_gpu_hour(plan[n][0], p.gpu, req.settings) for n in counts]
+        if any(math.isnan(u) for u in usd):
+            continue  # a price that is NaN itself (NaN is the kernel's none): one at a time
+        batch = batches.get((id(tables), id(lat_table)))
+        if batch is None:
+            batch = batches[id(tables), id(lat_table)] = _CountBatch(
+                tables, _least_latencies(lat_table, memo), np.array(lat_table.tps, np.int64))
+        f = p.floor
+        batch.gpus.append((key, plan))
+        batch.figures.append((g, col, f.gpu_hours, f.paid_per_gpu, f.gpus_needed, p.lb_time))
+        batch.counts.extend(counts)
+        batch.usd.extend(usd)
+    for batch in batches.values():
+        pairs = iter(batch.pairs())
+        for kept, planned in batch.gpus:
+            memo.put("planned_count_floors", kept,
+                     (planned, [next(pairs) for _ in range(len(planned))]))
+
+
+@dataclass
+class _CountBatch:
+    """The GPUs of a :func:`planned_floors_many` call that read the same load floors
+    (``tables``) and batch-1 latency floors (``least``, :func:`_least_latencies` of the table
+    of degrees ``tps``), their counts and the counts' prices laid end to end."""
+
+    tables: load_floors.AllTables
+    least: NDArray[np.float64]
+    tps: NDArray[np.int64]
+    gpus: list[tuple[Hashable, Mapping[int, tuple[Offer, int]]]] = field(default_factory=list)
+    """Each GPU's memo key and plan (its counts: the plan's, ascending)."""
+    figures: list[tuple[int, int, float, float, float, float]] = field(default_factory=list)
+    """Each GPU's row of ``tables`` and column of ``least``, then its floors' GPU-hours, paid
+    GPU-hours per GPU, GPUs needed and time floor."""
+    counts: list[int] = field(default_factory=list)
+    usd: list[float] = field(default_factory=list)
+    """Each count's USD per GPU-hour at its offer."""
+
+    def pairs(self) -> list[list[tuple[float, float]]]:
+        """Each count's :func:`bounds.count_pairs`, in order: their latency floors
+        (:func:`bounds.count_latency_floors`) and least copies (:meth:`bounds.Floors.replicas_at`)
+        as arrays, the pairs in one compiled call."""
+        per_gpu = np.array(self.figures)
+        at = np.repeat(np.arange(len(self.gpus)), [len(plan) for _, plan in self.gpus])
+        rows = per_gpu[at]
+        n = np.array(self.counts, np.int64)
+        needed = rows[:, 4]
+        k0 = np.where(needed > 0, np.maximum(1.0, np.ceil(needed / n)), 1.0).astype(np.int64)
+        held = np.searchsorted(self.tps, n, side="right")
+        low = 1 - bd.BOUND_SLACK
+        latency = np.where(held > 0, self.least[np.maximum(held - 1, 0),
+                                                rows[:, 1].astype(np.intp)] * low, math.inf)
+        items = np.stack((rows[:, 0].astype(np.int64), n, k0), axis=1)
+        figures = np.stack((np.array(self.usd), rows[:, 2], rows[:, 3], latency, rows[:, 5]),
+                           axis=1)
+        return load_floors.count_pairs_many(self.tables, items, figures, low)
+
+
+def _least_latencies(table: ifl.Table, memo: Memo) -> NDArray[np.float64]:
+    """[TP degree, GPU]: the least latency floor of ``table`` over its degrees up to each (the
+    running least :meth:`inference_floors.Table.least_latencies_ms` takes, as an array),
+    kept in the request's memo by the table's identity (the entry holds the table)."""
+    def build() -> tuple[ifl.Table, NDArray[np.float64]]:
+        rows = np.vstack((np.full((1, table.latency_ms.shape[1]), math.inf), table.latency_ms))
+        return table, np.fmin.accumulate(rows, axis=0)[1:]
+
+    kept = memo.scratch("least_latency_rows", id(table), build)
+    assert kept[0] is table
+    return kept[1]
+
+
 def type_floors(req: Request, pending: list[bd.Pending], cap: int | None = None) -> dict[
         str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """:func:`bounds.type_pairs` of each GPU of ``pending`` that has them, by slug, from their
-    load floors (:func:`load_floors.all_tables`, at the fastest network any offer has, as its
-    count floors take them; the GPUs asked tabulated together); empty where they do not
-    apply. ``cap``: the floor table's (default: the largest of ``pending``'s; a search asking
-    for its GPUs a few at a time gives every GPU's largest, so all read one table)."""
+    """:func:`type_floor_arrays` by slug: each GPU's (costs, times) where it has them."""
+    has, costs, times = type_floor_arrays(req, pending, cap)
+    have = [p for p, h in zip(pending, has.tolist(), strict=True) if h]
+    return {p.gpu.slug: (costs[i], times[i]) for i, p in enumerate(have)}
+
+
+def type_floor_arrays(req: Request, pending: list[bd.Pending], cap: int | None = None
+                      ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`bounds.type_pairs` of the GPUs of ``pending`` from their load floors
+    (:func:`load_floors.all_tables`, at the fastest network any offer has, as its count
+    floors take them; the GPUs asked tabulated together): whether each GPU has them (none
+    where they do not apply), and the costs and times [GPU that has them, pair]. ``cap``: the
+    floor table's (default: the largest of ``pending``'s; a search asking for its GPUs a few
+    at a time gives every GPU's largest, so all read one table)."""
     workload = req.workload
+    none = (np.zeros(len(pending), dtype=np.bool_), np.empty((0, 0)), np.empty((0, 0)))
     if not load_floors.supported(workload) or not pending:
-        return {}
+        return none
     table = bd.floor_table(workload, req.memo, max(p.cap for p in pending) if cap is None
                            else cap)
     tables = load_floors.all_tables(workload, table, req.memo) if table is not None else None
     if tables is None:
-        return {}
+        return none
     rows = [tables.index.get(req.offers.fastest_network_gpu(p.gpu, req.constraints).slug)
             for p in pending]
+    found = np.array([r is not None for r in rows], dtype=np.bool_)
     have = [p for p, r in zip(pending, rows, strict=True) if r is not None]
     at = np.array([r for r in rows if r is not None], dtype=np.intp)
     if not have:
-        return {}
+        return none
     tables.ensure(at)
     costs, times, valid = bd.type_pairs(have, tables.tps, tables.per_node[at],
                                         tables.latency_ms[at])
-    return {p.gpu.slug: (costs[i], times[i]) for i, p in enumerate(have) if valid[i]}
+    found[found] = valid
+    return found, costs[valid], times[valid]
 
 
 def balanced_floors(req: Request, p: bd.Pending) -> list[tuple[float, float]]:
@@ -719,9 +830,12 @@ class Search:
     def floors(self, p: bd.Pending) -> list[tuple[float, float]]:
         return balanced_floors(self.req, p)
 
-    def type_floors(self, pending: list[bd.Pending], cap: int) -> dict[str, tuple[
-            NDArray[np.float64], NDArray[np.float64]]]:
-        return type_floors(self.req, pending, cap)
+    def type_floors(self, pending: list[bd.Pending], cap: int) -> tuple[
+            NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+        return type_floor_arrays(self.req, pending, cap)
+
+    def floors_many(self, pending: list[bd.Pending]) -> None:
+        planned_floors_many(self.req, pending)
 
     def minima(self) -> bd.Minima:
         return _minima([o for _, opts, _ in self.evaluated for o in opts] + self.probed)
@@ -952,7 +1066,8 @@ def recommend(
                         # in their time with exchanges; a training job's only in the time
                         # floor H / n, which pruned nothing more (5,000 types)
                         floors=state.floors if workload.kind != "training" else None,
-                        type_floors=state.type_floors if workload.kind == "inference" else None)
+                        type_floors=state.type_floors if workload.kind == "inference" else None,
+                        floors_many=state.floors_many if workload.kind == "inference" else None)
     skipped = _past_deadline(state, pending, skipped)
     mins = state.minima()
     rnd = rounder()

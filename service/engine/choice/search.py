@@ -31,6 +31,9 @@ TYPE_FLOORS_BATCH = 256
 """GPUs whose :data:`TypeFloors` are asked together at most (:meth:`BalancedSearch._type_pairs`):
 a few calls for thousands of GPUs, a few hundred GPUs at most asked for nothing."""
 
+COUNT_FLOORS_BATCH = 256
+"""GPUs whose counts' floors are taken together at most (:meth:`BalancedSearch._floors_ahead`)."""
+
 BOUNDS_BLOCK = 32
 """GPUs of a stop test's first block of bounds taken as arrays (:meth:`BalancedSearch._bounds`);
 each next block twice the last."""
@@ -45,11 +48,16 @@ minima (C, T) or whose balanced floor at them is at most the given cut (INF: non
 their feasible priced options and the floors of the counts left out."""
 CountFloors = Callable[[Pending], list[tuple[float, float]]]
 """Balanced: the (cost, time) floors of each count of a GPU (:func:`bounds.count_floors`)."""
-TypeFloors = Callable[[list[Pending], int], dict[str, tuple[NDArray[np.float64],
-                                                          NDArray[np.float64]]]]
-"""Balanced: (cost, time) floor pairs of each of the GPUs given that need no count's offer, as
-arrays, by slug (:func:`bounds.type_pairs`; the int: the largest :attr:`Pending.cap` of the
-search's GPUs, whose floor table they are read from); a GPU without them is left out."""
+TypeFloors = Callable[[list[Pending], int], tuple[NDArray[np.bool_], NDArray[np.float64],
+                                                 NDArray[np.float64]]]
+"""Balanced: (cost, time) floor pairs of the GPUs given that need no count's offer
+(:func:`bounds.type_pairs`; the int: the largest :attr:`Pending.cap` of the search's GPUs,
+whose floor table they are read from): whether each GPU has them, and their costs and times
+[GPU that has them, pair]."""
+CountFloorsMany = Callable[[list[Pending]], None]
+"""Balanced: take the :data:`CountFloors` of the GPUs given together, ahead of need (each
+GPU's are then what :data:`CountFloors` gives for it alone; a GPU it cannot take together is
+left to :data:`CountFloors`)."""
 
 
 @dataclass(frozen=True)
@@ -103,16 +111,18 @@ def ranked_below(gpu: GpuSpec, rank: int, gpu_count: int, score: float, limit: i
 def search(
     pending: list[Pending], objective: str, limit: int, evaluate: Evaluate, value: Value,
     probe: Probe | None = None, slack: float = 1.0, floors: CountFloors | None = None,
-    type_floors: TypeFloors | None = None,
+    type_floors: TypeFloors | None = None, floors_many: CountFloorsMany | None = None,
 ) -> list[Skipped]:
     """Evaluate ``pending`` best bound first until no remaining GPU can reach the top
     ``limit`` (``limit`` < 1: every GPU); returns the GPUs skipped, with their bounds.
     ``slack``: a GPU is skipped only when its bound exceeds the ``limit``-th best value times
     ``slack`` (cost and time rank within a tolerance of the best, not by the value alone:
     :func:`service.engine.choice.ranking.ranking_slack`). ``floors``: balanced, each count's
-    floors of a GPU, which bound it tighter than its own (cost, time) floors."""
+    floors of a GPU, which bound it tighter than its own (cost, time) floors; ``floors_many``:
+    those of many GPUs at once (:meth:`BalancedSearch._floors_ahead`)."""
     if objective == "balanced":
-        return BalancedSearch(pending, limit, evaluate, value, probe, floors, type_floors).run()
+        return BalancedSearch(pending, limit, evaluate, value, probe, floors, type_floors,
+                              floors_many).run()
     order = sorted(pending, key=lambda p: (p.tier, p.lb, p.gpu.slug))
     worst: list[tuple[int, float]] = []  # the `limit` best (tier, value), negated: a max-heap
     for i, p in enumerate(order):
@@ -214,7 +224,8 @@ class BalancedSearch:
 
     def __init__(self, pending: list[Pending], limit: int, evaluate: Evaluate, value: Value,
                  probe: Probe | None, floors: CountFloors | None = None,
-                 type_floors: TypeFloors | None = None) -> None:
+                 type_floors: TypeFloors | None = None,
+                 floors_many: CountFloorsMany | None = None) -> None:
         self.limit = limit
         self.evaluate = evaluate
         self.value = value
@@ -223,8 +234,9 @@ class BalancedSearch:
         self.count_floors: dict[int, list[tuple[float, float]]] = {}
         """GPU -> its counts' (cost, time) floors, where taken (:meth:`_bound`)."""
         self.type_floors = type_floors
-        self.type_pairs: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
-        """Slug -> the GPU's :data:`TypeFloors`, where taken (:meth:`_type_pairs`)."""
+        self.type_pairs: dict[int, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        """GPU -> its :data:`TypeFloors`, where taken and it has them (:meth:`_type_pairs`)."""
+        self.floors_many = floors_many
         self.order = _balanced_order(pending)
         self.lb_costs = np.array([q.lb_cost for q in self.order], dtype=np.float64)
         self.lb_times = np.array([q.lb_time for q in self.order], dtype=np.float64)
@@ -233,6 +245,13 @@ class BalancedSearch:
         self.priced = np.array([q.tier == 0 for q in self.order], dtype=np.bool_)
         self.typed = np.zeros(len(self.order), dtype=np.bool_)
         """Whether each GPU's :data:`TypeFloors` were asked (:meth:`_type_pairs`)."""
+        self.tight = np.full(len(self.order), -INF)
+        """Each typed GPU's least balanced floor over its :data:`TypeFloors` at the minima
+        they were taken at, which only fall, so a floor of its bound from them now (-inf:
+        it has none, or not typed)."""
+        self.floored = np.zeros(len(self.order), dtype=np.bool_)
+        """Whether each GPU's counts' floors were asked (:meth:`_bound`,
+        :meth:`_floors_ahead`)."""
         self.cap = max((q.cap for q in self.order if q.tier == 0), default=1)
         self.mins = Minima()
         """C and T: the least cost and time of the priced options found so far (unpriced
@@ -326,7 +345,10 @@ class BalancedSearch:
                         return tight  # no count's offer needed: its counts' floors not taken
             found = self.count_floors.get(j)
             if found is None:
+                if self.floors_many is not None and not self.floored[j]:
+                    self._floors_ahead(j)
                 found = self.count_floors[j] = pareto(self.floors(q))
+                self.floored[j] = True
             floors = found or floors
         for lbc, lbt in floors:
             best = min(best, float(balanced_floor(lbc, lbt, c_min, t_min)))
@@ -346,10 +368,38 @@ class BalancedSearch:
                 coarse <= self.cut)
             want[0] = True
             at = np.flatnonzero(want & ~self.seen_at[j:])[:TYPE_FLOORS_BATCH] + j
-            self.type_pairs.update(self.type_floors([self.order[i] for i in at.tolist()],
-                                                    self.cap))
+            has, costs, times = self.type_floors([self.order[i] for i in at.tolist()],
+                                                 self.cap)
+            have = at[has]
+            for k, i in enumerate(have.tolist()):
+                self.type_pairs[i] = (costs[k], times[k])
+            if len(have):
+                self.tight[have] = np.min(balanced_floor(costs, times, self.mins.money,
+                                                         self.mins.time), axis=1)
             self.typed[at] = True
-        return self.type_pairs.get(self.order[j].gpu.slug)
+        return self.type_pairs.get(j)
+
+    def _floors_ahead(self, j: int) -> None:
+        """Take GPU ``j``'s counts' floors together with those of the next
+        :data:`COUNT_FLOORS_BATCH` GPUs after it in :attr:`order` whose bound :meth:`_bound`
+        may take them for next: typed, not yet evaluated, probed or floored, with their own
+        floors' and their type floors' balanced floors (:attr:`tight`) at most the cut now
+        (one compiled call for all their counts instead of a few dozen small ones each)."""
+        assert self.floors_many is not None
+        coarse = balanced_floor(self.lb_costs[j:], self.lb_times[j:], self.mins.money,
+                                self.mins.time)
+        want = self.priced[j:] & self.typed[j:] & ~self.floored[j:] & ~self.seen_at[j:] & \
+            ~self.probed_at[j:] & (coarse <= self.cut) & (self.tight[j:] <= self.cut)
+        want[0] = True
+        self._floors_of(np.flatnonzero(want)[:COUNT_FLOORS_BATCH] + j)
+
+    def _floors_of(self, at: NDArray[np.intp]) -> None:
+        """Take the counts' floors of the GPUs ``at`` not floored yet together."""
+        assert self.floors_many is not None
+        at = at[~self.floored[at]]
+        if len(at):
+            self.floors_many([self.order[i] for i in at.tolist()])
+            self.floored[at] = True
 
     def _stop(self, queue: list[int], start: int) -> list[Skipped] | None:
         """The stop test before the GPUs ``queue[start:]`` (see the class docstring); None:
@@ -365,6 +415,8 @@ class BalancedSearch:
                 (self.lb_costs[at] < c_min) | (self.lb_times[at] < t_min))]
             if not len(self.maybe):
                 break
+            if self.floors_many is not None:  # each is probed next: its counts' floors first
+                self._floors_of(self.maybe)
             # the GPU whose floor is furthest below a minimum first: the one likeliest to
             # lower it, so the GPUs after it are more often no longer below (at catalog scale
             # the final minima leave ~a third of the GPUs first found below them)
