@@ -253,5 +253,6 @@ class Recommendation:
     explained: bool = True
     """False: built for a ranked summary (``recommend(explained=False)``): each candidate's
     ``reasons`` are empty, its ``provision`` is :data:`NOT_PROVISIONED`, a training
-    estimate's ``parallel_efficiency`` is None and an ``outranked`` rejection's ``reason`` is
-    empty; every other figure is the explained answer's."""
+    estimate's ``parallel_efficiency`` is None, and an ``outranked`` or ``memory``
+    rejection's ``reason`` is empty (a memory one's fix too); every other figure is the
+    explained answer's."""

@@ -375,6 +375,12 @@ def memory_failure(gpu: GpuSpec, est: Estimate, first: int | None, cap: int) -> 
     return _failure(0, "memory", reason, fixes)
 
 
+MEMORY_UNEXPLAINED = Failure(0, "memory", "", Fix("gpu_memory", None, ""))
+"""A memory failure in a ranked summary, which shows a rejected GPU's slug and code only: no
+memory estimate taken for its reason and fixes (:func:`memory_failure`: ~150 GPU types of
+5,000 at ~200 us each for an 8B model)."""
+
+
 def _max_gpus_fix(first: int, cap: int | None) -> Fix:
     was = f" from {cap}" if cap is not None else ""
     return Fix("max_gpus", first, f"needs {first} GPUs: raise max_gpus{was} to {first}",

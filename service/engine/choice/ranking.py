@@ -1029,8 +1029,8 @@ def recommend(
     again (the service converts and checks each request's workload once, to name the bad
     fields in its 422). ``explained`` False: for a ranked summary, the listed candidates
     without what it does not show (reasons, provisioning specs, a training estimate's
-    parallel efficiency, an outranked GPU's reason; :attr:`Recommendation.explained`): the
-    same ranking and figures.
+    parallel efficiency, an outranked GPU's reason, a memory failure's reason and fixes;
+    :attr:`Recommendation.explained`): the same ranking and figures.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -1056,7 +1056,7 @@ def recommend(
     default_cap = CAP_INFERENCE_GPUS if workload.kind == "inference" else CAP_TRAINING_GPUS
     pending, failed = sc.screen(workload, gpus if isinstance(gpus, tuple) else list(gpus),
                                 index, c, cost_settings, objective, needs_price,
-                                c.max_gpus or default_cap, memo)
+                                c.max_gpus or default_cap, memo, explained)
     for gpu, failure in failed:
         state.reject(gpu, failure)
 

@@ -372,9 +372,11 @@ def _floors_at(t: ScreenTable, workload: Workload, rows: list[int], firsts: list
 def screen(
     workload: Workload, gpus: Sequence[GpuSpec], index: co.OfferIndex, constraints: Constraints,
     settings: CostSettings, objective: Objective, needs_price: bool, cap: int, memo: Memo,
+    explained: bool = True,
 ) -> tuple[list[bd.Pending], list[tuple[GpuSpec, Failure]]]:
     """:func:`ranking._screen` of every GPU of ``gpus``: the pending GPUs (in the catalog's
-    order) and the failed ones with their failures."""
+    order) and the failed ones with their failures (``explained`` False: a memory failure is
+    :data:`explain.MEMORY_UNEXPLAINED`, no reason in words, for a ranked summary)."""
     t = table(gpus, index, workload, constraints, settings, cap, needs_price, memo)
     failed: list[tuple[GpuSpec, Failure]] = [
         (g, f) for g, f in zip(t.gpus, t.failure, strict=True) if f is not None]
@@ -390,6 +392,9 @@ def screen(
         gpu, counts, g = t.gpus[j], t.counts[i], t.twin[i]
         first = group_first[g] if g >= 0 else None
         if first is None or first > counts[-1]:
+            if not explained:
+                failed.append((gpu, ex.MEMORY_UNEXPLAINED))
+                continue
             # per GPU: the reason names the layout's links, which twins do not share
             est = memory_estimate(workload, gpu, counts[-1], memo)
             failed.append((gpu, ex.memory_failure(gpu, est, first, cap)))
