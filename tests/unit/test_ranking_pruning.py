@@ -790,12 +790,14 @@ def test_type_floors_hold_for_every_option(catalog: str, target: float) -> None:
     pending, _ = sc.screen(workload, list(gpus), index, req.constraints, req.settings,
                            "balanced", False, rk.CAP_INFERENCE_GPUS, req.memo)
     checked = tighter = gpus_with = 0
-    found = rk.type_floors(req, pending)
+    has, all_costs, all_times = rk.type_floor_arrays(req, pending)
+    found = {p.gpu.slug: k for k, p in enumerate(q for q, h in zip(pending, has.tolist(),
+                                                                      strict=True) if h)}
     for p in pending:
-        pairs = found.get(p.gpu.slug)
-        if pairs is None:
+        k = found.get(p.gpu.slug)
+        if k is None:
             continue
-        costs, times = pairs
+        costs, times = all_costs[k], all_times[k]
         gpus_with += 1
         tighter += bool(np.all((costs > p.lb_cost * 1.01) | (times > p.lb_time * 1.01)))
         options, _, _ = rk._evaluate_gpu(req, p)
@@ -1030,7 +1032,7 @@ def test_count_floors_taken_together_are_those_of_one_gpu_at_a_time(catalog: str
                          index)
         pending, _ = sc.screen(workload, list(gpus), index, req.constraints, req.settings,
                                "balanced", False, rk.CAP_INFERENCE_GPUS, req.memo)
-        rk.type_floors(req, pending)  # the search asks for them first, as here
+        rk.type_floor_arrays(req, pending)  # the search asks for them first, as here
         asked = [p for p in pending if r.random() < 0.7]
         rk.planned_floors_many(req, asked)
         # one GPU at a time, in a request of its own that never took them together

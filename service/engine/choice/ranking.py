@@ -544,8 +544,13 @@ def _planned_floors(req: Request, p: bd.Pending) -> tuple[
         plan = req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
         return plan, _count_floors(req, p, plan, sorted(plan))
 
-    return req.memo.scratch("planned_count_floors",
-                            (req.workload, p.gpu, req.constraints, p.counts, p.cap), build)
+    return req.memo.scratch("planned_count_floors", _planned_key(req, p), build)
+
+
+def _planned_key(req: Request, p: bd.Pending) -> Hashable:
+    """The memo key :func:`_planned_floors` keeps a GPU's plan and floors under (and
+    :func:`planned_floors_many` puts them under)."""
+    return (req.workload, p.gpu, req.constraints, p.counts, p.cap)
 
 
 def planned_floors_many(req: Request, pending: list[bd.Pending]) -> None:
@@ -561,7 +566,7 @@ def planned_floors_many(req: Request, pending: list[bd.Pending]) -> None:
         return
     batches: dict[tuple[int, int], _CountBatch] = {}
     for p in pending:
-        key = (workload, p.gpu, req.constraints, p.counts, p.cap)
+        key = _planned_key(req, p)
         if memo.peek("planned_count_floors", key) is not None:
             continue
         plan = offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
@@ -643,14 +648,6 @@ def _least_latencies(table: ifl.Table, memo: Memo) -> NDArray[np.float64]:
     kept = memo.scratch("least_latency_rows", id(table), build)
     assert kept[0] is table
     return kept[1]
-
-
-def type_floors(req: Request, pending: list[bd.Pending], cap: int | None = None) -> dict[
-        str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """:func:`type_floor_arrays` by slug: each GPU's (costs, times) where it has them."""
-    has, costs, times = type_floor_arrays(req, pending, cap)
-    have = [p for p, h in zip(pending, has.tolist(), strict=True) if h]
-    return {p.gpu.slug: (costs[i], times[i]) for i, p in enumerate(have)}
 
 
 def type_floor_arrays(req: Request, pending: list[bd.Pending], cap: int | None = None

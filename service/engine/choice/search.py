@@ -453,7 +453,7 @@ class BalancedSearch:
         rest: Iterator[int] = iter(left)
         head = list(islice(rest, BOUNDS_BLOCK + 1))
         if not (c_min > 0 and t_min > 0) or len(head) <= BOUNDS_BLOCK:  # few: one by one
-            return self._bounds_one_by_one(head + list(rest))
+            return self._bounds_one_by_one(chain(head, rest))
         rest = chain(head, rest)
         taken: list[int] = []
         out: list[float] = []

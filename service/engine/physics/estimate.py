@@ -799,7 +799,7 @@ def known_padded_point(workload: Workload, gpu: GpuSpec, n: int, memo: Memo) -> 
     if rate is None or workload.inference is None:
         return False
     ctx = inf.made_context(workload, gpu, rate.precision_used, rate, memo)
-    return ctx is not None and ctx.compiled_splits and ctx.known_padded(n)
+    return ctx is not None and ctx.known_padded(n)
 
 
 def _inference_fixes(

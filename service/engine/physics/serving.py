@@ -1085,7 +1085,8 @@ class Context:
         its capacity batch not found yet, no target, a fixed batch size, not
         :attr:`compiled_splits`."""
         spec, table = self.workload.inference, self._table
-        if table is None or spec is None or spec.batch_size or not spec.target_requests_per_s:
+        if not self.compiled_splits or table is None or spec is None or spec.batch_size \
+                or not spec.target_requests_per_s:
             return False
         splits = self.fitting(gpu_count, 1)  # split_point's order at the smallest batch, 1
         rows = table.known_rows(splits) if splits else None
