@@ -62,6 +62,7 @@ SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
     "serving_stack", "cnn_network", "cnn_columns", "compute_pack_gpu", "serving_splits",
+    "layout",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -76,8 +77,9 @@ layers on one device, its batch memo left out, :meth:`physics.cnn.Net.fresh`;
 :meth:`choice.screen.ScreenTable.cnn_columns`; ``compute_pack_gpu``: a GPU type's row of a
 compute job's compiled scaling figures, 22 floats, :func:`physics.compiled_scaling.pack_gpu`;
 ``serving_splits``: the serving splits of a model's heads and layers on a node shape and
-count, :func:`physics.serving.split_candidates`); every other table is one call's
-(:meth:`Memo.get`)."""
+count, :func:`physics.serving.split_candidates`; ``layout``: the parallelism record of a
+(GPU, count, TP, PP, sharding), :func:`physics.parallelism.layout`); every other table is
+one call's (:meth:`Memo.get`)."""
 
 SAMPLED_ENTRIES = 8
 """Entries per table whose size :meth:`EngineCache.stats` measures (the mean stands for all)."""

@@ -176,3 +176,20 @@ def test_cnn_micro_steps_shared_by_shape_not_workload() -> None:
     assert not any(isinstance(part, Workload) for key in keys for part in key[0])
     recommend(job(256, 1e8, "fp32"), gpus, offers, cache=cache)
     assert cache.sizes()["training_micro_step"] > entries * 1.5
+
+
+def test_layouts_kept_across_calls_are_the_records_made_afresh() -> None:
+    """parallelism.layout keeps make_layout's record in the shared cache: the same record for
+    every GPU, count, split and sharding asked, and the object itself on a second ask, in a
+    later call's memo too."""
+    from service.engine.physics import parallelism as par
+
+    cache = EngineCache()
+    asked = [(g, n, tp, pp, sh) for g in load_gpus() for n in (1, 2, 8, 16, 64)
+             for tp, pp in ((1, 1), (2, 1), (2, 2)) for sh in ("none", "zero3")
+             if tp * pp <= n]
+    first = {a: par.layout(*a, Memo(cache)) for a in asked}
+    for a in asked:
+        assert first[a] == par.make_layout(*a), a
+        assert par.layout(*a, Memo(cache)) is first[a]
+    assert cache.sizes()["layout"] == len(set(asked))

@@ -243,7 +243,7 @@ def _estimate_compute(
     needed = min_gpus_to_fit(workload, gpu, memo)
     hours = total_s / 3600.0
     power = power_w(gpu, n)
-    layout = par.make_layout(gpu, n, 1, 1, "none")
+    layout = par.layout(gpu, n, 1, 1, "none", memo)
     return Estimate(
         gpu_slug=gpu.slug,
         gpu_count=n,
@@ -866,7 +866,8 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     rejected count.
     """
     memo = memo_of(memo)
-    if workload.kind == "compute":  # one division: cheaper than any cache lookup
+    if workload.kind == "compute":
+        # not memoized: a varied FP64 request asks ~31 distinct GPU types of its 32 calls
         return _min_compute_count(workload, gpu, memo)
     rate = workload_rate(workload, gpu)
     if rate is None:

@@ -183,6 +183,14 @@ class Layout:
     dp_link: str
 
 
+def layout(gpu: GpuSpec, gpu_count: int, tp: int, pp: int, sharding: Sharding,
+           memo: Memo) -> Layout:
+    """:func:`make_layout`, kept in the shared cache (a pure function of a frozen GPU and four
+    scalars; immutable)."""
+    return memo.get("layout", (gpu, gpu_count, tp, pp, sharding),
+                    lambda: make_layout(gpu, gpu_count, tp, pp, sharding))
+
+
 def make_layout(
     gpu: GpuSpec, gpu_count: int, tp: int, pp: int, sharding: Sharding
 ) -> Layout:

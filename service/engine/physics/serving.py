@@ -869,7 +869,7 @@ class Context:
         return min(splits, key=lambda s: self.sizing(*s).breakdown(batch).total)
 
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
-        layout = par.make_layout(self.gpu, gpu_count, tp, pp, "none")
+        layout = par.layout(self.gpu, gpu_count, tp, pp, "none", memo_of(self.memo))
         return Placement(layout, tp, pp, max(1, gpu_count // (tp * pp)))
 
     def model(self, tp: int, pp: int = 1) -> ServingModel:
