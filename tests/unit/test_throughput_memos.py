@@ -13,6 +13,7 @@ import dataclasses
 from service.engine.cache import EngineCache, Memo
 from service.engine.choice import cost as co
 from service.engine.physics import kernels
+from service.engine.physics import parallelism as par
 from service.engine.physics import transformer_ops as tops
 from service.engine.physics.performance import peak_rate
 from service.engine.recommend_types import Offer
@@ -182,8 +183,6 @@ def test_layouts_kept_across_calls_are_the_records_made_afresh() -> None:
     """parallelism.layout keeps make_layout's record in the shared cache: the same record for
     every GPU, count, split and sharding asked, and the object itself on a second ask, in a
     later call's memo too."""
-    from service.engine.physics import parallelism as par
-
     cache = EngineCache()
     asked = [(g, n, tp, pp, sh) for g in load_gpus() for n in (1, 2, 8, 16, 64)
              for tp, pp in ((1, 1), (2, 1), (2, 2)) for sh in ("none", "zero3")
