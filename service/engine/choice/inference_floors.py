@@ -36,6 +36,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -279,6 +280,15 @@ class Table:
     """The request's figures packed for the compiled floors, [TP degree, GPU, figure], where
     the table was built with them (:func:`load_floors.floor_table`)."""
 
+    @cached_property
+    def running_least_ms(self) -> Array:
+        """[TP degree, GPU]: the least latency floor over the degrees up to each (the degrees
+        ascend and min is exact, so row ``j`` is the least over the degrees a count holding
+        ``tps[j]`` holds); once per table."""
+        rows = np.vstack((np.full((1, self.latency_ms.shape[1]), math.inf), self.latency_ms))
+        out: Array = np.fmin.accumulate(rows, axis=0)[1:]
+        return out
+
     def _rows_min(self, n: int) -> Array:
         """Per GPU: the least floor over the degrees up to ``n`` (inf for none)."""
         rows = [j for j, t in enumerate(self.tps) if t <= n]
@@ -316,18 +326,12 @@ class Table:
         if i is None:
             return None
         pinned = self.pinned
-        column = self.latency_ms[:, i].tolist()
-        # the least over the degrees up to each (the degrees ascend): min is exact, so the
-        # running least is the least over the degrees a count holds
-        least, running = [], math.inf
-        for v in column:
-            running = min(running, v)
-            least.append(running)
+        least = self.running_least_ms[:, i].tolist()
         out = []
         for n in counts:
             if pinned is not None and pinned[0] * pinned[1] <= n \
                     and self.per_node[i] >= pinned[0]:
-                out.append(column[self.tps.index(pinned[0])])
+                out.append(float(self.latency_ms[self.tps.index(pinned[0]), i]))
                 continue
             held = bisect.bisect_right(self.tps, n)
             out.append(least[held - 1] if held else math.inf)

@@ -76,7 +76,6 @@ from service.engine.choice import bounds as bd
 from service.engine.choice import cost as co
 from service.engine.choice import explain as ex
 from service.engine.choice import figures as fg
-from service.engine.choice import inference_floors as ifl
 from service.engine.choice import load_floors
 from service.engine.choice import screen as sc
 from service.engine.choice import search as se
@@ -586,7 +585,7 @@ def planned_floors_many(req: Request, pending: list[bd.Pending]) -> None:
         batch = batches.get((id(tables), id(lat_table)))
         if batch is None:
             batch = batches[id(tables), id(lat_table)] = _CountBatch(
-                tables, _least_latencies(lat_table, memo), np.array(lat_table.tps, np.int64))
+                tables, lat_table.running_least_ms, np.array(lat_table.tps, np.int64))
         f = p.floor
         batch.gpus.append((key, plan))
         batch.figures.append((g, col, f.gpu_hours, f.paid_per_gpu, f.gpus_needed, p.lb_time))
@@ -602,8 +601,9 @@ def planned_floors_many(req: Request, pending: list[bd.Pending]) -> None:
 @dataclass
 class _CountBatch:
     """The GPUs of a :func:`planned_floors_many` call that read the same load floors
-    (``tables``) and batch-1 latency floors (``least``, :func:`_least_latencies` of the table
-    of degrees ``tps``), their counts and the counts' prices laid end to end."""
+    (``tables``) and batch-1 latency floors (``least``,
+    :attr:`inference_floors.Table.running_least_ms` of the table of degrees ``tps``), their
+    counts and the counts' prices laid end to end."""
 
     tables: load_floors.AllTables
     least: NDArray[np.float64]
@@ -635,19 +635,6 @@ class _CountBatch:
         figures = np.stack((np.array(self.usd), rows[:, 2], rows[:, 3], latency, rows[:, 5]),
                            axis=1)
         return load_floors.count_pairs_many(self.tables, items, figures, low)
-
-
-def _least_latencies(table: ifl.Table, memo: Memo) -> NDArray[np.float64]:
-    """[TP degree, GPU]: the least latency floor of ``table`` over its degrees up to each (the
-    running least :meth:`inference_floors.Table.least_latencies_ms` takes, as an array),
-    kept in the request's memo by the table's identity (the entry holds the table)."""
-    def build() -> tuple[ifl.Table, NDArray[np.float64]]:
-        rows = np.vstack((np.full((1, table.latency_ms.shape[1]), math.inf), table.latency_ms))
-        return table, np.fmin.accumulate(rows, axis=0)[1:]
-
-    kept = memo.scratch("least_latency_rows", id(table), build)
-    assert kept[0] is table
-    return kept[1]
 
 
 def type_floor_arrays(req: Request, pending: list[bd.Pending], cap: int | None = None
