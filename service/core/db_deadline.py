@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import event
@@ -101,6 +102,21 @@ class DeadlineWatchdog:
                 _cut(conn)
             self._wake.clear()
             self._wake.wait(timeout=max(0.01, min(nearest - time.monotonic(), 60.0)))
+
+
+@contextlib.contextmanager
+def timed(engine: Engine, dbapi_conn: Any) -> Iterator[None]:
+    """A DBAPI call made on ``dbapi_conn`` outside SQLAlchemy's cursor events (a raw
+    connection's cursor), under ``engine``'s deadline as the events would put it."""
+    watchdog = _WATCHDOGS.get(engine)
+    if watchdog is None:
+        yield
+        return
+    watchdog.arm(dbapi_conn)
+    try:
+        yield
+    finally:
+        watchdog.disarm(dbapi_conn)
 
 
 def install_db_deadline(engine: Engine, *, seconds: float, ping_seconds: float) -> None:

@@ -21,7 +21,7 @@ from service.catalog.service import CatalogSnapshot, catalog_snapshot
 from service.core.config import Settings
 from service.core.errors import Conflict, NotFound
 from service.core.security import ApiKey, owner_scope
-from service.core.snapshots import table_fingerprints
+from service.core.snapshots import revisions_read, table_fingerprints
 from service.core.tables import lock_row
 from service.core.text import is_clean
 from service.core.times import as_date, as_utc
@@ -240,8 +240,18 @@ def snapshots(session: Session, *, now: datetime, settings: Settings, caches: Ap
 
     ``end_read``: the caller only reads, so the session's transaction ends here, in the
     caller's thread, and its connection goes back to the pool before the ranking runs (the
-    session dependency then has nothing to commit: no trip to the thread pool)."""
-    catalog_fp, quotes_fp = table_fingerprints(session, CATALOG_TABLE, QUOTES_TABLE)
+    session dependency then has nothing to commit: no trip to the thread pool). When the
+    session (bound to the engine) has not begun yet, the revisions are read on a pooled
+    connection without it (:func:`revisions_read`), and the session touches the database only
+    if a snapshot must be rebuilt."""
+    fingerprints = None
+    bind = session.get_bind()
+    # a session bound to a Connection (a caller's transaction: tests) reads on that one
+    if end_read and isinstance(bind, Engine) and not session.in_transaction():
+        fingerprints = revisions_read(bind, CATALOG_TABLE, QUOTES_TABLE)
+    if fingerprints is None:
+        fingerprints = table_fingerprints(session, CATALOG_TABLE, QUOTES_TABLE)
+    catalog_fp, quotes_fp = fingerprints
     catalog = catalog_snapshot(session, cache=caches.catalog, fingerprint=catalog_fp)
     quotes = offer_snapshot(session, now=now, cache=caches.offers, fingerprint=quotes_fp)
     if end_read and session.in_transaction():

@@ -157,18 +157,30 @@ def test_a_key_is_still_looked_up(own_client: TestClient, own_engine: Engine,
 
 def test_a_recommendation_reads_two_revisions_in_one_statement_and_makes_one_trip(
         own_client: TestClient, own_engine: Engine, checkouts: list[int],
-        trips: list[str]) -> None:
-    """POST /v1/recommendations checks the catalog and the quotes with one statement, ends its
-    read in the route's thread (no commit trip) and is answered without FastAPI validating the
-    answer in the pool: the route is its only trip."""
+        trips: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """POST /v1/recommendations checks the catalog and the quotes with one statement on one
+    pooled connection, without its session (which then never touches the database: no
+    BEGIN, no COMMIT), and is answered without FastAPI validating the answer in the pool:
+    the route is its only trip."""
+    import service.workloads.service as ws
+
     body = {"kind": "compute", "precision": "fp64",
             "compute": {"total_tflop": 1000, "total_gb_moved": 100, "memory_gb": 10}}
     assert own_client.post("/v1/recommendations", json=body).status_code == 200  # snapshots
     statements: list[str] = []
+    reads: list[tuple[str, ...]] = []
+    real = ws.revisions_read
 
     def on_execute(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         statements.append(statement)
 
+    def read(engine: Engine, *names: str) -> Any:
+        reads.append(names)
+        got = real(engine, *names)
+        assert got is not None and all(kind == "revision" for kind, _ in got), got
+        return got
+
+    monkeypatch.setattr(ws, "revisions_read", read)
     event.listen(own_engine, "before_cursor_execute", on_execute)
     checkouts.clear()
     trips.clear()
@@ -177,7 +189,7 @@ def test_a_recommendation_reads_two_revisions_in_one_statement_and_makes_one_tri
     finally:
         event.remove(own_engine, "before_cursor_execute", on_execute)
     assert r.status_code == 200, r.text
-    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
-    assert len(reads) == 1 and "table_revisions" in reads[0], statements
+    assert reads == [("gpus", "quotes")]
+    assert statements == []  # the session made none
     assert len(checkouts) == 1
     assert len(trips) == 1, trips
