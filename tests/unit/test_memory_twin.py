@@ -9,7 +9,8 @@ ranking asks), must get the answer a fresh memo gives for a copy of it whose oth
 (compute rates, bandwidths, power, interconnect bandwidth, name) are scaled by 0.8-1.2, as
 the synthetic 5,000-GPU benchmark catalog scales them, and each GPU with a fast link again
 without it (the fit's TP degrees differ); for training jobs (transformers, MoE,
-CNNs) and for LLM and encoder serving, where the split lists must agree too.
+CNNs), for compute jobs, and for LLM and encoder serving, where the split lists must agree
+too.
 
 ``GPU_ADVISOR_MEMORY_TWIN_CASES`` sets how many workloads of each kind (default 12)."""
 
@@ -28,6 +29,7 @@ from service.engine.physics.estimate import min_gpus_to_fit, workload_rate
 from service.engine.types import GpuSpec, Workload
 from tests.unit.catalog_data import load_gpus
 from tests.unit.test_batched import _workloads
+from tests.unit.test_compiled_scaling import _job as compute_job
 from tests.unit.test_compiled_training import _jobs
 from tests.unit.test_figures import _training
 
@@ -73,9 +75,11 @@ def test_twins_are_shared() -> None:
     assert len(twins) < 0.75 * len(gpus)
 
 
-@pytest.mark.parametrize("kind", ["training", "serving"])
+@pytest.mark.parametrize("kind", ["training", "serving", "compute"])
 def test_fit_reads_only_the_memory_configuration(kind: str) -> None:
-    jobs = _training_jobs() if kind == "training" else _workloads(2 * CASES, seed=43)
+    jobs = (_training_jobs() if kind == "training" else
+            [compute_job(seed) for seed in range(2 * CASES)] if kind == "compute" else
+            _workloads(2 * CASES, seed=43))
     r = random.Random(kind)
     gpus = _catalog()
     compared = fitted = 0

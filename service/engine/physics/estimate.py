@@ -866,14 +866,16 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     rejected count.
     """
     memo = memo_of(memo)
-    if workload.kind == "compute":
-        # not memoized: a varied FP64 request asks ~31 distinct GPU types of its 32 calls
-        return _min_compute_count(workload, gpu, memo)
     rate = workload_rate(workload, gpu)
     if rate is None:
         return None
     # once per memory configuration: every GPU type of the same one fits at the same count
     twin = par.memory_twin(gpu, rate.precision_used, memo)
+    if workload.kind == "compute":
+        # this call's only (its screen asks each configuration once, its listed estimates
+        # again): the shared cache would keep an entry per workload, never asked again
+        return memo.scratch("min_compute_count", (workload, twin),
+                            lambda: _min_compute_count(workload, twin, memo))
     return memo.get("min_gpus_to_fit", (workload, twin), lambda: _min_gpus(workload, twin, memo))
 
 
