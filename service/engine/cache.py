@@ -34,7 +34,8 @@ an entry is a few hundred bytes, so a full table is a few MB per app."""
 
 
 TABLE_LIMITS: dict[str, int] = {"offer_index": 2, "layer_ops": 16384, "training_tables": 512,
-                                "serving_stack": 16384, "cnn_network": 8192, "cnn_columns": 4}
+                                "serving_stack": 16384, "cnn_network": 8192, "cnn_columns": 4,
+                                "training_packed": 4096}
 """Per-table overrides of :data:`DEFAULT_MAX_ENTRIES` (the shared tables hold devices, network
 figures and provisioning text of a few hundred bytes to a few KB each). An ``offer_index``
 entry holds a whole offer list (tens of MB at 200,000 quotes), so two: the current snapshot's
@@ -55,14 +56,19 @@ A ``cnn_network`` entry (a CNN's layer table on one device for inference, :class
 GPU types (one per type and CNN model); the seeded catalog's CNN rankings keep a few dozen.
 A ``cnn_columns`` entry (a catalog's CNN layer tables as arrays, :mod:`choice.cnn_floors`) is
 ~4 MB at 5,000 GPU types and ~30 KB on the seeded catalog: 4 of them (a request may name a
-model of its own)."""
+model of its own).
+A ``training_packed`` entry (a transformer job shape's packed layout-walk figures on one GPU as
+a count runs it, :func:`physics.training.job_shape`) is ~1 KB of its own, plus the
+``training_tables`` entry it shares (``stats`` counts ~15 KB with the key's model and that
+table): 4,096 of them, a few MB of their own (a seeded training ranking asks ~17; 60 varied
+training requests of 6 presets and 4 lengths left 396)."""
 
 
 SHARED_TABLES = frozenset({
     "device", "training_device", "layer_ops", "network_gpu", "offer_index", "count_candidates",
     "skypilot_yaml", "training_micro_step", "exchange", "peak_share", "training_tables",
     "serving_stack", "cnn_network", "cnn_columns", "compute_pack_gpu", "serving_splits",
-    "layout",
+    "layout", "training_packed",
 })
 """The tables kept across requests in the :class:`EngineCache` (keys: GPU figures, model
 shapes, offer snapshots, provisioning tasks; ``training_micro_step``: three floats per (step
@@ -78,7 +84,10 @@ layers on one device, its batch memo left out, :meth:`physics.cnn.Net.fresh`;
 compute job's compiled scaling figures, 22 floats, :func:`physics.compiled_scaling.pack_gpu`;
 ``serving_splits``: the serving splits of a model's heads and layers on a node shape and
 count, :func:`physics.serving.split_candidates`; ``layout``: the parallelism record of a
-(GPU, count, TP, PP, sharding), :func:`physics.parallelism.layout`); every other table is
+(GPU, count, TP, PP, sharding), :func:`physics.parallelism.layout`; ``training_packed``: a
+transformer job's packed layout-walk figures less its batch and floor FLOPs, per job shape
+(:func:`physics.training.job_shape`), GPU, rate and recomputation,
+:func:`physics.compiled_training.with_batch`); every other table is
 one call's (:meth:`Memo.get`)."""
 
 SAMPLED_ENTRIES = 8

@@ -12,6 +12,7 @@ the engine's answers are checked to the last digit (tests/differential.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -150,3 +151,50 @@ def test_micro_step_memo_tells_colliding_micro_batches_apart() -> None:
         for ti in (0, 1, 0):
             got = ct._micro_step_memo(p, tps, tables, ti, micro, row, keys, values)
             assert got == ct._micro_step(p, tps, tables, ti, micro, row), (ti, micro)
+
+
+def test_a_job_shape_packs_once_and_each_batch_gets_its_own_floats() -> None:
+    """The packed walk figures are kept across requests per job shape (``training_packed``):
+    jobs of one shape at other batches, lengths and shardings read the first job's entry with
+    their own batch and floor FLOPs written in, the same floats as packing each afresh, and
+    the shared table gains no entry for them."""
+    checked = 0
+    for workload in _jobs(max(6, CASES // 3), seed=57):
+        spec = workload.training
+        assert spec is not None
+        variants = [workload] + [
+            dataclasses.replace(workload, training=dataclasses.replace(
+                spec, batch_size=max(1, spec.batch_size * k // 4 + k),
+                tokens=(spec.tokens or 1e9) * k, sharding=sharding))
+            for k, sharding in ((3, "auto"), (9, "zero1"), (1, "none"))]
+        assert len({tr.job_shape(v) for v in variants}) == 1
+        # and jobs of other shapes, each a field the packed figures read, get their own
+        other = "sgd" if spec.optimizer != "sgd" else "adamw"
+        variants += [dataclasses.replace(workload, training=dataclasses.replace(spec, **change))
+                     for change in ({"optimizer": other},
+                                    {"input_samples_per_s_per_gpu": 37.0},
+                                    {"seq_len": (spec.seq_len or 512) * 2},
+                                    {"lm_head_fraction": 0.5},
+                                    {"flash_attention": not spec.flash_attention})]
+        shapes = len({tr.job_shape(v) for v in variants})
+        assert shapes == 6
+        cache = EngineCache()
+        gpus = [g for g in load_gpus()[::3] if peak_rate(g, workload.precision) is not None]
+        for v in variants:
+            v_spec = v.training
+            assert v_spec is not None
+            for gpu in gpus:
+                rate = peak_rate(gpu, v.precision)
+                assert rate is not None
+                ckpt = v_spec.activation_checkpointing
+                got = tr._packed_job(v, gpu, rate, ckpt, Memo(cache))
+                fresh = Memo(EngineCache())
+                want = ct.pack_job(v, gpu, rate.precision_used,
+                                   tr._job(v, gpu, rate, ckpt, fresh), fresh, tr.LAYOUT_TIE,
+                                   tr.training_floor_flops(v, ckpt))
+                assert got.params.tobytes() == want.params.tobytes(), gpu.slug
+                assert got.tps.tobytes() == want.tps.tobytes(), gpu.slug
+                assert got.tables.tobytes() == want.tables.tobytes(), gpu.slug
+                checked += 1
+        assert cache.stats()["training_packed"][0] == len(gpus) * shapes
+    assert checked > 40

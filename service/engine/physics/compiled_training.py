@@ -249,6 +249,16 @@ def pack_job(workload: Workload, gpu: GpuSpec, rate_precision: Precision, job: _
     return PackedJob(p, tps, tables.rows)
 
 
+def with_batch(job: PackedJob, batch_size: int, floor_flops: float) -> PackedJob:
+    """``job`` for a global batch of ``batch_size`` samples and a step of ``floor_flops``
+    floor FLOPs (:func:`training.training_floor_flops`): its scalars copied with those two
+    written over them; its per-degree figures and GEMM tables shared (the walk reads them
+    only). Nothing else :func:`pack_job` writes depends on the batch or the job's length."""
+    p = job.params.copy()
+    p[_BATCH], p[_FLOOR_FLOPS] = batch_size, floor_flops
+    return PackedJob(p, job.tps, job.tables)
+
+
 @_jit
 def _wgrad(p: Array, g: Array, wi: int, k: float, row: Array, groups: float
            ) -> tuple[float, float]:

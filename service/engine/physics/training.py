@@ -560,12 +560,37 @@ def _plan_counts(workload: Workload, gpu: GpuSpec, rate: PeakRate, checkpointing
                  wanted: Sharding, memo: Memo, rows: dict[int, list[float]],
                  counts: list[int]) -> None:
     """Plan ``counts`` in one compiled call, into ``rows``."""
-    job = _job(workload, gpu, rate, checkpointing, memo)
     packed = memo.scratch("training_packed_job", (workload, gpu, rate, checkpointing),
-                          lambda: ct.pack_job(workload, gpu, rate.precision_used, job, memo,
-                                              LAYOUT_TIE,
-                                              _floor_flops(workload, checkpointing, memo)))
+                          lambda: _packed_job(workload, gpu, rate, checkpointing, memo))
     rows.update(zip(counts, ct.plans(packed, counts, wanted), strict=True))
+
+
+def job_shape(workload: Workload) -> tuple[object, ...]:
+    """What a transformer job's packed figures (:func:`compiled_training.pack_job`) depend on
+    besides the GPU, the rate, recomputation, the global batch and the step's floor FLOPs:
+    :func:`step_shape` (model, precision, sequence length, flash attention, the LM head's
+    share), the optimizer (state bytes) and the input pipeline's ceiling. Not the batch, the
+    tokens or the sharding asked for: a stream of jobs training one model shape at many
+    batches and lengths shares one packed job per GPU."""
+    spec = workload.training
+    assert spec is not None
+    return (step_shape(workload), spec.optimizer, spec.input_samples_per_s_per_gpu)
+
+
+def _packed_job(workload: Workload, gpu: GpuSpec, rate: PeakRate, recompute: bool,
+                memo: Memo) -> ct.PackedJob:
+    """The job's :class:`compiled_training.PackedJob`: the figures of its shape
+    (:func:`job_shape`) on the GPU from the shared cache (``training_packed``; packed from the
+    first job of that shape, read only), with this job's global batch and floor FLOPs written
+    over a copy of its scalars (:func:`compiled_training.with_batch`): the same floats as
+    packing this job afresh."""
+    spec = workload.training
+    assert spec is not None
+    shaped = memo.get("training_packed", (job_shape(workload), gpu, rate, recompute),
+                      lambda: ct.pack_job(workload, gpu, rate.precision_used,
+                                          _job(workload, gpu, rate, recompute, memo), memo,
+                                          LAYOUT_TIE, 0.0))
+    return ct.with_batch(shaped, spec.batch_size, _floor_flops(workload, recompute, memo))
 
 
 PLAN_CHUNK = 8
