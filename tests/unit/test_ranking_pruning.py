@@ -8,6 +8,7 @@ import math
 import random
 from collections.abc import Iterator
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -1079,3 +1080,69 @@ def test_counts_floors_taken_ahead_keep_the_answer(target: float,
     assert rec.recommendations == each.recommendations
     assert rec.rejected == each.rejected
     assert len(alone) >= 30 and n_ahead <= len(alone) // 10, (n_ahead, len(alone))
+
+
+def _drawn_options(r: random.Random, n: int) -> list[Any]:
+    """``n`` options as :func:`ranking.choose` reads them: money (None: unpriced), time,
+    energy, proxy, USD/h, count, slug, quote; figures drawn from a few values, so rounded
+    scores tie often and the rest of the key decides."""
+    out = []
+    for _ in range(n):
+        priced = r.random() < 0.8
+        usd_h = r.choice((1.0, 2.0, 4.0)) if priced else None
+        out.append(SimpleNamespace(
+            money=r.choice((10.0, 20.0, 20.0 * (1 + 1e-12), 40.0, math.inf)) if priced else None,
+            time=r.choice((1.0, 2.0, 2.0 * (1 + 1e-12), 4.0, math.inf)),
+            energy=r.choice((3.0, 5.0, math.inf)),
+            proxy=r.choice((8.0, 16.0)), usd_per_hour=usd_h, gpu_count=r.choice((1, 2, 8)),
+            gpu=SimpleNamespace(slug=r.choice(("a", "b"))),
+            offer=SimpleNamespace(quote_id=r.randrange(3)) if priced else None))
+    return out
+
+
+def _choose_reference(opts: list[Any], objective: Any, mins: Any, constraints: Constraints,
+                      rnd: Any) -> Any:
+    """:func:`ranking.choose` as it was written first: every option's whole key taken."""
+    def key(o: Any) -> tuple[object, ...]:
+        return rk._key(o, rk._value(o, objective, mins), objective, rnd)
+
+    if objective == "time":
+        fastest = min(o.time for o in opts)
+        edge = rnd(fastest * (1 + constraints.time_tolerance))
+        window = [o for o in opts if rnd(o.time) <= edge]
+        pick = min(window, key=lambda o: (rk._cheapness(o), o.time, key(o)))
+        if pick.money is not None:
+            cheaper = [o for o in opts if o.money is not None
+                       and o.time < pick.time * (1 + rk.COST_GUARD_TIME)
+                       and o.money * rk.COST_GUARD_RATIO <= pick.money]
+            if cheaper:
+                pick = min(cheaper, key=lambda o: (rk._cheapness(o), o.time, key(o)))
+        return pick
+    if objective == "cost":
+        tier, least = min(rk._cheapness(o) for o in opts)
+        edge = rnd(least * (1 + rk.COST_TIE))
+        window = [o for o in opts if rk._cheapness(o)[0] == tier
+                  and rnd(rk._cheapness(o)[1]) <= edge]
+        return min(window, key=lambda o: (o.time, key(o)))
+    return min(opts, key=key)
+
+
+@pytest.mark.parametrize("objective", ["balanced", "energy", "cost", "time"])
+def test_choose_takes_whole_keys_only_of_ties_and_picks_the_same(objective: Any) -> None:
+    """:func:`ranking.choose` (each objective's order first, the whole key only of the options
+    tied on it) picks the option its reference (every option's whole key) picks: the same
+    object, over drawn options whose figures tie often, unpriced ones and NaN-free and
+    infinite figures included."""
+    r = random.Random(5)
+    by_tail = 0
+    for _ in range(3000):
+        opts = _drawn_options(r, r.randint(1, 7))
+        mins = rk._minima(opts)
+        constraints = Constraints(time_tolerance=r.choice((0.0, 0.05, 1.0)))
+        want = _choose_reference(opts, objective, mins, constraints, rk.rounder())
+        got = rk.choose(opts, objective, mins, constraints, rk.rounder())
+        assert got is want
+        # the options that tie on the objective's own figures, told apart by the key's rest
+        by_tail += sum(o is not want and o.money == want.money and o.time == want.time
+                       for o in opts) > 0
+    assert by_tail > 100

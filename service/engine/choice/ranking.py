@@ -923,21 +923,48 @@ def choose(opts: list[Ranked], objective: Objective, mins: bd.Minima,
         fastest = min(o.time for o in opts)
         edge = rnd(fastest * (1 + constraints.time_tolerance))
         window = [o for o in opts if rnd(o.time) <= edge]
-        pick = min(window, key=lambda o: (_cheapness(o), o.time, key(o)))
+        pick = _least_then_key(window, _cheap_fast, key)
         if pick.money is not None:
             cheaper = [o for o in opts if o.money is not None
                        and o.time < pick.time * (1 + COST_GUARD_TIME)
                        and o.money * COST_GUARD_RATIO <= pick.money]
             if cheaper:
-                pick = min(cheaper, key=lambda o: (_cheapness(o), o.time, key(o)))
+                pick = _least_then_key(cheaper, _cheap_fast, key)
         return pick
     if objective == "cost":
         tier, least = min(_cheapness(o) for o in opts)
         edge = rnd(least * (1 + COST_TIE))
         window = [o for o in opts if _cheapness(o)[0] == tier
                   and rnd(_cheapness(o)[1]) <= edge]
-        return min(window, key=lambda o: (o.time, key(o)))
-    return min(opts, key=key)
+        return _least_then_key(window, lambda o: (o.time,), key)
+    unpriced_tier = 1 if objective == "balanced" else 0
+    # the key's own head: the tier and the rounded score (the whole key repeats them)
+    return _least_then_key(opts, lambda o: (unpriced_tier if o.money is None else 0,
+                                            rnd(_value(o, objective, mins))), key)
+
+
+def _cheap_fast(o: Ranked) -> tuple[float, ...]:
+    """Objective time's order within its window: :func:`_cheapness`, then the time."""
+    tier, money = _cheapness(o)
+    return tier, money, o.time
+
+
+def _least_then_key(opts: list[Ranked], head: Callable[[Ranked], tuple[float, ...]],
+                    key: Callable[[Ranked], tuple[object, ...]]) -> Ranked:
+    """``min(opts, key=lambda o: (*head(o), *key(o)))``, taking the whole key (:func:`_key`,
+    a score and a rounding each) only of the options tied on the least head: the same option
+    (``min`` compares heads first and keeps the first of equal keys, in ``opts``' order, as
+    this does). Where a head holds a NaN, ``min`` itself (its comparisons are not an order)."""
+    if len(opts) == 1:
+        return opts[0]
+    heads = [head(o) for o in opts]
+    if any(v != v for h in heads for v in h):
+        return min(opts, key=lambda o: (head(o), key(o)))
+    least = min(heads)
+    tied = [o for o, h in zip(opts, heads, strict=True) if h == least]
+    if len(tied) == 1:
+        return tied[0]
+    return min(tied, key=key)
 
 
 def order(chosen: list[tuple[Ranked, float, list[Notice]]], objective: Objective,
