@@ -127,6 +127,10 @@ def _cpu_lines(cpu: dict[str, Any]) -> list[str]:
     for kind, row in cpu["kinds"].items():
         lines.append(f"- {kind}: p50 {row['cpu_ms_p50']:.1f} ms, p90 {row['cpu_ms_p90']:.1f} "
                      f"ms ({row['bodies']} bodies), {_ok(row['cpu_ms_p50'] <= TARGET_CPU_P50_MS)}")
+    if cpu.get("yardstick_ms"):
+        lines.append(f"- this machine's yardstick (`cpu_per_request.yardstick_ms`, CPU of a "
+                     f"Python loop summing 10^6 squares): {cpu['yardstick_ms']:g} ms; another "
+                     "run's figures compare in proportion to its yardstick")
     return lines
 
 

@@ -62,6 +62,22 @@ def bodies(kind: str, seed: int, n: int) -> list[str]:
     return [make(r) for _ in range(n)]
 
 
+YARDSTICK_SQUARES = 10**6
+
+
+def yardstick_ms() -> float:
+    """This machine's speed at plain Python: CPU ms of a loop summing 10^6 squares (median of
+    5). Shared machines drift by tens of percent between runs; the figures of two runs compare
+    in proportion to their yardsticks, not as they stand."""
+    times = []
+    for _ in range(5):
+        started, total = time.process_time(), 0
+        for i in range(YARDSTICK_SQUARES):
+            total += i * i
+        times.append((time.process_time() - started) * 1e3)
+    return round(statistics.median(times), 1)
+
+
 def measure(n: int, seed: int) -> dict[str, Any]:
     engine, settings, caches = seeded_catalog()
     out: dict[str, Any] = {}
@@ -82,7 +98,10 @@ def measure(n: int, seed: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = varied_args(__doc__.split("\n\n")[0], argv, 60)
-    result = stamped(clock="process CPU time", seed=args.seed, kinds=measure(args.n, args.seed))
+    before = yardstick_ms()
+    kinds = measure(args.n, args.seed)
+    result = stamped(clock="process CPU time", seed=args.seed,
+                     yardstick_ms=round((before + yardstick_ms()) / 2, 1), kinds=kinds)
     write_result("cpu_per_request.json", result)
     for kind, row in result["kinds"].items():
         print(f"{kind:12s} CPU p50 {row['cpu_ms_p50']:8.2f} ms  p90 {row['cpu_ms_p90']:8.2f}"
