@@ -7,7 +7,9 @@ Every body is new (no answer can be reused across requests), drawn from a seeded
 kind, and goes through the service as a POST does (:func:`bench.profile_request.request_by_stage`:
 parse, engine inputs, snapshots, ranking, answer, serialization) on a freshly migrated and seeded
 SQLite catalog, after ``warm_up`` and two warm-up bodies per kind. Time is this process's CPU
-time (``time.process_time``), which a busy shared machine disturbs far less than wall time.
+time (``time.process_time``), which a busy shared machine disturbs far less than wall time;
+beside the figures, ``yardstick_ms`` (:func:`yardstick_ms`, before and after the run,
+averaged) says how fast the machine ran plain Python, for comparing runs.
 
 * ``llm-serving``: bench/varied.py's bodies (4 presets, prompt 256-4,096, output 32-1,024,
   1-97 requests/s, TTFT 500 ms / TPOT 50 ms, objective cost);
