@@ -34,8 +34,16 @@ and a last pair for every larger ``k`` (the batch-1 floor). Every option of the 
 or above one of its pairs in both figures, so the least balanced score over the pairs bounds
 the count (:class:`search.BalancedSearch`).
 
+A decoder's request floor (GPU-seconds per request: the cost floor of every count, with or
+without a target) is raised here too (:func:`_decode_request_s`): :func:`inference_floors.
+_request_s` counts FLOPs alone, as if a batch could grow without end and hide the weight reads,
+but an option's batch stops where the latency limits are met (the floors reach them first:
+:func:`_batch_ceiling`), and the iterations a request shares with the others' prompt chunks
+take that time too. On chat workloads (TPOT limits, prompts of thousands of tokens) it is
+within a few percent of the best option's; the FLOPs-only floor was two thirds of it.
+
 Dense transformers only (MoE routing is left to the batch-1 floor), with a target and no fixed
-batch. Compiled (numba) with :mod:`compiled`'s settings: the same operations in the same
+batch (the request floor: dense decoders, any target or batch). Compiled (numba) with :mod:`compiled`'s settings: the same operations in the same
 order as :mod:`inference_floors`' numpy (``tests/unit/test_load_floors.py`` compares them and
 checks every pair against the engine's own options).
 
@@ -180,6 +188,175 @@ def cycle_s(p: Array, b: float, output_tokens: float) -> float:
         return latency_s(p, b)
     out: float = output_tokens * _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
     return out
+
+
+_LIMIT_SLACK = 1e-6
+"""A floor counts as over a latency limit only past this relative margin (the floors are
+in seconds, the limits and the estimate's figures in milliseconds: rounding, ~1e-16, is far
+inside)."""
+
+
+@_jit
+def _over(p: Array, b: float, limits: Array) -> float:
+    """The floors at batch ``b`` over their limits, the largest ratio (TPOT: :func:`_tpot`;
+    TTFT and end-to-end latency: :func:`latency_s`'s two terms; ``limits`` [s]: TTFT, TPOT,
+    latency, inf: none). Every floor grows with the batch, so the ratio does."""
+    tpot = _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    worst: float = tpot / limits[1]
+    if limits[0] < math.inf or limits[2] < math.inf:
+        k, rest = p[_CHUNKS], b - 1.0
+        chunk = _iteration(p, p[_S] / k + rest, p[_PROMPT_ATTN] / k + rest * p[_DECODE_ATTN],
+                           p[_PROMPT_ATTN_BYTES] / k + _kv_read(p, rest), 1.0 + rest,
+                           p[_STEP] + p[_PER_SEQ] * (1.0 + rest))
+        ttft = k * chunk
+        worst = max(worst, ttft / limits[0], (ttft + p[_OUT] * tpot) / limits[2])
+    return worst
+
+
+_CEILING_WIDTH = 1.0 / 64
+"""The batch ceiling's search stops once the batches left between the last within the limits
+and the first over them are this share of the former or fewer (:func:`_batch_ceiling`: it
+then takes the largest of them, a ceiling at most this much loose)."""
+
+
+@_jit
+def _batch_ceiling(p: Array, top: int, fixed: int, limits: Array) -> int:
+    """A batch no decoder's option on this TP degree runs above: the request's batch where it
+    fixes one, else the largest up to ``top`` whose floors are within the limits
+    (:func:`_over` at most 1 + :data:`_LIMIT_SLACK`: an estimate's figures are at or above
+    the floors, so a batch past it misses a limit), found by regula falsi on the ratio (it
+    grows with the batch, nearly in proportion) and bisection after two poor steps, to within
+    :data:`_CEILING_WIDTH`; at least 1 (an option whose limits no batch meets runs at
+    batch 1)."""
+    if fixed > 0:
+        return fixed
+    near = 1.0 + _LIMIT_SLACK
+    g_hi = _over(p, float(top), limits)
+    if g_hi <= near:
+        return top
+    g_lo = _over(p, 1.0, limits)
+    if g_lo > near:
+        return 1
+    lo, hi = 1, top
+    poor = 0
+    while hi - lo > 1 and hi - lo > lo * _CEILING_WIDTH:
+        width = hi - lo
+        mid = (lo + hi) // 2
+        if poor < 2 and g_hi > g_lo:
+            mid = lo + int((near - g_lo) / (g_hi - g_lo) * width)
+            mid = min(max(mid, lo + 1), hi - 1)
+        g = _over(p, float(mid), limits)
+        if g <= near:
+            lo, g_lo = mid, g
+        else:
+            hi, g_hi = mid, g
+        poor = poor + 1 if 4 * (width - (hi - lo)) < width else 0
+    return hi - 1
+
+
+@_jit
+def _decode_only(p: Array, b: float) -> float:
+    """The floor [s] of a decode-only iteration of ``b`` sequences (:func:`_tpot`'s
+    ``alone``)."""
+    return _iteration(p, b, b * p[_DECODE_ATTN], _kv_read(p, b), b, p[_STEP] + p[_PER_SEQ] * b)
+
+
+@_jit
+def _chunk_s(p: Array) -> float:
+    """The least time [s] one prompt chunk adds to an iteration of any batch of one or more
+    (:func:`_tpot`'s ``mixed`` over ``alone``): each GEMM's time is the larger of two affine
+    functions of its rows, so convex, and adds the least at the fewest rows (one); attention
+    adds at least the lesser of the chunk's FLOPs at its rate and its bytes at bandwidth; the
+    elementwise traffic and the TP all-reduce add in proportion to the rows."""
+    k = p[_CHUNKS]
+    if k <= 0.0:
+        return 0.0
+    x = p[_S] / k
+    h, act_b, w_b = p[_H], p[_ACT_B], p[_W_B]
+    layer = 0.0
+    for j in range(4):
+        if j == 0:
+            n, kk = p[_QKV_N], h
+        elif j == 1:
+            n, kk = h, p[_O_K]
+        elif j == 2:
+            n, kk = p[_UP_N], h
+        else:
+            n, kk = h, p[_DOWN_K]
+        one = _gemm(p, 2.0 * n * kk, kk * n * w_b + (kk + n) * act_b)
+        more = _gemm(p, 2.0 * (1.0 + x) * n * kk, kk * n * w_b + (1.0 + x) * (kk + n) * act_b)
+        layer += more - one
+    layer += p[_ELEMENTWISE] * x * p[_MOE_EL] / p[_BYTES]
+    a = p[_PROMPT_ATTN] / k / p[_ATTENTION]
+    b = p[_PROMPT_ATTN_BYTES] / k / p[_BYTES]
+    layer += a if a <= b else b
+    total = layer * p[_LAYERS]
+    tp = p[_TP]
+    if tp > 1:
+        total += 2.0 * p[_LAYERS] * 2.0 * (tp - 1) / tp * x * h * p[_COLL_B] / p[_LINK_S]
+    out: float = total
+    return out
+
+
+@_jit
+def _iteration_per_seq(p: Array, top: float, chunk: float) -> float:
+    """A lower bound of ``F(b) / b`` over the batches ``1 <= b <= top``, ``F`` the mean
+    iteration's floor (:func:`_tpot`). ``F(b) >= D(b) + min(1, (b - 1) k / out) C``: ``D`` the
+    decode-only iteration (:func:`_decode_only`), ``C`` a chunk's least time
+    (:func:`_chunk_s`), ``k`` the prompt's chunks (a request sees the ``b - 1`` others'
+    chunks spread over its ``out`` iterations, at most one chunk's worth in each, and more
+    rows, FLOPs and bytes never take less). ``D(b) / b`` never rises with the batch (each of
+    its terms is a constant, or the larger of a constant and a multiple of ``b``, over
+    ``b``) and ``min(1, (b - 1) k / out) / b`` rises, then falls: over each interval
+    ``[top / 2^(i+1), top / 2^i]`` the bound takes ``D / b`` at the top end and the chunk
+    term at the end where it is least (down to where ``D / b`` alone is above the least so
+    far)."""
+    k, out_n = p[_CHUNKS], p[_OUT]
+    best = math.inf
+    hi = top
+    while True:
+        lo = hi / 2.0 if hi / 2.0 > 1.0 else 1.0
+        share_lo = (lo - 1.0) * k / out_n
+        share_hi = (hi - 1.0) * k / out_n
+        phi_lo = (share_lo if share_lo < 1.0 else 1.0) / lo
+        phi_hi = (share_hi if share_hi < 1.0 else 1.0) / hi
+        decode = _decode_only(p, hi) / hi
+        if decode >= best:
+            break  # every interval below takes at least this (``D / b`` grows as b falls)
+        value = decode + chunk * (phi_lo if phi_lo < phi_hi else phi_hi)
+        if value < best:
+            best = value
+        if lo <= 1.0:
+            break
+        hi = lo
+    return best
+
+
+@_jit
+def _decode_request_s(packed: Array, tps: NDArray[np.int64], per_node: NDArray[np.int64],
+                      top: int, fixed: int, limits: Array, out: Array) -> None:
+    """``out[g]``: raised to the GPU-seconds a decoder's request needs at least on GPU ``g``,
+    where that is more: on TP degree ``t`` at batch ``b``, a replica's requests/s are at most
+    ``b pp / (out F_t(b))`` (:func:`serving.requests_per_s`, ``F_t`` the mean iteration's
+    floor, :func:`_tpot`) on ``t pp`` GPUs, so a request takes ``t out F_t(b) / b`` GPU-s or
+    more, at the batches up to the ceiling (:func:`_batch_ceiling`;
+    :func:`_iteration_per_seq`). The least over the degrees the GPU's node holds."""
+    for g in range(packed.shape[1]):
+        best = math.inf
+        for j in range(packed.shape[0]):
+            if tps[j] > per_node[g]:
+                continue
+            p = packed[j, g]
+            b = _batch_ceiling(p, top, fixed, limits)
+            if fixed > 0:
+                per_seq = _tpot(p, float(b), p[_STEP] + p[_PER_SEQ] * b) / b
+            else:
+                per_seq = _iteration_per_seq(p, float(b), _chunk_s(p))
+            value = tps[j] * p[_OUT] * per_seq
+            if value < best:
+                best = value
+        if best < math.inf and best > out[g]:
+            out[g] = best
 
 
 @_jit
@@ -437,6 +614,11 @@ def floor_table(workload: Workload, cols: ifl.Columns, cap: int, memo: Memo) -> 
     per_node_max = int(cols.per_node.max()) if n else 1
     tps = ifl.tp_degrees(workload, cap, per_node_max)
     rows, request = _pack(workload, tps, cols, memo)
+    if not model.encoder_only and spec.output_tokens > 0:
+        limits = np.array([math.inf if x is None else x / 1e3 for x in (
+            spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)])
+        _decode_request_s(rows, np.array(tps, dtype=np.int64), cols.per_node,
+                          int(c.MAX_AUTO_BATCH), spec.batch_size or 0, limits, request)
     latency = np.full((len(tps), n), math.inf)
     _latencies(rows, np.array(tps, dtype=np.int64), cols.per_node,
                float(spec.batch_size or 1), latency)
@@ -591,6 +773,9 @@ def warm_up() -> None:
             np.zeros(1, np.intp), 1.0, 1.0, 2.0, out.reshape(1, 1, 2))
     _latencies(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64), np.ones(1, np.int64), 1.0,
                np.full((1, 1), math.inf))
+    for fixed in (0, 1):
+        _decode_request_s(p.reshape(1, 1, _WIDTH), np.ones(1, np.int64),
+                          np.ones(1, np.int64), 2, fixed, np.full(3, math.inf), np.zeros(1))
     _ranges_of(out, np.ones(1, np.int64), np.ones(1, np.int64), np.ones(1, np.int64),
                np.empty((1, 2)), np.empty(1, np.int64))
     _count_pairs(out.reshape(1, 1, 2), np.ones(1, np.int64), np.ones(1, np.int64),
