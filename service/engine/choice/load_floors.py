@@ -43,9 +43,10 @@ take that time too. On chat workloads (TPOT limits, prompts of thousands of toke
 within a few percent of the best option's; the FLOPs-only floor was two thirds of it.
 
 Dense transformers only (MoE routing is left to the batch-1 floor), with a target and no fixed
-batch (the request floor: dense decoders, any target or batch). Compiled (numba) with :mod:`compiled`'s settings: the same operations in the same
-order as :mod:`inference_floors`' numpy (``tests/unit/test_load_floors.py`` compares them and
-checks every pair against the engine's own options).
+batch (the request floor: dense decoders, any target or batch). Compiled (numba) with
+:mod:`compiled`'s settings: the same operations in the same order as :mod:`inference_floors`'
+numpy (``tests/unit/test_load_floors.py`` compares them and checks every pair, and the request
+floor, against the engine's own options).
 
 Units: seconds [s] inside, milliseconds [ms] out, requests/s.
 """
