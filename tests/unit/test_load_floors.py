@@ -19,8 +19,9 @@ from service.engine.choice import ranking as rk
 from service.engine.choice.bounds import Pending
 from service.engine.choice.cost import OfferIndex
 from service.engine.physics.estimate import estimate, workload_rate
+from service.engine.physics.performance import PeakRate
 from service.engine.recommend_types import Constraints, CostSettings
-from service.engine.types import InferenceSpec, Workload
+from service.engine.types import GpuSpec, InferenceSpec, Workload
 from service.presets.catalog import PRESETS
 from tests.unit.catalog_data import load_gpus, load_offers
 from tests.unit.test_ranking_pruning import priced_balanced_options
@@ -288,6 +289,16 @@ def test_every_gpus_tables_fill_only_the_gpus_asked() -> None:
     assert np.array_equal(part.latency_ms, whole.latency_ms, equal_nan=True)
 
 
+def _rated_columns(workload: Workload, memo: Memo) -> tuple[list[tuple[GpuSpec, PeakRate]],
+                                                             ifl.Columns]:
+    """The catalog GPUs with a rate for ``workload``, and their serving columns."""
+    spec = workload.inference
+    assert spec is not None
+    rated = [(g, workload_rate(workload, g)) for g in load_gpus()]
+    kept = [(g, rt) for g, rt in rated if rt is not None]
+    return kept, ifl.columns([g for g, _ in kept], [rt for _, rt in kept], spec.runtime, memo)
+
+
 def _random_decoder(r: random.Random) -> Workload:
     """A dense decoder's serving workload: limits or none, a target or none, sometimes a
     fixed batch or a pinned split."""
@@ -327,9 +338,7 @@ def test_a_decoders_request_floor_holds_on_every_count_and_is_tight() -> None:
         spec = workload.inference
         assert spec is not None
         memo = Memo(EngineCache())
-        rated = [(g, workload_rate(workload, g)) for g in load_gpus()]
-        rated = [(g, rt) for g, rt in rated if rt is not None]
-        cols = ifl.columns([g for g, _ in rated], [rt for _, rt in rated], spec.runtime, memo)
+        rated, cols = _rated_columns(workload, memo)
         got = lf.floor_table(workload, cols, 16, memo)
         flops_only = ifl.table(workload, cols, 16, memo).request_s
         for gpu, _ in rated:
@@ -364,9 +373,7 @@ def test_a_chat_workloads_request_floor_is_nearly_the_best_options() -> None:
     spec = workload.inference
     assert spec is not None
     memo = Memo(EngineCache())
-    rated = [(g, workload_rate(workload, g)) for g in load_gpus()]
-    rated = [(g, rt) for g, rt in rated if rt is not None]
-    cols = ifl.columns([g for g, _ in rated], [rt for _, rt in rated], spec.runtime, memo)
+    rated, cols = _rated_columns(workload, memo)
     table = lf.floor_table(workload, cols, 16, memo)
     ratios = []
     for gpu, _ in rated:

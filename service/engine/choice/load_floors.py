@@ -96,6 +96,19 @@ def _gemm(p: Array, flops: float, nbytes: float) -> float:
 
 
 @_jit
+def _layer_gemm(p: Array, j: int) -> tuple[float, float]:
+    """(N, K) of a dense layer's ``j``-th GEMM (QKV, output, up, down projections)."""
+    h = p[_H]
+    if j == 0:
+        return p[_QKV_N], h
+    if j == 1:
+        return h, p[_O_K]
+    if j == 2:
+        return p[_UP_N], h
+    return h, p[_DOWN_K]
+
+
+@_jit
 def _iteration(p: Array, rows: float, attn_flops: float, attn_bytes: float, head_rows: float,
                fixed: float) -> float:
     """:func:`inference_floors._iteration` of a dense layer stack on one GPU."""
@@ -103,14 +116,7 @@ def _iteration(p: Array, rows: float, attn_flops: float, attn_bytes: float, head
     layer = 0.0
     if rows > 0:
         for j in range(4):
-            if j == 0:
-                n, k = p[_QKV_N], h
-            elif j == 1:
-                n, k = h, p[_O_K]
-            elif j == 2:
-                n, k = p[_UP_N], h
-            else:
-                n, k = h, p[_DOWN_K]
+            n, k = _layer_gemm(p, j)
             layer += _gemm(p, 2.0 * rows * n * k, k * n * w_b + rows * (k + n) * act_b)
         layer += p[_ELEMENTWISE] * rows * p[_MOE_EL] / p[_BYTES]
     a = attn_flops / p[_ATTENTION]
@@ -276,14 +282,7 @@ def _chunk_s(p: Array) -> float:
     h, act_b, w_b = p[_H], p[_ACT_B], p[_W_B]
     layer = 0.0
     for j in range(4):
-        if j == 0:
-            n, kk = p[_QKV_N], h
-        elif j == 1:
-            n, kk = h, p[_O_K]
-        elif j == 2:
-            n, kk = p[_UP_N], h
-        else:
-            n, kk = h, p[_DOWN_K]
+        n, kk = _layer_gemm(p, j)
         one = _gemm(p, 2.0 * n * kk, kk * n * w_b + (kk + n) * act_b)
         more = _gemm(p, 2.0 * (1.0 + x) * n * kk, kk * n * w_b + (1.0 + x) * (kk + n) * act_b)
         layer += more - one
