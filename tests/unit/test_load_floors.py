@@ -1,6 +1,8 @@
-"""Serving floors under load (service/engine/choice/load_floors.py): the compiled floors are the
-numpy floors' floats, they grow with the batch (the argument needs it), every option of a count
-is at or above the pair of its copies' range, and the floors are tight enough to matter."""
+"""Serving floors under load (service/engine/choice/load_floors.py): the compiled latency floors
+are the numpy floors' floats, they grow with the batch (the argument needs it), every option of
+a count is at or above the pair of its copies' range, a decoder's request floor (raised above
+the numpy FLOPs-only one) is at or below every option's GPU-seconds per request, and the floors
+are tight enough to matter."""
 
 from __future__ import annotations
 
