@@ -176,13 +176,19 @@ def latency_s(p: Array, batch: float) -> float:
     if p[_DECODER] <= 0.0:
         return _iteration(p, b * p[_TOKENS], b * p[_PROMPT_ATTN], b * p[_PROMPT_ATTN_BYTES],
                           0.0, 0.0)
-    fixed = p[_STEP]
-    per_seq = p[_PER_SEQ]
+    out: float = _ttft_s(p, b) + p[_OUT] * _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    return out
+
+
+@_jit
+def _ttft_s(p: Array, b: float) -> float:
+    """A decoder's time-to-first-token floor [s] at batch ``b`` (:func:`latency_s`'s first
+    term): its prompt's chunks, each in an iteration beside the ``b - 1`` others' decodes."""
     k, rest = p[_CHUNKS], b - 1.0
     chunk = _iteration(p, p[_S] / k + rest, p[_PROMPT_ATTN] / k + rest * p[_DECODE_ATTN],
                        p[_PROMPT_ATTN_BYTES] / k + _kv_read(p, rest), 1.0 + rest,
-                       fixed + per_seq * (1.0 + rest))
-    out: float = k * chunk + p[_OUT] * _tpot(p, b, fixed + per_seq * b)
+                       p[_STEP] + p[_PER_SEQ] * (1.0 + rest))
+    out: float = k * chunk
     return out
 
 
@@ -206,16 +212,12 @@ inside)."""
 @_jit
 def _over(p: Array, b: float, limits: Array) -> float:
     """The floors at batch ``b`` over their limits, the largest ratio (TPOT: :func:`_tpot`;
-    TTFT and end-to-end latency: :func:`latency_s`'s two terms; ``limits`` [s]: TTFT, TPOT,
-    latency, inf: none). Every floor grows with the batch, so the ratio does."""
+    TTFT: :func:`_ttft_s`; end-to-end latency: their sum, :func:`latency_s`; ``limits`` [s]:
+    TTFT, TPOT, latency, inf: none). Every floor grows with the batch, so the ratio does."""
     tpot = _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
     worst: float = tpot / limits[1]
     if limits[0] < math.inf or limits[2] < math.inf:
-        k, rest = p[_CHUNKS], b - 1.0
-        chunk = _iteration(p, p[_S] / k + rest, p[_PROMPT_ATTN] / k + rest * p[_DECODE_ATTN],
-                           p[_PROMPT_ATTN_BYTES] / k + _kv_read(p, rest), 1.0 + rest,
-                           p[_STEP] + p[_PER_SEQ] * (1.0 + rest))
-        ttft = k * chunk
+        ttft = _ttft_s(p, b)
         worst = max(worst, ttft / limits[0], (ttft + p[_OUT] * tpot) / limits[2])
     return worst
 
@@ -614,14 +616,14 @@ def floor_table(workload: Workload, cols: ifl.Columns, cap: int, memo: Memo) -> 
     per_node_max = int(cols.per_node.max()) if n else 1
     tps = ifl.tp_degrees(workload, cap, per_node_max)
     rows, request = _pack(workload, tps, cols, memo)
+    degrees = np.array(tps, dtype=np.int64)
     if not model.encoder_only and spec.output_tokens > 0:
         limits = np.array([math.inf if x is None else x / 1e3 for x in (
             spec.max_ttft_ms, spec.max_tpot_ms, spec.max_latency_ms)])
-        _decode_request_s(rows, np.array(tps, dtype=np.int64), cols.per_node,
-                          int(c.MAX_AUTO_BATCH), spec.batch_size or 0, limits, request)
+        _decode_request_s(rows, degrees, cols.per_node, int(c.MAX_AUTO_BATCH),
+                          spec.batch_size or 0, limits, request)
     latency = np.full((len(tps), n), math.inf)
-    _latencies(rows, np.array(tps, dtype=np.int64), cols.per_node,
-               float(spec.batch_size or 1), latency)
+    _latencies(rows, degrees, cols.per_node, float(spec.batch_size or 1), latency)
     pinned = ((spec.tensor_parallel or 1, spec.pipeline_parallel or 1)
               if spec.tensor_parallel or spec.pipeline_parallel else None)
     return ifl.Table(tuple(tps), latency, request, {g.slug: i for i, g in enumerate(cols.gpus)},
