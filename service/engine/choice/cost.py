@@ -242,16 +242,15 @@ def network_rate(gpu: GpuSpec, offer: Offer | None, count: int) -> float | None:
     return _network_rate(offer, count, max(1, gpu.max_gpus_per_node))
 
 
-def network_rates(gpu: GpuSpec, counts: Sequence[tuple[int, Offer | None]]
-                  ) -> list[float | None]:
-    """:func:`network_rate` of each (count, offer) of ``gpu`` (a compute job's figures ask
-    for one GPU type's ~17 counts at once)."""
-    per_node = max(1, gpu.max_gpus_per_node)
-    return [_network_rate(offer, count, per_node) for count, offer in counts]
-
-
 def _network_rate(offer: Offer | None, count: int, per_node: int) -> float | None:
-    if offer is None or count <= per_node or not offer.network_gbps:
+    if offer is None or count <= per_node:
+        return None
+    return network_rate_per_node(offer, per_node)
+
+
+def network_rate_per_node(offer: Offer, per_node: int) -> float | None:
+    """:func:`network_rate` of a count of ``offer`` spanning nodes of ``per_node`` GPUs."""
+    if not offer.network_gbps:
         return None
     gpus_in_node = offer.gpu_count if offer.pricing != "purchase" else per_node
     return offer.network_gbps / BITS_PER_BYTE / max(1, min(gpus_in_node, per_node))

@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
 from service.engine.choice.explain import cost_limit_miss, latency_overage
@@ -55,7 +57,6 @@ from service.engine.physics.estimate import (
     training_job_hours,
     workload_rate,
 )
-from service.engine.physics.performance import PeakRate
 from service.engine.recommend_types import Constraints, CostSettings, Offer
 from service.engine.types import GpuSpec, TransformerModel, Workload
 
@@ -153,18 +154,14 @@ def figures_of(
     :class:`Slower` instead (the figures of a count do not depend on the others')."""
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
-    per_node = max(1, gpu.max_gpus_per_node)
     if workload.kind == "compute":
-        # a count spanning nodes runs at its offer's network rate (co.network_rate), which
-        # the compiled hours take per count: no GPU variant per rate
-        gpus = [gpu] * len(counts)
-        hours = _compute_hours(workload, gpu, counts, par.single_module(gpu), memo)
-    else:
-        # the GPU as each count runs it: with its offer's network when it spans nodes
-        # (co.network_gpu is the GPU itself within a node and without an offer: not asked)
-        gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
-                for n, offer, _ in counts]
-        hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
+        return _compute_figures(workload, gpu, counts, settings, constraints, memo, time_cut)
+    per_node = max(1, gpu.max_gpus_per_node)
+    # the GPU as each count runs it: with its offer's network when it spans nodes
+    # (co.network_gpu is the GPU itself within a node and without an offer: not asked)
+    gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
+            for n, offer, _ in counts]
+    hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
     out: list[Figures | Slower | Missed | None] = [None] * len(counts)
     order: Sequence[int] = range(len(counts))
     if time_cut is not None:
@@ -180,6 +177,57 @@ def figures_of(
             continue
         n, offer, instances = counts[i]
         fig = out[i] = _figures(n, offer, instances, gpus[i], got, settings, constraints)
+        if isinstance(fig, Figures) and time_cut is not None and cut == math.inf:
+            cut = fig.time * time_cut
+    return out
+
+
+def _compute_figures(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
+                     settings: CostSettings, constraints: Constraints, memo: Memo,
+                     time_cut: float | None) -> list[Figures | Slower | Missed | None]:
+    """:func:`figures_of` of a compute job: every count's hours in one compiled call, each
+    count spanning nodes at its offer's network rate (:func:`cost.network_rate`, which the
+    compiled hours take per count: no GPU variant per rate), then the counts in order of
+    their hours (NaN, a count that does not run, last; a stable sort, as ``sorted`` of the
+    hours), figured up to the first that misses no limit and, past its ``time_cut``, marked
+    :class:`Slower` (the same floats and the same result as the per-count loop of training
+    jobs: :func:`_figures` of each)."""
+    out: list[Figures | Slower | Missed | None] = [None] * len(counts)
+    rate = workload_rate(workload, gpu)
+    if rate is None:
+        return out
+    per_node = max(1, gpu.max_gpus_per_node)
+    size = len(counts)
+    ns = np.empty(size)
+    nets = np.zeros(size)
+    rates: dict[int, float | None] = {}  # per offer: most counts share a few offers
+    for i, (n, offer, _) in enumerate(counts):
+        ns[i] = n
+        if n > per_node and offer is not None:
+            key = id(offer)
+            net = rates[key] if key in rates else rates.setdefault(
+                key, co.network_rate_per_node(offer, per_node))
+            if net is not None:
+                nets[i] = net
+    hours = compiled_scaling.hours_array(packed_compute_job(workload, gpu, rate, memo), ns,
+                                         nets)
+    if par.single_module(gpu):
+        hours[ns > 1.0] = math.nan  # one module only: a count above it does not run
+    runs = ~np.isnan(hours)
+    if time_cut is None:
+        order: list[int] = np.flatnonzero(runs).tolist()
+    else:
+        at = np.argsort(np.where(runs, hours, math.inf), kind="stable")
+        order = at[runs[at]].tolist()
+    listed = hours.tolist()
+    cut = math.inf
+    for i in order:
+        h = listed[i]
+        if h > cut:
+            out[i] = Slower(h)
+            continue
+        n, offer, instances = counts[i]
+        fig = out[i] = _figures(n, offer, instances, gpu, (h,), settings, constraints)
         if isinstance(fig, Figures) and time_cut is not None and cut == math.inf:
             cut = fig.time * time_cut
     return out
@@ -201,7 +249,7 @@ def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_mo
     """A training job's hours to finish on each count's GPU (one GPU type on the networks its
     counts run on; ``single_module``: :func:`parallelism.single_module` of it), None where the
     count does not run (a single-module device asked for several modules, no rate, memory,
-    idle replicas). Compute jobs: :func:`_compute_hours`."""
+    idle replicas). Compute jobs: :func:`_compute_figures`."""
     out: list[_Hours | None] = [None] * len(counts)
     by_gpu: dict[GpuSpec, list[int]] = {}
     for i, (gpu_n, n) in enumerate(zip(gpus, counts, strict=True)):
@@ -214,23 +262,6 @@ def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_mo
         fitted = tr.fitted_steps(workload, gpu_n, [counts[i] for i in indices], rate, memo)
         for i, step in zip(indices, fitted, strict=True):
             out[i] = _training_job_hours(workload, counts[i], step)
-    return out
-
-
-def _compute_hours(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
-                   single_module: bool, memo: Memo) -> list[_Hours | None]:
-    """:func:`_hours` of a compute job's counts on ``gpu``, each at the network its offer gives
-    where it spans nodes (:func:`cost.network_rate`; the hours :func:`cost.network_gpu` of
-    that rate gives, the same floats)."""
-    out: list[_Hours | None] = [None] * len(counts)
-    rate = workload_rate(workload, gpu)
-    if rate is None:
-        return out
-    runs = [i for i, (n, _, _) in enumerate(counts) if not (n > 1 and single_module)]
-    hours = _compute_job_hours(workload, gpu, [counts[i][0] for i in runs], rate, memo,
-                               co.network_rates(gpu, [counts[i][:2] for i in runs]))
-    for i, h in zip(runs, hours, strict=True):
-        out[i] = None if h is None else (h,)
     return out
 
 
@@ -307,18 +338,6 @@ def job_metrics(hours: float | None, usd_per_hour: float | None, total_usd: floa
     proxy = gpus * (hours if hours is not None else 1.0)
     kwh = math.inf if energy_kwh is None else energy_kwh
     return money, math.inf if hours is None else hours, kwh, proxy
-
-
-def _compute_job_hours(
-    workload: Workload, gpu: GpuSpec, counts: list[int], rate: PeakRate, memo: Memo,
-    networks: Sequence[float | None] | None = None,
-) -> list[float | None]:
-    """``estimate._estimate_compute``'s hours to finish on each of ``counts``
-    (:func:`scaling.scaled_time`, compiled: :mod:`compiled_scaling`; ``networks``: each
-    count's offer network rate where it spans nodes); None where memory cannot hold the
-    job."""
-    return compiled_scaling.hours(packed_compute_job(workload, gpu, rate, memo), counts,
-                                  networks)
 
 
 def _training_job_hours(workload: Workload, n: int, fitted: tuple[int, float] | None

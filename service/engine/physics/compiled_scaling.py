@@ -218,6 +218,14 @@ def hours(packed: Array, counts: Sequence[int],
     return [None if math.isnan(h) else h for h in out.tolist()]
 
 
+def hours_array(packed: Array, counts: Array, networks: Array) -> Array:
+    """:func:`hours` of ``counts`` GPUs as an array (NaN: memory does not hold the job);
+    ``networks[i]`` > 0: count ``i``'s network rate per GPU [GB/s], else the packed GPU's."""
+    out = np.empty(counts.shape[0])
+    _hours(packed, counts, networks, out)
+    return out
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the loop; every communication branch."""
     p = np.ones(_PARAMS)
