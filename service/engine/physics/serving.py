@@ -739,39 +739,65 @@ def clamp_batch(limit_batch: int, max_fit: int) -> int | None:
     return limit_batch or None
 
 
-class MemoryFit:
-    """What a GPU type's memory decides for one workload and precision: a split's sizing,
-    whether it fits a batch, the splits of a count and those that fit. It reads only the GPU's
-    memory and node figures (:func:`parallelism.memory_twin`), so the request keeps one per
-    memory configuration (:func:`memory_fit`), whose memo dicts the :class:`Context` of every
-    GPU type of that configuration shares. Mutable (its memo dicts fill as it is asked): one
-    request's, never shared."""
+class Context:
+    """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, links,
+    serving model and largest batch meeting the limits do not depend on the count (only the
+    replicas and the layout record do), so each is computed once per split, not per count.
+    Mutable (its memo dicts fill as it is asked): one request's, never shared."""
 
-    def __init__(self, workload: Workload, gpu: GpuSpec, precision_used: Precision,
-                 memo: Memo | None = None) -> None:
-        self.workload, self.gpu, self.precision = workload, gpu, precision_used
+    def __init__(
+        self,
+        workload: Workload,
+        gpu: GpuSpec,
+        precision_used: Precision,
+        rate: PeakRate | None,
+        memo: Memo | None = None,
+    ) -> None:
+        self.workload, self.gpu, self.precision, self.rate = workload, gpu, precision_used, rate
         # its own memo over the caller's shared cache, not the caller's memo: the caller's
-        # keeps this object, and one keeping it back would make every request's figures a
-        # reference cycle, freed only by the collector
+        # keeps this context, and a context keeping it back would make every request's
+        # figures a reference cycle, freed only by the collector
         self.memo = None if memo is None else Memo(memo.shared)
         self.usable = mem.usable_memory_bytes(gpu)
+        self.seqs_cap = max_num_seqs(workload, gpu)
         model = workload.model
         assert model is not None
         self.heads = model.attention_heads if isinstance(model, TransformerModel) else None
         self.layers = model.layers if isinstance(model, TransformerModel) else 0
         self._sizes: dict[tuple[int, int], Sizing] = {}
+        self._models: dict[tuple[int, int], ServingModel] = {}
+        self._limits: dict[tuple[int, int], int] = {}
+        self._capacity: dict[tuple[int, int], int | None] = {}
+        self._timings: dict[tuple[int, int, int], Timing] = {}
+        self._rates: dict[tuple[int, int], dict[int, float]] = {}
         self._fits: dict[tuple[int, int, int], bool] = {}
         self._needs: dict[tuple[int, int, int], float] = {}
         """Bytes per GPU a split needs at a batch (:meth:`fits`): a figure of the sizing only,
         so shared like :attr:`_sizes` by every context of the request and precision."""
         self._splits: dict[int, list[tuple[int, int]]] = {}
         self._fitting: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._entries: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray]] = {}
+        """The request's packed entries per (TP, element sizes) (:meth:`write_entries`): the
+        same for every GPU type, so shared by every context of the request."""
+        self._table: cs.SplitTable | None = None
+        self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
+        self._points: dict[tuple[int, bool, float], tuple[
+            int, int, int, float, tuple[float, float | None, float], bool] | None] = {}
+        self._least: dict[tuple[int, int], float] = {}
+        self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
+                                and model.experts <= 1)
+        """Whether :meth:`split_plan` runs (dense transformers: see :mod:`compiled_serving`)."""
 
     def sizing(self, tp: int, pp: int) -> Sizing:
         key = (tp, pp)
         if key not in self._sizes:
             self._sizes[key] = sizing(self.workload, self.precision, tp, pp)
         return self._sizes[key]
+
+    def batch_cap(self, tp: int, pp: int) -> int:
+        """The largest batch split (tp, pp) can run: memory, the runtime's sequence cap
+        (:func:`max_num_seqs`) and :data:`MAX_AUTO_BATCH`; at least 1."""
+        return max(1, min(self.sizing(tp, pp).max_batch(self.usable), self.seqs_cap))
 
     def fits(self, tp: int, pp: int, batch: int) -> bool:
         key = (tp, pp, batch)
@@ -841,47 +867,6 @@ class MemoryFit:
         smaller split): what a count that fits no split is judged and explained on."""
         splits = self.splits(gpu_count)
         return min(splits, key=lambda s: self.sizing(*s).breakdown(batch).total)
-
-
-class Context(MemoryFit):
-    """What every GPU count of one (workload, GPU, rate) shares: a split's sizing, links,
-    serving model and largest batch meeting the limits do not depend on the count (only the
-    replicas and the layout record do), so each is computed once per split, not per count.
-    Mutable (its memo dicts fill as it is asked): one request's, never shared."""
-
-    def __init__(
-        self,
-        workload: Workload,
-        gpu: GpuSpec,
-        precision_used: Precision,
-        rate: PeakRate | None,
-        memo: Memo | None = None,
-    ) -> None:
-        super().__init__(workload, gpu, precision_used, memo)
-        self.rate = rate
-        self.seqs_cap = max_num_seqs(workload, gpu)
-        model = workload.model
-        self._models: dict[tuple[int, int], ServingModel] = {}
-        self._limits: dict[tuple[int, int], int] = {}
-        self._capacity: dict[tuple[int, int], int | None] = {}
-        self._timings: dict[tuple[int, int, int], Timing] = {}
-        self._rates: dict[tuple[int, int], dict[int, float]] = {}
-        self._entries: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray]] = {}
-        """The request's packed entries per (TP, element sizes) (:meth:`write_entries`): the
-        same for every GPU type, so shared by every context of the request."""
-        self._table: cs.SplitTable | None = None
-        self._plans: dict[tuple[int, bool, float], tuple[int, int, int, int, int] | None] = {}
-        self._points: dict[tuple[int, bool, float], tuple[
-            int, int, int, float, tuple[float, float | None, float], bool] | None] = {}
-        self._least: dict[tuple[int, int], float] = {}
-        self.compiled_splits = (rate is not None and isinstance(model, TransformerModel)
-                                and model.experts <= 1)
-        """Whether :meth:`split_plan` runs (dense transformers: see :mod:`compiled_serving`)."""
-
-    def batch_cap(self, tp: int, pp: int) -> int:
-        """The largest batch split (tp, pp) can run: memory, the runtime's sequence cap
-        (:func:`max_num_seqs`) and :data:`MAX_AUTO_BATCH`; at least 1."""
-        return max(1, min(self.sizing(tp, pp).max_batch(self.usable), self.seqs_cap))
 
     def placement(self, gpu_count: int, tp: int, pp: int) -> Placement:
         layout = par.layout(self.gpu, gpu_count, tp, pp, "none", memo_of(self.memo))
@@ -1190,40 +1175,20 @@ def _new_context(workload: Workload, gpu: GpuSpec, precision_used: Precision,
     it needs at a batch with every GPU type of the same precision (they depend on the
     workload, precision and split only), the request's packed entries
     (:func:`compiled.request_entries` of :func:`lengths`) with every GPU type, the splits,
-    fits and fitting splits with the :class:`MemoryFit` of the GPU's memory twin (the memory
-    probes' own, :func:`fits_any`), so each is computed once per call and memory
-    configuration."""
+    fits and fitting splits with the rate-less context of the GPU's memory twin (the memory
+    probes' own, :func:`fits_any`, :func:`parallelism.memory_twin`), so each is computed once
+    per call and memory configuration."""
     ctx = Context(workload, gpu, precision_used, rate, memo)
-    _share_sizes(ctx, workload, precision_used, memo)
+    ctx._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
+    ctx._needs = memo.scratch("inference_needs", (workload, precision_used), dict)
     # the request's packed entries per (TP, element sizes): the same for every GPU type
     ctx._entries = memo.scratch("inference_entries", workload, dict)
     if rate is not None:
-        sized = memory_fit(workload, gpu, precision_used, memo)
+        # the memory twin's (par.memory_twin): its splits and fits are this GPU's
+        sized = context(workload, par.memory_twin(gpu, precision_used, memo), precision_used,
+                        None, memo)
         ctx._fits, ctx._splits, ctx._fitting = sized._fits, sized._splits, sized._fitting
     return ctx
-
-
-def _share_sizes(m: MemoryFit, workload: Workload, precision_used: Precision,
-                 memo: Memo) -> None:
-    """``m`` reads and fills the call's sizings and bytes needed of ``precision_used``."""
-    m._sizes = memo.scratch("inference_sizes", (workload, precision_used), dict)
-    m._needs = memo.scratch("inference_needs", (workload, precision_used), dict)
-
-
-def memory_fit(workload: Workload, gpu: GpuSpec, precision_used: Precision,
-               memo: Memo) -> MemoryFit:
-    """The call's :class:`MemoryFit` of ``gpu``'s memory twin (:func:`parallelism.memory_twin`:
-    every GPU type of the same memory and node figures fits the same splits), made on first
-    use: the memory probes (:func:`fits_any`) ask it for a configuration's counts without a
-    serving context, and the contexts of its GPU types share its memo dicts."""
-    twin = par.memory_twin(gpu, precision_used, memo)
-
-    def build() -> MemoryFit:
-        m = MemoryFit(workload, twin, precision_used, memo)
-        _share_sizes(m, workload, precision_used, memo)
-        return m
-
-    return memo.scratch("inference_memory", (workload, twin, precision_used), build)
 
 
 def place(
@@ -1250,8 +1215,5 @@ def fits_any(
     batch: int,
     memo: Memo | None = None,
 ) -> bool:
-    """``place(...)[2]`` without building a placement: whether some split fits ``batch``
-    (with a ``memo``: its memory twin's :class:`MemoryFit`, :func:`memory_fit`)."""
-    if memo is None:
-        return MemoryFit(workload, gpu, precision_used).fits_any(gpu_count, batch)
-    return memory_fit(workload, gpu, precision_used, memo).fits_any(gpu_count, batch)
+    """``place(...)[2]`` without building a placement: whether some split fits ``batch``."""
+    return context(workload, gpu, precision_used, memo=memo).fits_any(gpu_count, batch)
