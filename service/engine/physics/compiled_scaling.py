@@ -211,10 +211,9 @@ def hours(packed: Array, counts: Sequence[int],
     ``networks``: each count's network rate per GPU [GB/s] where it is not the packed GPU's
     (:func:`cost.network_rate`: the offer's, on counts spanning nodes; None: the GPU's), the
     hours :func:`pack` of the GPU carrying that rate gives (the same floats)."""
-    out = np.empty(len(counts))
     nets = np.zeros(len(counts)) if networks is None else np.array(
         [0.0 if r is None else r for r in networks], dtype=np.float64)
-    _hours(packed, np.array(counts, dtype=np.float64), nets, out)
+    out = hours_array(packed, np.array(counts, dtype=np.float64), nets)
     return [None if math.isnan(h) else h for h in out.tolist()]
 
 
