@@ -148,8 +148,10 @@ def _kv_read(p: Array, seqs: float) -> float:
 
 
 @_jit
-def _tpot(p: Array, b: float, fixed: float) -> float:
-    """:func:`inference_floors._tpot` on one GPU."""
+def _tpot(p: Array, b: float) -> float:
+    """:func:`inference_floors._tpot` on one GPU (its fixed time per iteration: the step's and
+    ``b`` sequences')."""
+    fixed = p[_STEP] + p[_PER_SEQ] * b
     kv = _kv_read(p, b)
     arrivals = b - 1.0
     chunked = arrivals * p[_CHUNKS]
@@ -158,7 +160,7 @@ def _tpot(p: Array, b: float, fixed: float) -> float:
         share = arrivals / out_n
         return _iteration(p, b + share * s, b * p[_DECODE_ATTN] + share * p[_PROMPT_ATTN],
                           kv + share * p[_PROMPT_ATTN_BYTES], b, fixed)
-    alone = _iteration(p, b, b * p[_DECODE_ATTN], kv, b, fixed)
+    alone = _decode_only(p, b)
     if chunked <= 0.0:
         return alone
     k = p[_CHUNKS]
@@ -176,7 +178,7 @@ def latency_s(p: Array, batch: float) -> float:
     if p[_DECODER] <= 0.0:
         return _iteration(p, b * p[_TOKENS], b * p[_PROMPT_ATTN], b * p[_PROMPT_ATTN_BYTES],
                           0.0, 0.0)
-    out: float = _ttft_s(p, b) + p[_OUT] * _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    out: float = _ttft_s(p, b) + p[_OUT] * _tpot(p, b)
     return out
 
 
@@ -199,7 +201,7 @@ def cycle_s(p: Array, b: float, output_tokens: float) -> float:
     encoder's forward pass."""
     if p[_DECODER] <= 0.0:
         return latency_s(p, b)
-    out: float = output_tokens * _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    out: float = output_tokens * _tpot(p, b)
     return out
 
 
@@ -214,7 +216,7 @@ def _over(p: Array, b: float, limits: Array) -> float:
     """The floors at batch ``b`` over their limits, the largest ratio (TPOT: :func:`_tpot`;
     TTFT: :func:`_ttft_s`; end-to-end latency: their sum, :func:`latency_s`; ``limits`` [s]:
     TTFT, TPOT, latency, inf: none). Every floor grows with the batch, so the ratio does."""
-    tpot = _tpot(p, b, p[_STEP] + p[_PER_SEQ] * b)
+    tpot = _tpot(p, b)
     worst: float = tpot / limits[1]
     if limits[0] < math.inf or limits[2] < math.inf:
         ttft = _ttft_s(p, b)
@@ -351,7 +353,7 @@ def _decode_request_s(packed: Array, tps: NDArray[np.int64], per_node: NDArray[n
             p = packed[j, g]
             b = _batch_ceiling(p, top, fixed, limits)
             if fixed > 0:
-                per_seq = _tpot(p, float(b), p[_STEP] + p[_PER_SEQ] * b) / b
+                per_seq = _tpot(p, float(b)) / b
             else:
                 per_seq = _iteration_per_seq(p, float(b), _chunk_s(p))
             value = tps[j] * p[_OUT] * per_seq
