@@ -155,58 +155,55 @@ def figures_of(
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
     if workload.kind == "compute":
-        return _compute_figures(workload, gpu, counts, settings, constraints, memo, time_cut)
-    per_node = max(1, gpu.max_gpus_per_node)
-    # the GPU as each count runs it: with its offer's network when it spans nodes
-    # (co.network_gpu is the GPU itself within a node and without an offer: not asked)
-    gpus = [gpu if n <= per_node or offer is None else co.network_gpu(gpu, offer, n, memo)
-            for n, offer, _ in counts]
-    hours = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
+        order, hours = _compute_order(workload, gpu, counts, memo, time_cut is not None)
+        gpus = [gpu] * len(counts)
+    else:
+        per_node = max(1, gpu.max_gpus_per_node)
+        # the GPU as each count runs it: with its offer's network when it spans nodes
+        # (co.network_gpu is the GPU itself within a node and without an offer: not asked)
+        gpus = [gpu if n <= per_node or offer is None
+                else co.network_gpu(gpu, offer, n, memo) for n, offer, _ in counts]
+        got = _hours(workload, gpus, [n for n, _, _ in counts], par.single_module(gpu), memo)
+        order = list(range(len(counts)))
+        if time_cut is not None:
+            keys = [_sort_hours(g) for g in got]
+            order.sort(key=keys.__getitem__)
+        order = [i for i in order if got[i] is not None]
+        hours = [None if g is None else g[0] for g in got]
     out: list[Figures | Slower | Missed | None] = [None] * len(counts)
-    order: Sequence[int] = range(len(counts))
-    if time_cut is not None:
-        keys = [_sort_hours(got) for got in hours]
-        order = sorted(order, key=keys.__getitem__)
     cut = math.inf
     for i in order:
-        got = hours[i]
-        if got is None:
-            continue
-        if got[0] is not None and got[0] > cut:
-            out[i] = Slower(got[0])
+        h = hours[i]
+        if h is not None and h > cut:
+            out[i] = Slower(h)
             continue
         n, offer, instances = counts[i]
-        fig = out[i] = _figures(n, offer, instances, gpus[i], got, settings, constraints)
+        fig = out[i] = _figures(n, offer, instances, gpus[i], (h,), settings, constraints)
         if isinstance(fig, Figures) and time_cut is not None and cut == math.inf:
             cut = fig.time * time_cut
     return out
 
 
-def _compute_figures(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
-                     settings: CostSettings, constraints: Constraints, memo: Memo,
-                     time_cut: float | None) -> list[Figures | Slower | Missed | None]:
-    """:func:`figures_of` of a compute job: every count's hours in one compiled call, each
-    count spanning nodes at its offer's network rate (:func:`cost.network_rate`, which the
-    compiled hours take per count: no GPU variant per rate), then the counts in order of
-    their hours (NaN, a count that does not run, last; a stable sort, as ``sorted`` of the
-    hours), figured up to the first that misses no limit and, past its ``time_cut``, marked
-    :class:`Slower` (the same floats and the same result as the per-count loop of training
-    jobs: :func:`_figures` of each)."""
-    out: list[Figures | Slower | Missed | None] = [None] * len(counts)
+def _compute_order(workload: Workload, gpu: GpuSpec, counts: Sequence[Count], memo: Memo,
+                   by_hours: bool) -> tuple[list[int], list[float | None]]:
+    """A compute job's counts that run, in order (``by_hours``: fastest first, a stable sort
+    as ``sorted`` of the hours; else as given), and every count's hours (NaN where it does
+    not run): all of them in one compiled call, a count spanning nodes at its offer's network
+    rate (:func:`cost.network_rate`, which the compiled hours take per count: no GPU variant
+    per rate, the same floats as :func:`cost.network_gpu` of it), looked up once per offer."""
     rate = workload_rate(workload, gpu)
     if rate is None:
-        return out
+        return [], []
     per_node = max(1, gpu.max_gpus_per_node)
-    size = len(counts)
-    ns = np.empty(size)
-    nets = np.zeros(size)
+    ns = np.empty(len(counts))
+    nets = np.zeros(len(counts))
     rates: dict[int, float | None] = {}  # per offer: most counts share a few offers
     for i, (n, offer, _) in enumerate(counts):
         ns[i] = n
         if n > per_node and offer is not None:
-            key = id(offer)
-            net = rates[key] if key in rates else rates.setdefault(
-                key, co.network_rate_per_node(offer, per_node))
+            if id(offer) not in rates:
+                rates[id(offer)] = co.network_rate_per_node(offer, per_node)
+            net = rates[id(offer)]
             if net is not None:
                 nets[i] = net
     hours = compiled_scaling.hours_array(packed_compute_job(workload, gpu, rate, memo), ns,
@@ -214,23 +211,10 @@ def _compute_figures(workload: Workload, gpu: GpuSpec, counts: Sequence[Count],
     if par.single_module(gpu):
         hours[ns > 1.0] = math.nan  # one module only: a count above it does not run
     runs = ~np.isnan(hours)
-    if time_cut is None:
-        order: list[int] = np.flatnonzero(runs).tolist()
-    else:
-        at = np.argsort(np.where(runs, hours, math.inf), kind="stable")
-        order = at[runs[at]].tolist()
-    listed = hours.tolist()
-    cut = math.inf
-    for i in order:
-        h = listed[i]
-        if h > cut:
-            out[i] = Slower(h)
-            continue
-        n, offer, instances = counts[i]
-        fig = out[i] = _figures(n, offer, instances, gpu, (h,), settings, constraints)
-        if isinstance(fig, Figures) and time_cut is not None and cut == math.inf:
-            cut = fig.time * time_cut
-    return out
+    if not by_hours:
+        return np.flatnonzero(runs).tolist(), hours.tolist()
+    at = np.argsort(np.where(runs, hours, math.inf), kind="stable")
+    return at[runs[at]].tolist(), hours.tolist()
 
 
 def _sort_hours(got: _Hours | None) -> float:
@@ -249,7 +233,7 @@ def _hours(workload: Workload, gpus: list[GpuSpec], counts: list[int], single_mo
     """A training job's hours to finish on each count's GPU (one GPU type on the networks its
     counts run on; ``single_module``: :func:`parallelism.single_module` of it), None where the
     count does not run (a single-module device asked for several modules, no rate, memory,
-    idle replicas). Compute jobs: :func:`_compute_figures`."""
+    idle replicas). Compute jobs: :func:`_compute_order`."""
     out: list[_Hours | None] = [None] * len(counts)
     by_gpu: dict[GpuSpec, list[int]] = {}
     for i, (gpu_n, n) in enumerate(zip(gpus, counts, strict=True)):
