@@ -8,9 +8,11 @@ share of the working set."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from service.engine import constants as c
@@ -115,3 +117,42 @@ def test_per_count_networks_are_the_network_gpus_hours(seed: int) -> None:
             assert repr(hours) == repr(want), (gpu.slug, n, net)
             checked += 1
     assert checked > 100
+
+
+def test_compiled_grid_and_block_are_the_reference() -> None:
+    """The compiled process grid and node block (integers in registers, factors taken largest
+    first) equal :func:`scaling.process_grid` and :func:`scaling.node_block` on every count to
+    4,096 and every node size the catalog has."""
+    for gpus in range(1, 4097):
+        grid = compiled_scaling._grid(gpus)
+        assert grid == scaling.process_grid(gpus), gpus
+        for per_node in (1, 2, 4, 6, 8, 10, 16, 72):
+            assert compiled_scaling._block(grid, per_node) == scaling.node_block(
+                grid, per_node), (gpus, per_node)
+
+
+@pytest.mark.parametrize("seed", range(0, CASES, 2))
+def test_hours_in_order_are_the_hours_sorted_stably(seed: int) -> None:
+    """The compiled order of the counts that run (a compute job's figures walk them fastest
+    first) is numpy's stable argsort of the hours with the counts that do not run left out,
+    ties (each count asked twice here) in count order; in count order without ``by_hours``;
+    a single-module device runs none above one GPU. The hours are :func:`hours_array`'s."""
+    workload = _job(seed)
+    spec = workload.compute
+    assert spec is not None
+    for gpu, one, elem_b, counts, _ in _gpus(workload):
+        packed = compiled_scaling.pack(spec, gpu, one, elem_b)
+        ns = np.array(sorted(counts + counts[::3]), dtype=np.float64)
+        nets = np.where(ns > 8, 12.5, 0.0)
+        for one_module in (False, True):
+            hours = compiled_scaling.hours_array(packed, ns, nets)
+            if one_module:
+                hours[ns > 1.0] = math.nan
+            runs = ~np.isnan(hours)
+            at = np.argsort(np.where(runs, hours, math.inf), kind="stable")
+            for by_hours, want in ((True, at[runs[at]].tolist()),
+                                   (False, np.flatnonzero(runs).tolist())):
+                order, got = compiled_scaling.hours_in_order(packed, ns, nets, one_module,
+                                                             by_hours)
+                assert order == want, (gpu.slug, one_module, by_hours)
+                assert repr(got) == repr(hours.tolist()), gpu.slug

@@ -611,3 +611,31 @@ def test_a_training_job_finishes_after_its_start_up() -> None:
         assert est.startup_s == pytest.approx(startup, rel=1e-12)
         run_s = 2e9 / est.tokens_per_s
         assert est.time_to_complete_hours * 3600 == pytest.approx(run_s + startup, rel=1e-9)
+
+
+def test_least_compute_count_matches_a_linear_scan() -> None:
+    """A compute job's least count (what the screen asks once per memory configuration, on the
+    usable memory and counts alone) is the first searched count that ``_fits``, at sizes on
+    and one float either side of each count's exact room, and where nothing fits."""
+    from service.engine.physics.estimate import _fits, gpu_count_candidates, least_compute_count
+    from service.engine.types import ComputeSpec
+    from tests.unit.gpus import ALL
+
+    checked = 0
+    for gpu in ALL:
+        counts = gpu_count_candidates(gpu)
+        room = mem.usable_gb(gpu) - c.FRAMEWORK_OVERHEAD_GB
+        sizes = {0.0, 1.0, 1e6}
+        for n in counts[:6] + counts[-2:]:
+            exact = n * room
+            sizes |= {exact, math.nextafter(exact, 0.0), math.nextafter(exact, math.inf)}
+        for size in sorted(sizes):
+            workload = Workload(kind="compute", precision="fp64", compute=ComputeSpec(
+                total_tflop=1e3, total_gb_moved=1e2, memory_gb=size))
+            linear = next((n for n in counts if _fits(workload, gpu, n, "fp64", Memo())), None)
+            assert least_compute_count(size, mem.usable_gb(gpu), counts) == linear, (
+                gpu.slug, size)
+            if peak_rate(gpu, "fp64") is not None:
+                assert min_gpus_to_fit(workload, gpu) == linear, (gpu.slug, size)
+            checked += 1
+    assert checked > 300

@@ -189,3 +189,37 @@ def test_the_time_cut_leaves_out_only_counts_too_slow_to_be_chosen(
     cut_answer = ranking.recommend(workload, GPUS, OFFERS, objective="time", limit=8)
     monkeypatch.setattr(ranking, "_time_cut", lambda constraints: math.inf)
     assert ranking.recommend(workload, GPUS, OFFERS, objective="time", limit=8) == cut_answer
+
+
+@pytest.mark.parametrize(("workload", "constraints"),
+                         [c for c in _cases(31, 24) if c[0].kind == "compute"]
+                         + [(_compute(random.Random(7)), Constraints())])
+def test_kept_plan_networks_are_each_counts_network(workload: Workload,
+                                                    constraints: Constraints) -> None:
+    """The offer index's arrays of a plan (kept per GPU and place, read only) hold each
+    count's network rate as :func:`cost.network_rate` gives it (0 within a node or without a
+    rate), and a compute job's figures taken with them are the figures taken without."""
+    memo = Memo(EngineCache())
+    settings = CostSettings()
+    index = co.offer_index(OFFERS, memo)
+    cap = constraints.max_gpus or ranking.CAP_TRAINING_GPUS
+    spanning = 0
+    for gpu in GPUS:
+        counts = gpu_count_candidates(gpu, cap, memo) or (1,)
+        plan = index.cheapest_offers(gpu, constraints, counts, cap)
+        kept = index.plan_networks(gpu, constraints, counts, cap)
+        assert index.plan_networks(gpu, constraints, counts, cap) is kept
+        ns, nets = kept
+        assert not ns.flags.writeable and not nets.flags.writeable
+        assert ns.tolist() == [float(n) for n in plan]
+        assert nets.tolist() == [co.network_rate(gpu, offer, n) or 0.0
+                                 for n, (offer, _) in plan.items()], gpu.slug
+        spanning += sum(v > 0 for v in nets.tolist())
+        asked = [(n, *plan[n]) for n in plan]
+        for cut in (None, ranking._time_cut(constraints)):
+            assert repr(figures_module.figures_of(
+                workload, gpu, asked, settings, constraints, memo, time_cut=cut,
+                networks=kept)) == repr(figures_module.figures_of(
+                    workload, gpu, asked, settings, constraints, Memo(EngineCache()),
+                    time_cut=cut)), gpu.slug
+    assert spanning > 0 or constraints != Constraints()  # the seeded offers join nodes

@@ -42,6 +42,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from service.engine.cache import Memo, memo_of
 from service.engine.constants import POWER_UTILIZATION
 from service.engine.physics.estimate import copies_needed
@@ -94,6 +97,8 @@ class OfferIndex:
         self._cheapest: dict[tuple[object, ...], float | None] = {}
         self._fastest: dict[tuple[object, ...], GpuSpec] = {}
         self._plans: dict[tuple[object, ...], dict[int, tuple[Offer, int]]] = {}
+        self._networks: dict[tuple[object, ...], tuple[NDArray[np.float64],
+                                                        NDArray[np.float64]]] = {}
         self.screens: dict[tuple[object, ...], tuple[object, Any]] = {}
         """The screen tables of this offer list (:func:`screen.table`)."""
 
@@ -133,6 +138,22 @@ class OfferIndex:
             got = cheapest_offers(gpu, self.usable(gpu.slug, constraints), counts, max_count)
             if len(self._plans) < self.MAX_ENTRIES:
                 self._plans[key] = got
+        return got
+
+    def plan_networks(self, gpu: GpuSpec, constraints: Constraints, counts: tuple[int, ...],
+                      max_count: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:func:`plan_networks` of :meth:`cheapest_offers` (read only, shared alike): a
+        compute job's figures time every count of a plan at once, and these arrays are the
+        same for every request that plans the GPU so."""
+        key = (*self._place(gpu.slug, constraints), gpu, counts, max_count)
+        got = self._networks.get(key)
+        if got is None:
+            got = plan_networks(self.cheapest_offers(gpu, constraints, counts, max_count),
+                                max(1, gpu.max_gpus_per_node))
+            for column in got:
+                column.flags.writeable = False
+            if len(self._networks) < self.MAX_ENTRIES:
+                self._networks[key] = got
         return got
 
     def cheapest_gpu_hour(
@@ -254,6 +275,26 @@ def network_rate_per_node(offer: Offer, per_node: int) -> float | None:
         return None
     gpus_in_node = offer.gpu_count if offer.pricing != "purchase" else per_node
     return offer.network_gbps / BITS_PER_BYTE / max(1, min(gpus_in_node, per_node))
+
+
+def plan_networks(plan: Mapping[int, tuple[Offer | None, int]], per_node: int
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The counts of ``plan`` (GPU count -> its offer and instances, ascending) and the
+    network rate per GPU [GB/s] each runs at (:func:`network_rate_per_node` of its offer where
+    it spans nodes of ``per_node`` GPUs; 0 where it does not, has no offer or the offer states
+    no rate), as arrays."""
+    counts = np.empty(len(plan))
+    networks = np.zeros(len(plan))
+    rates: dict[int, float | None] = {}  # per offer: most counts share a few offers
+    for i, (n, (offer, _)) in enumerate(plan.items()):
+        counts[i] = n
+        if n > per_node and offer is not None:
+            if id(offer) not in rates:
+                rates[id(offer)] = network_rate_per_node(offer, per_node)
+            net = rates[id(offer)]
+            if net is not None:
+                networks[i] = net
+    return counts, networks
 
 
 def network_gpu(gpu: GpuSpec, offer: Offer | None, count: int,

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import NDArray
 
 from service.engine.cache import Memo
 from service.engine.choice import cost as co
@@ -130,9 +131,12 @@ class Missed(NamedTuple):
 
 class Slower(NamedTuple):
     """A count that runs and misses no limit, left unfigured: its hours are above
-    ``time_cut`` times the fastest such count's (:func:`figures_of`)."""
+    ``time_cut`` times the fastest such count's (:func:`figures_of`). One object,
+    :data:`SLOWER`: nothing reads such a count's figures, and most counts of a GPU type are
+    slower (~15 of ~30 counts on the seeded catalog)."""
 
-    hours: float
+
+SLOWER = Slower()
 
 
 def figures_of(
@@ -143,6 +147,7 @@ def figures_of(
     constraints: Constraints,
     memo: Memo,
     time_cut: float | None = None,
+    networks: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> list[Figures | Slower | Missed | None]:
     """:func:`figures` of each of ``counts`` of one GPU type: the rate looked up once per
     network the counts run on, a training job's steps planned together
@@ -151,11 +156,15 @@ def figures_of(
     ``time_cut`` (objective time: no option slower than that many times the fastest can be
     chosen): the counts are figured fastest first, and a count whose hours exceed
     ``time_cut`` x the hours of the fastest count that misses no limit is
-    :class:`Slower` instead (the figures of a count do not depend on the others')."""
+    :class:`Slower` instead (the figures of a count do not depend on the others').
+    ``networks``: :func:`cost.plan_networks` of ``counts`` where the caller keeps it (a
+    compute job's; :meth:`cost.OfferIndex.plan_networks`)."""
     if workload.kind not in LIGHT_KINDS:
         return [None] * len(counts)
+    hours: Sequence[float | None]
     if workload.kind == "compute":
-        order, hours = _compute_order(workload, gpu, counts, memo, time_cut is not None)
+        order, hours = _compute_order(workload, gpu, counts, memo, time_cut is not None,
+                                      networks)
         gpus = [gpu] * len(counts)
     else:
         per_node = max(1, gpu.max_gpus_per_node)
@@ -175,7 +184,7 @@ def figures_of(
     for i in order:
         h = hours[i]
         if h is not None and h > cut:
-            out[i] = Slower(h)
+            out[i] = SLOWER
             continue
         n, offer, instances = counts[i]
         fig = out[i] = _figures(n, offer, instances, gpus[i], (h,), settings, constraints)
@@ -185,36 +194,27 @@ def figures_of(
 
 
 def _compute_order(workload: Workload, gpu: GpuSpec, counts: Sequence[Count], memo: Memo,
-                   by_hours: bool) -> tuple[list[int], list[float | None]]:
+                   by_hours: bool,
+                   networks: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+                   ) -> tuple[list[int], list[float]]:
     """A compute job's counts that run, in order (``by_hours``: fastest first, a stable sort
     as ``sorted`` of the hours; else as given), and every count's hours (NaN where it does
     not run): all of them in one compiled call, a count spanning nodes at its offer's network
-    rate (:func:`cost.network_rate`, which the compiled hours take per count: no GPU variant
-    per rate, the same floats as :func:`cost.network_gpu` of it), looked up once per offer."""
+    rate (:func:`cost.plan_networks`: the compiled hours take it per count, no GPU variant
+    per rate, the same floats as :func:`cost.network_gpu` of it; ``networks`` where the
+    caller has it)."""
     rate = workload_rate(workload, gpu)
     if rate is None:
         return [], []
-    per_node = max(1, gpu.max_gpus_per_node)
-    ns = np.empty(len(counts))
-    nets = np.zeros(len(counts))
-    rates: dict[int, float | None] = {}  # per offer: most counts share a few offers
-    for i, (n, offer, _) in enumerate(counts):
-        ns[i] = n
-        if n > per_node and offer is not None:
-            if id(offer) not in rates:
-                rates[id(offer)] = co.network_rate_per_node(offer, per_node)
-            net = rates[id(offer)]
-            if net is not None:
-                nets[i] = net
-    hours = compiled_scaling.hours_array(packed_compute_job(workload, gpu, rate, memo), ns,
-                                         nets)
-    if par.single_module(gpu):
-        hours[ns > 1.0] = math.nan  # one module only: a count above it does not run
-    runs = ~np.isnan(hours)
-    if not by_hours:
-        return np.flatnonzero(runs).tolist(), hours.tolist()
-    at = np.argsort(np.where(runs, hours, math.inf), kind="stable")
-    return at[runs[at]].tolist(), hours.tolist()
+    if networks is None:
+        networks = co.plan_networks({n: (offer, k) for n, offer, k in counts},
+                                    max(1, gpu.max_gpus_per_node))
+    ns, nets = networks
+    # one module only: a count above it does not run
+    order, hours = compiled_scaling.hours_in_order(
+        packed_compute_job(workload, gpu, rate, memo), ns, nets, par.single_module(gpu),
+        by_hours)
+    return order, hours
 
 
 def _sort_hours(got: _Hours | None) -> float:

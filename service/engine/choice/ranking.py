@@ -243,20 +243,21 @@ def _screen(req: Request, gpu: GpuSpec, index: co.OfferIndex) -> bd.Pending | Fa
 _network_failure = sc.network_failure
 
 
-def _plan(req: Request, p: bd.Pending) -> tuple[dict[int, tuple[Offer | None, int]], str | None]:
-    """Counts to estimate, each with its offer and instances; a warning when the offers
-    cover none. Without an offer only single-node counts are planned (no network known)."""
-    plan: dict[int, tuple[Offer | None, int]] = dict(
-        req.offers.cheapest_offers(p.gpu, req.constraints, p.counts, p.cap)
-    )
+def _plan(req: Request, p: bd.Pending
+          ) -> tuple[Mapping[int, tuple[Offer | None, int]], str | None, bool]:
+    """Counts to estimate (ascending), each with its offer and instances; a warning when the
+    offers cover none; whether the plan is the offers' (:meth:`cost.OfferIndex.cheapest_offers`,
+    read only). Without an offer only single-node counts are planned (no network known)."""
+    plan: Mapping[int, tuple[Offer | None, int]] = req.offers.cheapest_offers(
+        p.gpu, req.constraints, p.counts, p.cap)
     if plan:
-        return plan, None
+        return plan, None, True
     per_node = max(1, p.gpu.max_gpus_per_node)
     single = [n for n in p.counts if n <= per_node]
     warning = None
     if p.usable:
         warning = f"no usable quote holds {p.first}+ GPUs in whole nodes; cost unknown"
-    return dict.fromkeys(single, (None, 1)), warning
+    return dict.fromkeys(single, (None, 1)), warning, False
 
 
 def _walk_counts(
@@ -382,16 +383,26 @@ def _evaluate_gpu(
 ) -> tuple[list[Ranked], Failure | None, Notice | None]:
     """Every feasible option for one GPU type, else the nearest failure; plus a warning."""
     workload, objective = req.workload, req.objective
-    plan, warning = _plan(req, p)
+    plan, warning, offered = _plan(req, p)
     if not plan:
         return [], _network_failure(p.gpu, p.first), None
     spec = workload.inference
     latency_mode = objective == "time" and spec is not None and spec.batch_size is None
     counts = sorted(plan)
+    # a compute job's counts and their networks as arrays, kept with the offers' plan
+    networks = (req.offers.plan_networks(p.gpu, req.constraints, p.counts, p.cap)
+                if workload.kind == "compute" and offered else None)
     # compute and training jobs: every count's ranked figures at once (None for inference)
     light = fg.figures_of(workload, p.gpu, [(n, *plan[n]) for n in counts], req.settings,
                           req.constraints, req.memo,
-                          time_cut=_time_cut(req.constraints) if objective == "time" else None)
+                          time_cut=_time_cut(req.constraints) if objective == "time" else None,
+                          networks=networks)
+    if objective == "time" and workload.kind in fg.LIGHT_KINDS:
+        # counts too slow to be chosen are not walked (a GPU type with one has a count with
+        # figures, so the walk's every-count-misses shortcut does not apply either)
+        walked = [k for k, fig in enumerate(light) if fig is not fg.SLOWER]
+        if len(walked) < len(counts):
+            counts, light = [counts[k] for k in walked], [light[k] for k in walked]
     # a count known to miss a limit (a job's without light figures, figures_of's contract;
     # a serving count's fg.Missed) needs its full estimate only for its failure: skipped
     # unless no count is feasible, and then every count is walked again in order (the

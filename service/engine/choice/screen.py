@@ -49,6 +49,7 @@ from service.engine.physics import training as tr
 from service.engine.physics.estimate import (
     compute_job_efficiency,
     gpu_count_candidates,
+    least_compute_count,
     min_gpus_to_fit,
     training_samples,
 )
@@ -104,6 +105,7 @@ class ScreenTable:
     _floor_rates: dict[bool, np.ndarray] = field(default_factory=dict)
     _compute: dict[bool, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     _serving: dict[ServingRuntime, ifl.Columns] = field(default_factory=dict)
+    _twin_memory: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
 
     def cheapest(self, i: int, smallest: int) -> float | None:
         """:meth:`cost.OfferIndex.cheapest_gpu_hour` of live GPU ``i`` from ``smallest``."""
@@ -117,6 +119,16 @@ class ScreenTable:
                                                smallest, self.cap, self.settings)
             row[k] = got if got is not None else _NONE
         return None if got is _NONE else got
+
+    def twin_memory(self, memo: Memo) -> list[tuple[float, tuple[int, ...]]]:
+        """Per twin group, what a compute job's memory search reads of its GPUs
+        (:func:`estimate.least_compute_count`): their usable memory [GB] and searched
+        counts."""
+        if not self._twin_memory and self.twins:
+            self._twin_memory = [
+                (mem.usable_gb(gpu), gpu_count_candidates(gpu, memo=memo))
+                for gpu in (self.gpus[self.live[i]] for i in self.twins)]
+        return self._twin_memory
 
     def floor_rates(self, workload: Workload, memo: Memo) -> np.ndarray:
         """:func:`training.training_floor_rate` of each live GPU's fastest-network variant
@@ -380,8 +392,12 @@ def screen(
     t = table(gpus, index, workload, constraints, settings, cap, needs_price, memo)
     failed: list[tuple[GpuSpec, Failure]] = [
         (g, f) for g, f in zip(t.gpus, t.failure, strict=True) if f is not None]
-    # the memory search once per twin group, on its first GPU (as memory_twin keys it)
-    group_first = [min_gpus_to_fit(workload, t.gpus[t.live[i]], memo) for i in t.twins]
+    # the memory search once per twin group, on its first GPU (as memory_twin keys it); a
+    # compute job's on the figures it reads (min_gpus_to_fit's, without its lookups)
+    spec = workload.compute
+    group_first = ([least_compute_count(spec.memory_gb, usable, counts)
+                    for usable, counts in t.twin_memory(memo)] if spec is not None
+                   else [min_gpus_to_fit(workload, t.gpus[t.live[i]], memo) for i in t.twins])
     rows: list[int] = []
     firsts: list[int] = []
     fits: list[tuple[int, ...]] = []

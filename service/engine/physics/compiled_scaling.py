@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from service.engine import constants as c
 from service.engine.physics import parallelism as par
@@ -70,57 +71,68 @@ def pack(spec: ComputeSpec, gpu: GpuSpec, one_gpu: tuple[float, float], elem_b: 
 
 
 @_jit
-def _link(p: Array, in_node: int, spans: bool) -> tuple[bool, float]:
-    """:func:`parallelism.group_link` on the packed GPU: (the link is PCIe, its rate)."""
-    return group_link(int(p[_DOMAIN]), p[_FAST], p[_PCIE], p[_NETWORK], in_node, spans)
+def _link(p: Array, network: float, in_node: int, spans: bool) -> tuple[bool, float]:
+    """:func:`parallelism.group_link` on the packed GPU at ``network`` [GB/s per GPU]: (the
+    link is PCIe, its rate)."""
+    return group_link(int(p[_DOMAIN]), p[_FAST], p[_PCIE], network, in_node, spans)
 
 
 @_jit
-def _grid(gpus: int, grid: Array) -> None:
-    """:func:`scaling.process_grid` into ``grid`` (:data:`scaling.GRID_DIMS` = 3 dimensions,
-    largest first)."""
-    factors = np.empty(64, dtype=np.int64)
-    count = 0
-    n, k = gpus, 2
-    while k * k <= n:
-        while n % k == 0:
-            factors[count] = k
-            count += 1
-            n //= k
-        k += 1
-    if n > 1:
-        factors[count] = n
-        count += 1
-    dims = np.ones(3, dtype=np.int64)
-    # largest factor first (the factors come out ascending), each to the first smallest dim
-    for i in range(count - 1, -1, -1):
-        j = 0
-        for d in range(1, 3):
-            if dims[d] < dims[j]:
-                j = d
-        dims[j] *= factors[i]
-    dims = np.sort(dims)
-    for d in range(3):
-        grid[d] = dims[2 - d]
+def _grid(gpus: int) -> tuple[int, int, int]:
+    """:func:`scaling.process_grid` (:data:`scaling.GRID_DIMS` = 3 dimensions, largest
+    first): each prime factor, largest first, to the first smallest dimension. Integers in
+    registers (no array per count: allocating was most of a count's time)."""
+    d0 = d1 = d2 = 1
+    n = gpus
+    while n > 1:
+        # the largest prime factor of what is left
+        m, k, largest = n, 2, 1
+        while k * k <= m:
+            while m % k == 0:
+                largest = k
+                m //= k
+            k += 1
+        if m > 1:
+            largest = m
+        n //= largest
+        if d1 < d0:
+            if d2 < d1:
+                d2 *= largest
+            else:
+                d1 *= largest
+        elif d2 < d0:
+            d2 *= largest
+        else:
+            d0 *= largest
+    if d0 < d1:
+        d0, d1 = d1, d0
+    if d1 < d2:
+        d1, d2 = d2, d1
+    if d0 < d1:
+        d0, d1 = d1, d0
+    return d0, d1, d2
 
 
 @_jit
-def _block(grid: Array, per_node: int, block: Array) -> None:
-    """:func:`scaling.node_block` into ``block``."""
+def _block(grid: tuple[int, int, int], per_node: int) -> tuple[int, int, int]:
+    """:func:`scaling.node_block` of ``grid``."""
     left = max(1, per_node)
-    for d in range(2, -1, -1):
-        block[d] = math.gcd(int(grid[d]), left)
-        left //= int(block[d])
+    b2 = math.gcd(grid[2], left)
+    left //= b2
+    b1 = math.gcd(grid[1], left)
+    left //= b1
+    return math.gcd(grid[0], left), b1, b2
 
 
 @_jit
-def _halo(p: Array, working_set_b: float, grid: Array, block: Array) -> tuple[float, float]:
-    """:func:`scaling.halo_bytes` (``gpus`` > 1, a working set, an element size)."""
+def _halo(p: Array, side: float, grid: tuple[int, int, int], block: tuple[int, int, int]
+          ) -> tuple[float, float]:
+    """:func:`scaling.halo_bytes` (``gpus`` > 1, a working set, an element size; ``side``:
+    its cells per side of the cubic domain, the same for every count)."""
     elem_b = p[_ELEM_B]
-    side = (working_set_b / elem_b) ** (1.0 / 3.0)
     on = off = 0.0
     for d in range(3):
-        neighbours = min(2, int(grid[d]) - 1)
+        neighbours = min(2, grid[d] - 1)
         if neighbours == 0:
             continue
         area = 1.0
@@ -140,8 +152,21 @@ def _halo(p: Array, working_set_b: float, grid: Array, block: Array) -> tuple[fl
 
 
 @_jit
-def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
-    """:attr:`scaling.ScaledTime.total_s` of :func:`scaling.scaled_time` on ``gpus``."""
+def _side(p: Array) -> float:
+    """Cells per side of the job's cubic domain (:func:`scaling.halo_bytes`); 0 without a
+    working set or an element size (no halo)."""
+    working_set_b = p[_MEMORY_GB] * p[_GB]
+    elem_b = p[_ELEM_B]
+    if working_set_b > 0.0 and elem_b > 0.0:
+        side: float = (working_set_b / elem_b) ** (1.0 / 3.0)
+        return side
+    return 0.0
+
+
+@_jit
+def _total_s(p: Array, network: float, gpus: int, side: float) -> float:
+    """:attr:`scaling.ScaledTime.total_s` of :func:`scaling.scaled_time` on ``gpus`` at
+    ``network`` [GB/s per GPU] (``side``: :func:`_side` of ``p``)."""
     compute_s, memory_s = p[_COMPUTE_S], p[_MEMORY_S]
     t1: float = max(compute_s, memory_s)
     if gpus <= 1:
@@ -149,11 +174,11 @@ def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
     f, steps, communication = p[_SERIAL], p[_STEPS], p[_COMMUNICATION]
     # the exchange (scaling.exchange)
     nodes, in_node = node_layout(int(p[_PER_NODE]), gpus)
-    pcie, ring = _link(p, in_node, nodes > 1)
+    pcie, ring = _link(p, network, in_node, nodes > 1)
     launch = p[_PCIE_LATENCY] if pcie else p[_LATENCY]
     latency_1 = launch + math.ceil(math.log2(gpus)) * p[_HOP]
-    intra = _link(p, in_node, False)[1]
-    inter = _link(p, in_node, True)[1] if nodes > 1 else intra
+    intra = _link(p, network, in_node, False)[1]
+    inter = _link(p, network, in_node, True)[1] if nodes > 1 else intra
     # one step's transfer (scaling.step_transfer_s)
     transfer_1 = 0.0
     if communication != 0.0:
@@ -169,9 +194,8 @@ def _total_s(p: Array, gpus: int, grid: Array, block: Array) -> float:
         else:
             on_b = off_b = 0.0
             if working_set_b > 0.0 and elem_b > 0.0:
-                _grid(gpus, grid)
-                _block(grid, in_node, block)
-                on_b, off_b = _halo(p, working_set_b, grid, block)
+                grid = _grid(gpus)
+                on_b, off_b = _halo(p, side, grid, _block(grid, in_node))
             on_s = on_b / (intra * rate) if on_b > 0.0 and intra > 0.0 else 0.0
             off_s = off_b / (inter * rate) if off_b > 0.0 and inter > 0.0 else 0.0
             transfer_1 = max(on_s, off_s)
@@ -191,17 +215,51 @@ def _hours(p: Array, counts: Array, networks: Array, out: Array) -> None:
     """Each count's hours to finish into ``out`` (NaN: its memory does not hold the job);
     ``networks[i]`` > 0: count ``i`` runs at that network rate per GPU (its offer's, where
     it spans nodes), else at the packed one."""
-    grid = np.empty(3)
-    block = np.empty(3)
-    q = p.copy()
+    side = _side(p)
     for i in range(counts.shape[0]):
         n = int(counts[i])
         per_gpu_gb = p[_MEMORY_GB] / n + p[_OVERHEAD_GB]
         if not per_gpu_gb <= p[_USABLE_GB]:
             out[i] = math.nan
             continue
-        q[_NETWORK] = networks[i] if networks[i] > 0.0 else p[_NETWORK]
-        out[i] = _total_s(q, n, grid, block) / 3600.0
+        network = networks[i] if networks[i] > 0.0 else p[_NETWORK]
+        out[i] = _total_s(p, network, n, side) / 3600.0
+
+
+@_jit
+def _hours_in_order(p: Array, counts: Array, networks: Array, one_module: bool,
+                    by_hours: bool, out: Array, order: NDArray[np.int64]) -> int:
+    """:func:`_hours` into ``out`` (``one_module``: NaN above one GPU, a single-module
+    device's), and into ``order`` the indices of the counts that run (not NaN): by their
+    hours, ties in count order (a stable sort), where ``by_hours``, else in count order; how
+    many."""
+    _hours(p, counts, networks, out)
+    k = 0
+    for i in range(counts.shape[0]):
+        if one_module and counts[i] > 1.0:
+            out[i] = math.nan
+        h = out[i]
+        if math.isnan(h):
+            continue
+        j = k
+        while by_hours and j > 0 and out[order[j - 1]] > h:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+        k += 1
+    return k
+
+
+def hours_in_order(packed: Array, counts: Array, networks: Array, one_module: bool,
+                   by_hours: bool) -> tuple[list[int], list[float]]:
+    """The counts that run, in order (``by_hours``: fastest first, a stable sort of their
+    hours; else in count order), and every count's hours (NaN: it does not run; above one
+    GPU of a ``one_module`` device none does): :func:`hours_array` and the sort in one
+    compiled call."""
+    out = np.empty(counts.shape[0])
+    order = np.empty(counts.shape[0], dtype=np.int64)
+    k = _hours_in_order(packed, counts, networks, one_module, by_hours, out, order)
+    return order[:k].tolist(), out.tolist()
 
 
 def hours(packed: Array, counts: Sequence[int],
@@ -232,3 +290,4 @@ def warm_up() -> None:
     for communication in COMMUNICATION.values():
         p[_COMMUNICATION] = communication
         _hours(p, np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0]), np.empty(3))
+    hours_in_order(p, np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0]), False, True)

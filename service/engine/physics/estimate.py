@@ -861,44 +861,44 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
     smallest count, one at the largest, then a bisection (about 7 checks instead of up to 21);
     serving starts at the weights' share of the room (:func:`serving.least_gpus_for_weights`),
     and scans where a split is pinned (the pin holds only from its own count, so fitting is not
-    monotone there). Memoized in the shared :class:`~service.engine.cache.EngineCache` when
-    the memo has one: a pure function of two frozen dataclasses, asked again for every
-    rejected count.
+    monotone there); a compute job's is a few comparisons (:func:`least_compute_count`).
+    Training and serving searches are memoized in the shared
+    :class:`~service.engine.cache.EngineCache` when the memo has one: a pure function of two
+    frozen dataclasses, asked again for every rejected count.
     """
     memo = memo_of(memo)
     rate = workload_rate(workload, gpu)
     if rate is None:
         return None
+    if workload.kind == "compute":
+        spec = workload.compute
+        assert spec is not None
+        # cheaper than a memo lookup, whose key alone (the memory twin) costs as much
+        return least_compute_count(spec.memory_gb, mem.usable_gb(gpu),
+                                   gpu_count_candidates(gpu, memo=memo))
     # once per memory configuration: every GPU type of the same one fits at the same count
     twin = par.memory_twin(gpu, rate.precision_used, memo)
-    if workload.kind == "compute":
-        # this call's only (its screen asks each configuration once, its listed estimates
-        # again): the shared cache would keep an entry per workload, never asked again
-        return memo.scratch("min_compute_count", (workload, twin),
-                            lambda: _min_compute_count(workload, twin, memo))
     return memo.get("min_gpus_to_fit", (workload, twin), lambda: _min_gpus(workload, twin, memo))
 
 
-def _min_compute_count(workload: Workload, gpu: GpuSpec, memo: Memo) -> int | None:
-    """:func:`_min_gpus` for a compute job: its memory divides evenly, so the smallest count
-    is ``ceil(memory / room)`` rounded up to a searched count; the two neighbours are checked
-    with :func:`_fits` itself, so float rounding cannot make the two answers differ."""
-    rate = workload_rate(workload, gpu)
-    spec = workload.compute
-    if rate is None or spec is None:
-        return None
-    counts = gpu_count_candidates(gpu, memo=memo)
-    room = mem.usable_gb(gpu) - c.FRAMEWORK_OVERHEAD_GB
+def least_compute_count(memory_gb: float, usable_gb: float, counts: tuple[int, ...]
+                        ) -> int | None:
+    """The least of ``counts`` (a GPU type's searched counts, ascending) on which a compute
+    job's ``memory_gb`` fits GPUs of ``usable_gb`` each (:func:`_fits`'s test): its memory
+    divides evenly, so the smallest count is ``ceil(memory / room)`` rounded up to a searched
+    count; the two neighbours are checked with that test itself, so float rounding cannot make
+    the two answers differ. Reads nothing else of the GPU, so the screen asks it once per
+    memory configuration."""
+    room = usable_gb - c.FRAMEWORK_OVERHEAD_GB
     if room <= 0:
         return None
-    need = spec.memory_gb / room
+    need = memory_gb / room
     if need > counts[-1]:
         return None
     i = bisect.bisect_left(counts, need)
-    prec = rate.precision_used
-    while i > 0 and _fits(workload, gpu, counts[i - 1], prec, memo):
+    while i > 0 and memory_gb / counts[i - 1] + c.FRAMEWORK_OVERHEAD_GB <= usable_gb:
         i -= 1
-    while i < len(counts) and not _fits(workload, gpu, counts[i], prec, memo):
+    while i < len(counts) and not memory_gb / counts[i] + c.FRAMEWORK_OVERHEAD_GB <= usable_gb:
         i += 1
     return counts[i] if i < len(counts) else None
 
