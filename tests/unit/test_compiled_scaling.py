@@ -17,6 +17,7 @@ import pytest
 
 from service.engine import constants as c
 from service.engine.cache import EngineCache, Memo
+from service.engine.choice.ranking import recommend
 from service.engine.physics import compiled_scaling, scaling
 from service.engine.physics.estimate import (
     compute_job_seconds,
@@ -27,7 +28,7 @@ from service.engine.physics.estimate import (
 from service.engine.physics.memory import usable_memory_bytes
 from service.engine.physics.parallelism import gpu_count_candidates
 from service.engine.types import ComputeSpec, GpuSpec, Precision, Workload
-from tests.unit.catalog_data import load_gpus
+from tests.unit.catalog_data import load_gpus, load_offers
 
 CASES = 18
 EXCHANGES = ("stencil", "allreduce", "none")
@@ -156,3 +157,19 @@ def test_hours_in_order_are_the_hours_sorted_stably(seed: int) -> None:
                                                              by_hours)
                 assert order == want, (gpu.slug, one_module, by_hours)
                 assert repr(got) == repr(hours.tolist()), gpu.slug
+
+
+def test_a_compute_ranking_compiles_nothing_after_the_warm_up() -> None:
+    """The warm-up compiles (or loads) every argument type a compute ranking passes the loops
+    (the offer index's read-only count and network arrays among them), so no request waits
+    for a compilation: rankings after it add no signature."""
+    loops = (compiled_scaling._hours, compiled_scaling._hours_in_order)
+    compiled_scaling.warm_up()
+    before = [set(loop.signatures) for loop in loops]
+    workload = Workload(kind="compute", precision="fp64", compute=ComputeSpec(
+        total_tflop=1e7, total_gb_moved=1e6, memory_gb=1500.0))
+    for objective in ("time", "cost", "balanced"):
+        got = recommend(workload, load_gpus(), load_offers(), objective=objective,
+                        cache=EngineCache())
+        assert got.recommendations
+    assert [set(loop.signatures) for loop in loops] == before

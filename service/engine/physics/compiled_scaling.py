@@ -284,10 +284,14 @@ def hours_array(packed: Array, counts: Array, networks: Array) -> Array:
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the loop; every communication branch."""
+    """Compile (or load from numba's cache) the loops; every communication branch."""
     p = np.ones(_PARAMS)
     p[_PER_NODE], p[_DOMAIN], p[_MEMORY_GB], p[_USABLE_GB] = 2.0, 2.0, 1.0, 100.0
     for communication in COMMUNICATION.values():
         p[_COMMUNICATION] = communication
         _hours(p, np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0]), np.empty(3))
-    hours_in_order(p, np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0]), False, True)
+    counts, networks = np.array([1.0, 2.0, 12.0]), np.array([0.0, 0.0, 3.0])
+    hours_in_order(p, counts, networks, False, True)
+    # the figures' counts and networks: the offer index keeps them read only (another type)
+    counts.flags.writeable = networks.flags.writeable = False
+    hours_in_order(p, counts, networks, False, True)
