@@ -847,9 +847,13 @@ def _fits(workload: Workload, gpu: GpuSpec, n: int, prec: Precision, memo: Memo)
         return inf.fits_any(workload, gpu, n, prec, spec.batch_size or 1, memo)
     spec_c = workload.compute
     assert spec_c is not None
-    return spec_c.memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= (
-        mem.usable_gb(gpu)
-    )
+    return compute_fits(spec_c.memory_gb, mem.usable_gb(gpu), n)
+
+
+def compute_fits(memory_gb: float, usable_gb: float, n: int) -> bool:
+    """Whether a compute job's ``memory_gb``, divided evenly over ``n`` GPUs, fits beside the
+    framework's overhead in ``usable_gb`` each."""
+    return memory_gb / n + c.FRAMEWORK_OVERHEAD_GB <= usable_gb
 
 
 def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) -> int | None:
@@ -884,11 +888,11 @@ def min_gpus_to_fit(workload: Workload, gpu: GpuSpec, memo: Memo | None = None) 
 def least_compute_count(memory_gb: float, usable_gb: float, counts: tuple[int, ...]
                         ) -> int | None:
     """The least of ``counts`` (a GPU type's searched counts, ascending) on which a compute
-    job's ``memory_gb`` fits GPUs of ``usable_gb`` each (:func:`_fits`'s test): its memory
-    divides evenly, so the smallest count is ``ceil(memory / room)`` rounded up to a searched
-    count; the two neighbours are checked with that test itself, so float rounding cannot make
-    the two answers differ. Reads nothing else of the GPU, so the screen asks it once per
-    memory configuration."""
+    job's ``memory_gb`` fits GPUs of ``usable_gb`` each (:func:`compute_fits`, :func:`_fits`'
+    test): its memory divides evenly, so the smallest count is ``ceil(memory / room)`` rounded
+    up to a searched count; the two neighbours are checked with that test itself, so float
+    rounding cannot make the two answers differ. Reads nothing else of the GPU, so the screen
+    asks it once per memory configuration."""
     room = usable_gb - c.FRAMEWORK_OVERHEAD_GB
     if room <= 0:
         return None
@@ -896,9 +900,9 @@ def least_compute_count(memory_gb: float, usable_gb: float, counts: tuple[int, .
     if need > counts[-1]:
         return None
     i = bisect.bisect_left(counts, need)
-    while i > 0 and memory_gb / counts[i - 1] + c.FRAMEWORK_OVERHEAD_GB <= usable_gb:
+    while i > 0 and compute_fits(memory_gb, usable_gb, counts[i - 1]):
         i -= 1
-    while i < len(counts) and not memory_gb / counts[i] + c.FRAMEWORK_OVERHEAD_GB <= usable_gb:
+    while i < len(counts) and not compute_fits(memory_gb, usable_gb, counts[i]):
         i += 1
     return counts[i] if i < len(counts) else None
 
