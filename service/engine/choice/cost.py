@@ -285,15 +285,11 @@ def plan_networks(plan: Mapping[int, tuple[Offer | None, int]], per_node: int
     no rate), as arrays."""
     counts = np.empty(len(plan))
     networks = np.zeros(len(plan))
-    rates: dict[int, float | None] = {}  # per offer: most counts share a few offers
     for i, (n, (offer, _)) in enumerate(plan.items()):
         counts[i] = n
-        if n > per_node and offer is not None:
-            if id(offer) not in rates:
-                rates[id(offer)] = network_rate_per_node(offer, per_node)
-            net = rates[id(offer)]
-            if net is not None:
-                networks[i] = net
+        net = _network_rate(offer, n, per_node)
+        if net is not None:
+            networks[i] = net
     return counts, networks
 
 
