@@ -14,17 +14,16 @@ figures, and every round's. Results: bench/results/ab_cpu.json.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import statistics
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.record import stamped, write_result
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 BODIES = 40
 _ONE_ROUND = r'''
 import statistics, sys, time
@@ -63,8 +62,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         for name, tree in trees.items():
             for kind, value in _round(tree, kinds).items():
                 seen[name].setdefault(kind, []).append(round(value, 3))
-    out: dict[str, Any] = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "rounds": rounds, "bodies": BODIES, "trees": {}}
+    out: dict[str, Any] = stamped(rounds=rounds, bodies=BODIES, trees={})
     for name, kinds_seen in seen.items():
         out["trees"][name] = {kind: {"median_ms": round(statistics.median(v), 2),
                                      "least_ms": min(v), "rounds_ms": v}
@@ -72,8 +70,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         for kind, v in kinds_seen.items():
             print(f"{name:6s} {kind:12s} median {statistics.median(v):6.2f} ms  "
                   f"least {min(v):6.2f} ms  rounds {v}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ab_cpu.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_result("ab_cpu.json", out)
     return out
 
 

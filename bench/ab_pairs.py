@@ -17,17 +17,16 @@ pairs this tree won: drift between batches cancels within a pair, so ~1-2% shows
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.record import stamped, write_result
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 _WORKER = r'''
 import statistics, sys, time
 from bench import cpu_per_request as cpr
@@ -85,8 +84,7 @@ def main(argv: list[str]) -> dict[str, Any]:
             if proc.stdin is not None:
                 proc.stdin.close()
             proc.wait()
-    out: dict[str, Any] = {"generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "batches": batches, "bodies": bodies, "kinds": {}}
+    out: dict[str, Any] = stamped(batches=batches, bodies=bodies, kinds={})
     for kind, figures in seen.items():
         ratios = [a / b for a, b in zip(figures["this"], figures["other"], strict=True)]
         row = {"this_median_ms": round(statistics.median(figures["this"]), 3),
@@ -98,8 +96,7 @@ def main(argv: list[str]) -> dict[str, Any]:
               f"{row['other_median_ms']:6.3f} ms  paired this/other "
               f"{row['paired_ratio_median']:.3f}  (this faster in "
               f"{row['this_faster_pairs']}/{batches})")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ab_pairs.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_result("ab_pairs.json", out)
     return out
 
 
